@@ -1,0 +1,60 @@
+"""The ``casstor`` command: a thin dispatcher over the ``cmd_*`` modules.
+
+Each ``cmd_*`` module registers its sub-commands with ``register(subparsers)``
+and sets ``func`` on them; the logic lives in the library modules. Errors a
+user can act on are printed as one line, ``casstor: <message>``, with the
+error's exit code; a failing Cassandra request likewise. Usage mistakes
+exit 2 with one line.
+
+Example::
+
+    $ casstor init --data-rf 1 --meta-rf 1
+    $ casstor store ./photo.jpg photos/2024/photo.jpg
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from cassandra import DriverException
+
+from .errors import EXIT_USAGE, CasstorError
+
+COMMAND_MODULES = ["cmd_cluster", "cmd_init", "cmd_files", "cmd_demo"]
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse prints a multi-line usage block by default
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(prog="casstor", description="Deduplicating file store on Apache Cassandra.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_OneLineParser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"{__package__}.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except CasstorError as err:
+        print(f"casstor: {err}", file=sys.stderr)
+        return err.exit_code
+    except DriverException as err:
+        print(f"casstor: Cassandra request failed: {type(err).__name__}: {' '.join(str(err).split())}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("casstor: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

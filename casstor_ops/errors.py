@@ -1,0 +1,42 @@
+"""User-facing errors: one line, a cause and a fix, and an exit code.
+
+Every failure a user can cause or repair (bad input, a missing Java, a port
+in use, an unreachable cluster, a corrupt block) is raised as a
+:class:`CasstorError`; the CLI prints ``casstor: <message>`` and exits with
+``exit_code``. Anything else is a bug and keeps its traceback.
+
+Example::
+
+    >>> raise CasstorError("no such file: 'x'")        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_CORRUPT = 3      # missing or damaged blocks (borg/restic style: its own code)
+EXIT_PARTIAL = 4      # a bulk job where some items failed and the rest succeeded
+EXIT_MAINTENANCE = 5  # refused because a reclaim window is open
+
+
+class CasstorError(Exception):
+    """An error the user can act on; ``str(err)`` is a single line."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(" ".join(message.split()))
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class CorruptionError(CasstorError):
+    """A block is missing or its content does not match its hash."""
+
+    exit_code = EXIT_CORRUPT
+
+
+class MaintenanceError(CasstorError):
+    """The store is in a reclaim window; writers must wait."""
+
+    exit_code = EXIT_MAINTENANCE

@@ -1,0 +1,244 @@
+"""The store's schema, its recorded settings, and ``casstor init``.
+
+Two keyspaces with their own replication, because blocks and metadata
+have different costs and different value per byte: ``casstor_data`` holds
+the bulk (block content) and its light index; ``casstor_meta`` holds the
+small, precious rows (files, block lists, settings, the reclaim window).
+
+``casstor_data``
+
+* ``blocks (hash blob PK, size int, content blob)``: one partition per
+  block, keyed by its 32-byte BLAKE2b digest. A hash is uniformly
+  distributed, so the key spreads load evenly over the ring; one block a
+  partition keeps reads and deletes of a block single-partition.
+* ``existing_blocks (hash blob PK, size int)``: the light index the store
+  asks "do you have it?". It has no content column, so existence checks
+  and full scans (stats, reclaim, verify) never touch blob SSTables (a
+  ``count(*)`` over ``blocks`` ran a 1 GiB-heap node out of memory). It is
+  written *after* the block, so an index row implies the block is there.
+  It lives beside ``blocks`` (same replication): it vouches for blocks.
+
+``casstor_meta``
+
+* ``files (id text PK, version timeuuid, size bigint, hash blob, blocks int,
+  committed_at timestamp)``: the head row, the commit point of a store. A
+  store writes a new version's block list first and then flips the head in
+  one single-partition write, so readers see the old version or the new
+  one, never a mix, and a store killed at any moment leaves the old head.
+* ``file_blocks ((id, version) PK, block_offset bigint CK, hash blob, size
+  int)``: a version's block list, ordered by byte offset, paged on read.
+  Keyed by (id, version) so a new version never overwrites the rows of the
+  one readers may still be reading; superseded and never-committed lists
+  are garbage that reclaim removes after a grace period.
+* ``settings (name text PK, value text)``: the chunker, its sizes, the hash
+  and the schema version, written once with ``IF NOT EXISTS``.
+* ``maintenance (name text PK, …)``: the reclaim window flag (taken with a
+  lightweight transaction) and ``writer_leases``: running writers'
+  heartbeats (TTL rows), so reclaim can wait for them.
+
+Hashes are 32-byte blobs, not 64-character hex text: half the key bytes in
+every index, block list and bloom filter, and no encode/decode on the hot
+path (measured: see ``docs/schema.md``).
+
+DDL cannot be prepared; the only variable parts of it (replication factors
+and data-centre names) are validated here against ``[A-Za-z0-9_.-]`` and
+integers before they go into a statement. Everything else is prepared.
+
+Example::
+
+    >>> settings = init_store(session, Replication.simple(1), Replication.simple(1))  # doctest: +SKIP
+    >>> settings.chunk_avg
+    49152
+
+Failures: a conflicting re-init raises :class:`~casstor_ops.errors.CasstorError`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+
+from cassandra import ConsistencyLevel
+from cassandra.cluster import Session
+from cassandra.query import SimpleStatement
+
+from .errors import CasstorError
+
+DATA_KS = "casstor_data"
+META_KS = "casstor_meta"
+SCHEMA_VERSION = 1
+
+_TABLES = [
+    f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.blocks (
+        hash blob PRIMARY KEY, size int, content blob)""",
+    f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.existing_blocks (
+        hash blob PRIMARY KEY, size int)""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.settings (
+        name text PRIMARY KEY, value text)""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.files (
+        id text PRIMARY KEY, version timeuuid, size bigint, hash blob, blocks int,
+        committed_at timestamp)""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.file_blocks (
+        id text, version timeuuid, block_offset bigint, hash blob, size int,
+        PRIMARY KEY ((id, version), block_offset))""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.maintenance (
+        name text PRIMARY KEY, holder text, mode text, state text, since timestamp)""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.writer_leases (
+        writer uuid PRIMARY KEY, kind text, host text, started_at timestamp)""",
+]
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class Replication:
+    """SimpleStrategy with one RF, or NetworkTopologyStrategy with an RF per data centre."""
+
+    strategy: str
+    factors: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def simple(cls, rf: int) -> "Replication":
+        if rf < 1:
+            raise CasstorError(f"replication factor {rf}: must be at least 1")
+        return cls("SimpleStrategy", (("replication_factor", rf),))
+
+    @classmethod
+    def parse_dcs(cls, spec: str) -> "Replication":
+        """``'MAINDC:3,BACKUPDC:1'`` -> NetworkTopologyStrategy."""
+        factors = []
+        for item in spec.split(","):
+            dc, _, rf = item.strip().partition(":")
+            if not _NAME.match(dc) or not rf.isdigit() or int(rf) < 1:
+                raise CasstorError(f"{spec!r}: expected DC:RF[,DC:RF...], e.g. MAINDC:3,BACKUPDC:1")
+            factors.append((dc, int(rf)))
+        return cls("NetworkTopologyStrategy", tuple(factors))
+
+    def cql(self) -> str:
+        parts = [f"'class': '{self.strategy}'"] + [f"'{k}': '{v}'" for k, v in self.factors]
+        return "{" + ", ".join(parts) + "}"
+
+    def as_map(self) -> dict[str, str]:
+        return {"class": f"org.apache.cassandra.locator.{self.strategy}", **{k: str(v) for k, v in self.factors}}
+
+    def __str__(self) -> str:
+        return f"{self.strategy}({', '.join(f'{k}={v}' for k, v in self.factors)})"
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """What a store was initialised with; every writer must use exactly these."""
+
+    hash: str = "blake2b-256"
+    chunker: str = "fastcdc-2020"
+    chunk_min: int = 16 * 1024
+    chunk_avg: int = 48 * 1024
+    chunk_max: int = 256 * 1024
+    normalized_chunking: int = 2
+    schema_version: int = SCHEMA_VERSION
+
+    def as_rows(self) -> dict[str, str]:
+        return {k: str(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_rows(cls, rows: dict[str, str]) -> "StoreSettings":
+        kwargs = {}
+        for f in fields(cls):
+            if f.name in rows:
+                kwargs[f.name] = int(rows[f.name]) if f.type in ("int", int) else rows[f.name]
+        return cls(**kwargs)
+
+
+def default_rf(session: Session) -> int:
+    """RF 3 once three nodes are up (RF 2 cannot serve QUORUM with one down), else one per node."""
+    up = sum(1 for h in session.cluster.metadata.all_hosts() if h.is_up)
+    return 3 if up >= 3 else max(1, up)
+
+
+def _replication_map(session: Session, keyspace: str) -> dict[str, str] | None:
+    row = session.execute(
+        session.prepare("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?"),
+        (keyspace,)).one()
+    return dict(row.replication) if row else None
+
+
+def _ensure_keyspace(session: Session, keyspace: str, wanted: Replication, explicit: bool) -> None:
+    existing = _replication_map(session, keyspace)
+    if existing is None:
+        session.execute(SimpleStatement(
+            f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {wanted.cql()}",
+            consistency_level=ConsistencyLevel.ONE))
+        return
+    if explicit and existing != wanted.as_map():
+        raise CasstorError(
+            f"{keyspace} already exists with replication {existing}; refusing to change it to {wanted} "
+            f"(use ALTER KEYSPACE and 'nodetool repair' to change replication)")
+
+
+def read_settings(session: Session) -> StoreSettings | None:
+    """The recorded settings, or None when the store was never initialised."""
+    if _replication_map(session, META_KS) is None:
+        return None
+    try:
+        rows = session.execute(f"SELECT name, value FROM {META_KS}.settings")
+    except Exception:  # table missing: keyspace created by something else
+        return None
+    found = {r.name: r.value for r in rows}
+    return StoreSettings.from_rows(found) if found else None
+
+
+def require_settings(session: Session) -> StoreSettings:
+    settings = read_settings(session)
+    if settings is None:
+        raise CasstorError("the store is not initialised: run 'casstor init'")
+    return settings
+
+
+def init_store(session: Session, data: Replication | None = None, meta: Replication | None = None,
+               settings: StoreSettings | None = None) -> StoreSettings:
+    """Create keyspaces and tables and record the settings; idempotent.
+
+    ``data``/``meta`` None means "the default for this cluster" and never
+    conflicts with an existing keyspace; an explicit value that differs from
+    the existing replication, or settings that differ from the recorded
+    ones, raise :class:`CasstorError` and change nothing.
+    """
+    rf = default_rf(session)
+    _ensure_keyspace(session, DATA_KS, data or Replication.simple(rf), data is not None)
+    _ensure_keyspace(session, META_KS, meta or Replication.simple(rf), meta is not None)
+    for ddl in _TABLES:
+        session.execute(SimpleStatement(ddl, consistency_level=ConsistencyLevel.ONE))
+    session.cluster.control_connection.wait_for_schema_agreement()
+    wanted = settings or StoreSettings()
+    insert = session.prepare(f"INSERT INTO {META_KS}.settings (name, value) VALUES (?, ?) IF NOT EXISTS")
+    insert.consistency_level = ConsistencyLevel.QUORUM
+    for name, value in wanted.as_rows().items():
+        session.execute(insert, (name, value))
+    recorded = read_settings(session)
+    if recorded != wanted:
+        diffs = [f"{k}={v} (asked {getattr(wanted, k)})" for k, v in asdict(recorded).items()
+                 if getattr(wanted, k) != v]
+        raise CasstorError(f"the store is already initialised with {', '.join(diffs)}; refusing to change it "
+                           f"(blocks chunked or hashed differently would never deduplicate)")
+    return recorded
+
+
+# The commit bound is a tunable, not a recorded setting: changing it never
+# breaks dedup, and the tests shorten it. Stores enforce it (every block a
+# commit relies on was verified less than the bound ago); online reclaim
+# waits longer than it. Both read it from the same row, so they agree.
+DEFAULT_COMMIT_BOUND_S = 300
+
+
+def commit_bound_s(session: Session) -> int:
+    """Seconds a store may rely on an existence check before its commit."""
+    row = session.execute(session.prepare(f"SELECT value FROM {META_KS}.settings WHERE name = ?"),
+                          ("commit_bound_s",)).one()
+    return int(row.value) if row else DEFAULT_COMMIT_BOUND_S
+
+
+def set_commit_bound(session: Session, seconds: int) -> None:
+    if seconds < 1:
+        raise CasstorError(f"commit bound {seconds} s: must be at least 1 s")
+    session.execute(session.prepare(f"INSERT INTO {META_KS}.settings (name, value) VALUES (?, ?)"),
+                    ("commit_bound_s", str(seconds)))

@@ -1,0 +1,75 @@
+"""Session fixtures: one real Cassandra node started through the launcher, one local Spark.
+
+The test node lives under its own ``CASSTOR_HOME`` (a temporary directory)
+and its own ports (CQL 19042, storage 17000, JMX 17199, each shifted by
+``CASSTOR_TEST_PORT_OFFSET``), so it never touches
+a developer's demo node on 9042. The environment variables are set for the
+whole session, so ``casstor`` subprocesses started by tests find the same
+node. The node is stopped at the end of the session.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from casstor_ops.connection import connect
+from casstor_ops.launcher import LocalCluster
+from casstor_ops.schema import DATA_KS, META_KS, init_store
+
+from .support import TEST_PORTS
+
+
+
+@pytest.fixture(scope="session")
+def casstor_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("casstor-home")
+    old = {k: os.environ.get(k) for k in ("CASSTOR_HOME", "CASSTOR_NODES", "CASSTOR_HEAP_MB")}
+    os.environ["CASSTOR_HOME"] = str(home)
+    os.environ.pop("CASSTOR_NODES", None)
+    os.environ["CASSTOR_HEAP_MB"] = "1024"
+    yield home
+    for key, value in old.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def local_cluster(casstor_home: Path) -> LocalCluster:
+    """The session's single real Cassandra node, started through the project's launcher."""
+    cluster = LocalCluster(casstor_home / "cluster", ports=TEST_PORTS)
+    cluster.start(nodes=1)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def cql(local_cluster: LocalCluster):
+    """A driver session on the initialised test store."""
+    session = connect(start=False)
+    init_store(session)
+    yield session
+    session.cluster.shutdown()
+
+
+@pytest.fixture()
+def empty_store(cql):
+    """The test store with every table emptied (for tests that assert store-wide totals)."""
+    for ks, table in [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (META_KS, "files"),
+                      (META_KS, "file_blocks"), (META_KS, "maintenance"), (META_KS, "writer_leases")]:
+        cql.execute(f"TRUNCATE {ks}.{table}")
+    return cql
+
+
+@pytest.fixture(scope="session")
+def spark(local_cluster: LocalCluster):
+    """A local[2] SparkSession with the connector, pointed at the test node."""
+    from casstor_ops.spark_session import spark_session
+
+    session = spark_session("casstor-tests", master="local[2]", conf={"spark.ui.enabled": "false"})
+    yield session
+    session.stop()

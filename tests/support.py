@@ -1,0 +1,21 @@
+"""Helpers shared by the tests (pytest discourages importing from conftest)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from casstor_ops.launcher import ClusterPorts
+
+# CASSTOR_TEST_PORT_OFFSET lets several test sessions run side by side on one machine.
+_OFFSET = int(os.environ.get("CASSTOR_TEST_PORT_OFFSET", "0"))
+TEST_PORTS = ClusterPorts(cql=19042 + _OFFSET, storage=17000 + _OFFSET, jmx_base=17199 + _OFFSET)
+CASSTOR = [sys.executable, "-m", "casstor_ops.cli"]
+
+
+def run_casstor(*args: str, input: bytes | None = None, env: dict[str, str] | None = None,
+                timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run the ``casstor`` CLI in a subprocess, as a user would."""
+    return subprocess.run([*CASSTOR, *args], input=input, capture_output=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
