@@ -19,3 +19,20 @@ def run_casstor(*args: str, input: bytes | None = None, env: dict[str, str] | No
     """Run the ``casstor`` CLI in a subprocess, as a user would."""
     return subprocess.run([*CASSTOR, *args], input=input, capture_output=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+def run_notebook(name: str, out_dir, **parameters) -> "Path":
+    """Execute ``notebooks/<name>`` headless with papermill; returns the executed copy.
+
+    Runs with the project root as working directory, so the notebook's
+    relative paths (``plots/``) resolve as they do for a user.
+    """
+    from pathlib import Path
+
+    import papermill
+
+    root = Path(__file__).resolve().parent.parent
+    output = Path(out_dir) / name
+    papermill.execute_notebook(str(root / "notebooks" / name), str(output), parameters=parameters,
+                               cwd=str(root), kernel_name="python3", progress_bar=False)
+    return output

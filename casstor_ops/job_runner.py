@@ -1,0 +1,51 @@
+"""Running a ``jobs/*.py`` entry point: errors as one line and an exit code.
+
+A job is a function ``(args, spark) -> int``; this wraps it the way
+:mod:`casstor_ops.cli` wraps commands, so ``spark-submit jobs/X.py`` with
+bad input prints ``casstor: <message>`` and exits non-zero, never a
+Python traceback, and always stops its SparkSession.
+
+Example (``jobs/dedup_stats.py``)::
+
+    def main(args, spark):
+        ...
+        return 0
+
+    if __name__ == "__main__":
+        run_job(main, parser, app_name="casstor-dedup-stats")
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, NoReturn
+
+from cassandra import DriverException
+
+from .errors import CasstorError
+
+
+def run_job(main: Callable[[argparse.Namespace, "SparkSession"], int],  # noqa: F821
+            parser: argparse.ArgumentParser, app_name: str, argv: list[str] | None = None) -> NoReturn:
+    args = parser.parse_args(argv)
+    spark = None
+    try:
+        from .spark_session import spark_session
+
+        spark = spark_session(app_name)
+        code = main(args, spark)
+    except CasstorError as err:
+        print(f"casstor: {err}", file=sys.stderr)
+        code = err.exit_code
+    except DriverException as err:
+        print(f"casstor: Cassandra request failed: {type(err).__name__}: {' '.join(str(err).split())}",
+              file=sys.stderr)
+        code = 1
+    except KeyboardInterrupt:
+        print("casstor: interrupted", file=sys.stderr)
+        code = 130
+    finally:
+        if spark is not None:
+            spark.stop()
+    sys.exit(code)
