@@ -1,0 +1,71 @@
+"""``casstor init`` and the schema module against the real test node."""
+
+from __future__ import annotations
+
+import pytest
+
+from casstor_ops.errors import CasstorError
+from casstor_ops.schema import (DATA_KS, DEFAULT_COMMIT_BOUND_S, META_KS, Replication, StoreSettings, commit_bound_s, init_store,
+                                read_settings, set_commit_bound)
+
+from .support import run_casstor
+
+
+def test_init_is_idempotent_and_records_settings(cql) -> None:
+    first = init_store(cql)
+    again = init_store(cql)
+    assert first == again == StoreSettings()
+    assert read_settings(cql).hash == "blake2b-256"
+    tables = set(cql.cluster.metadata.keyspaces[DATA_KS].tables) | set(cql.cluster.metadata.keyspaces[META_KS].tables)
+    assert {"blocks", "existing_blocks", "files", "file_blocks", "settings", "maintenance",
+            "writer_leases"} <= tables
+
+
+def test_cli_init_prints_replication_and_settings(cql) -> None:
+    out = run_casstor("init")
+    assert out.returncode == 0, out.stderr
+    assert b"casstor_data: {'class': 'org.apache.cassandra.locator.SimpleStrategy', 'replication_factor': '1'}" \
+        in out.stdout
+    assert b"fastcdc-2020 min/avg/max 16384/49152/262144" in out.stdout
+
+
+def test_conflicting_settings_are_refused(cql) -> None:
+    with pytest.raises(CasstorError, match=r"already initialised with chunk_avg=49152 \(asked 65536\)"):
+        init_store(cql, settings=StoreSettings(chunk_avg=65536))
+    assert read_settings(cql).chunk_avg == 49152
+
+
+def test_conflicting_replication_is_one_line_error(cql) -> None:
+    out = run_casstor("init", "--data-rf", "3")
+    assert out.returncode == 1
+    lines = out.stderr.decode().splitlines()
+    assert len(lines) == 1 and "refusing to change it to SimpleStrategy(replication_factor=3)" in lines[0]
+
+
+def test_replication_parsing() -> None:
+    nts = Replication.parse_dcs("MAINDC:3,BACKUPDC:1")
+    assert nts.cql() == "{'class': 'NetworkTopologyStrategy', 'MAINDC': '3', 'BACKUPDC': '1'}"
+    assert nts.as_map() == {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy",
+                            "MAINDC": "3", "BACKUPDC": "1"}
+    for bad in ("MAINDC", "MAIN DC:3", "X:0", "X:'1'", "dc1:3; DROP KEYSPACE x"):
+        with pytest.raises(CasstorError, match="expected DC:RF"):
+            Replication.parse_dcs(bad)
+    with pytest.raises(CasstorError, match="at least 1"):
+        Replication.simple(0)
+
+
+def test_bad_cli_usage_is_one_line() -> None:
+    out = run_casstor("init", "--data-rf", "1", "--data-dc", "dc1:1")
+    assert out.returncode == 2
+    assert len(out.stderr.decode().strip().splitlines()) == 1
+    out = run_casstor("init", "--data-dc", "dc1")
+    assert out.returncode == 1 and out.stderr.decode().count("\n") == 1
+
+
+def test_commit_bound_is_a_tunable(cql) -> None:
+    set_commit_bound(cql, 42)
+    assert commit_bound_s(cql) == 42
+    assert init_store(cql) == StoreSettings()  # a tunable never conflicts with init
+    set_commit_bound(cql, DEFAULT_COMMIT_BOUND_S)
+    with pytest.raises(CasstorError):
+        set_commit_bound(cql, 0)
