@@ -55,4 +55,3 @@ def test_quorum_survives_one_node_down(three_nodes: LocalCluster, tmp_path, monk
             assert out.read_bytes() == src.read_bytes()
     finally:
         session.cluster.shutdown()
-        three_nodes.start_node(3, log=lambda _: None)
