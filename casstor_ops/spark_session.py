@@ -17,6 +17,9 @@ raises :class:`~casstor_ops.errors.CasstorError` when it cannot.
 
 from __future__ import annotations
 
+import os
+import sys
+
 from pyspark.sql import DataFrame, SparkSession
 
 from .connection import Endpoint, endpoint_from_env, ensure_running
@@ -27,6 +30,9 @@ def spark_session(app_name: str = "casstor", master: str | None = None,
     """Get or create the SparkSession; ``master`` None keeps spark-submit's (or local[*])."""
     endpoint = endpoint or endpoint_from_env()
     ensure_running(endpoint)
+    # A SparkContext made in-process (notebooks, tests, the CLI) starts its Python workers with
+    # $PYSPARK_PYTHON or "python3"; spark.pyspark.python from spark-defaults only reaches spark-submit.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
