@@ -1,0 +1,15 @@
+"""casstor: a deduplicating file store on Apache Cassandra (see :mod:`casstor_ops.store`)."""
+
+from .records import FileInfo, RestoreResult, StoreResult, StoreStats
+
+
+def __getattr__(name: str):
+    # Store pulls in the driver; import it lazily so `import casstor_ops` stays light.
+    if name == "Store":
+        from .store import Store
+
+        return Store
+    raise AttributeError(name)
+
+
+__all__ = ["Store", "StoreResult", "RestoreResult", "FileInfo", "StoreStats"]

@@ -1,9 +1,131 @@
-"""``casstor store | restore | rm | ls | stat | stats`` (issue 3)."""
+"""``casstor store | restore | rm | ls | stat | stats``: thin commands over :class:`~casstor_ops.store.Store`.
+
+Example::
+
+    $ casstor store ./photo.jpg photos/2024/photo.jpg --json
+    $ casstor restore photos/2024/photo.jpg - > copy.jpg
+    $ casstor stats --json
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+
+from .progress import progress_bar
+from .records import FileInfo
+from .store import Store
+
+
+def _print_json(value: object) -> None:
+    print(json.dumps(value, ensure_ascii=False))
+
+
+def _size_of(path: str) -> int | None:
+    """The size for the progress bar's ETA, when SRC is a regular file."""
+    try:
+        return os.stat(path).st_size if path != "-" else None
+    except OSError:
+        return None
+
+
+def _store(args: argparse.Namespace) -> int:
+    src = sys.stdin.buffer if args.src == "-" else args.src
+    with Store.open() as store, progress_bar("store", _size_of(args.src), not args.quiet) as progress:
+        result = store.put(src, args.id, progress=progress)
+    if args.json:
+        _print_json(result.as_dict())
+    elif not args.quiet:
+        print(f"stored {result.id}: {result.bytes} bytes in {result.blocks} blocks "
+              f"({result.new_blocks} new, {result.new_bytes} new bytes) in {result.seconds:.2f} s")
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        size = store.stat(args.id).size
+        with progress_bar("restore", size, not args.quiet) as progress:
+            result = store.restore(args.id, args.dest, force=args.force, progress=progress)
+    if args.dest != "-" and not args.quiet:
+        print(f"restored {result.id}: {result.bytes} bytes to {args.dest} in {result.seconds:.2f} s", file=sys.stderr)
+    return 0
+
+
+def _rm(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        store.remove(args.id)
+    return 0
+
+
+def _info_line(info: FileInfo) -> str:
+    when = f"{info.committed_at:%Y-%m-%d %H:%M:%S}" if info.committed_at else "-"
+    return f"{info.size:>14}  {when}  {info.id}"
+
+
+def _ls(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        files = list(store.list(args.prefix))
+    if args.json:
+        _print_json([f.as_dict() for f in files])
+    else:
+        for info in files:
+            print(_info_line(info))
+    return 0
+
+
+def _stat(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        info = store.stat(args.id)
+    if args.json:
+        _print_json(info.as_dict())
+    else:
+        for key, value in info.as_dict().items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        totals = store.stats()
+    if args.json:
+        _print_json(totals.as_dict())
+    else:
+        for key, value in totals.as_dict().items():
+            print(f"{key}: {value}")
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Filled in by the store/restore work."""
+    p = sub.add_parser("store", help="store a local file under an ID (deduplicated)")
+    p.add_argument("src", metavar="SRC", help="the local file to store, or - for stdin")
+    p.add_argument("id", metavar="ID", help="the file's ID in the store (any text)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
+    p.set_defaults(func=_store)
+
+    p = sub.add_parser("restore", help="write a stored file back, byte-exact")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("dest", metavar="DEST", help="destination path, or - for stdout")
+    p.add_argument("--force", action="store_true", help="overwrite an existing DEST")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
+    p.set_defaults(func=_restore)
+
+    p = sub.add_parser("rm", help="remove a file (its blocks are freed by reclaim)")
+    p.add_argument("id", metavar="ID")
+    p.set_defaults(func=_rm)
+
+    p = sub.add_parser("ls", help="list stored files")
+    p.add_argument("prefix", metavar="PREFIX", nargs="?", default="", help="only IDs starting with PREFIX")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.set_defaults(func=_ls)
+
+    p = sub.add_parser("stat", help="show a stored file's committed version")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_stat)
+
+    p = sub.add_parser("stats", help="store-wide totals: files, logical and stored bytes, dedup ratio")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_stats)

@@ -1,0 +1,304 @@
+"""The store pipeline: read once, chunk, hash, deduplicate, upload, commit.
+
+One pass over the source, in segments (:mod:`casstor_ops.chunking`). The
+caller's thread cuts and hashes blocks; a second thread hashes the whole
+file; the driver's thread moves bytes. Distinct hashes not yet known to this
+store go to ``existing_blocks`` in batches (``IN ? LIMIT ?``) while chunking
+continues; missing blocks are uploaded (content row first, then, once it is
+acknowledged, its ``existing_blocks`` row in an unlogged batch with others).
+A hash is checked and written at most once per store. Bytes held for
+checks and uploads are bounded (``max_held_bytes``), and so is the number of
+requests in flight (:class:`~casstor_ops.inflight.RequestWindow`).
+
+Commit protocol (BRIEF; online reclaim relies on it):
+
+1. every block the commit relies on was verified (found by a check, or
+   written) less than the commit bound before the head write: blocks
+   verified more than half the bound ago are re-checked first, and missing
+   ones re-read from the (seekable) source and re-uploaded;
+2. the version timeuuid is made when the block list starts being written;
+   the list goes to ``file_blocks`` in single-partition batches sized from
+   the server's ``batch_size_fail_threshold``;
+3. the head row in ``files`` is written last, unless more than the bound
+   has passed since the version's time (then a retry with a new version, and
+   finally :class:`~casstor_ops.errors.CasstorError`).
+
+A store killed at any point before (3) leaves the previous head untouched;
+re-running it finds the blocks already there and completes.
+
+Example::
+
+    >>> result = Upload(session, settings).run(open("a.bin", "rb"), "a.bin")  # doctest: +SKIP
+    >>> result.new_bytes                                                       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timezone
+from functools import partial
+from typing import BinaryIO
+
+from cassandra.cluster import Session
+from cassandra.query import BatchStatement, BatchType
+from cassandra.util import uuid_from_time
+
+from .chunking import Segment, segments
+from .errors import CasstorError
+from .hashing import FileHashThread, block_hash
+from .inflight import RETRYABLE, RequestWindow
+from .progress import Progress
+from .records import StoreResult
+from .schema import StoreSettings, commit_bound_s
+from .statements import Statements
+
+CHECK_BATCH = 256          # distinct hashes per existence check
+INDEX_BATCH = 32           # existing_blocks rows per unlogged batch (~1.5 KiB: under the 5 KiB warn threshold)
+MAX_REQUESTS = 32          # concurrent requests (see docs/driver.md)
+MAX_HELD_BYTES = 96 * 1024 * 1024
+COMMIT_ATTEMPTS = 3
+# Block hashes are computed by worker threads (hashlib releases the GIL) while the caller's thread
+# chunks the next segment and the file-hash thread hashes the whole file: the hash is the limit.
+HASH_THREADS = 2
+
+# Bytes one file_blocks row adds to a batch as Cassandra counts it against
+# batch_size_fail_threshold (PartitionUpdate.dataSize: clustering, liveness,
+# two cells with timestamps). Measured on 5.0: a 2-partition batch of 487
+# rows is the largest under 50 KiB, i.e. 105 bytes a row; 128 leaves room.
+FILE_BLOCK_ROW_BYTES = 128
+DEFAULT_BATCH_FAIL_BYTES = 50 * 1024
+_UNITS = {"B": 1, "KIB": 1024, "MIB": 1024 ** 2, "KB": 1024, "MB": 1024 ** 2}
+
+
+def batch_fail_threshold(session: Session) -> int:
+    """The server's ``batch_size_fail_threshold`` in bytes (the default if it cannot be read)."""
+    try:
+        row = session.execute(session.prepare("SELECT value FROM system_views.settings WHERE name = ?"),
+                              ("batch_size_fail_threshold",)).one()
+    except Exception:  # virtual tables absent (older servers) or not permitted: assume the default
+        return DEFAULT_BATCH_FAIL_BYTES
+    match = re.fullmatch(r"(\d+)\s*([A-Za-z]*)", (row.value if row else "").strip())
+    if not match:
+        return DEFAULT_BATCH_FAIL_BYTES
+    return int(match.group(1)) * _UNITS.get(match.group(2).upper() or "KIB", 1024)
+
+
+def block_list_batch_rows(session: Session) -> int:
+    """file_blocks rows per batch: three quarters of the fail threshold, computed from the row size."""
+    return max(1, batch_fail_threshold(session) * 3 // 4 // FILE_BLOCK_ROW_BYTES)
+
+
+_batch_rows: "weakref.WeakKeyDictionary[Session, int]" = weakref.WeakKeyDictionary()
+
+
+def _cached_batch_rows(session: Session) -> int:
+    """block_list_batch_rows, asked once per session (the threshold is node configuration)."""
+    if session not in _batch_rows:
+        _batch_rows[session] = block_list_batch_rows(session)
+    return _batch_rows[session]
+
+
+class Upload:
+    """One store of one file (not reusable)."""
+
+    def __init__(self, session: Session, settings: StoreSettings, statements: Statements | None = None,
+                 max_requests: int = MAX_REQUESTS, max_held_bytes: int = MAX_HELD_BYTES,
+                 check_batch: int = CHECK_BATCH, progress: Progress | None = None) -> None:
+        self._session = session
+        self._settings = settings
+        self._st = statements or Statements.for_session(session)
+        self._window = RequestWindow(session, max_requests)
+        self._max_held = max_held_bytes
+        self._check_batch = check_batch
+        self._progress = progress
+        self._hashes: list[bytes] = []          # the file's blocks, in order
+        self._sizes: list[int] = []
+        self._verified: dict[bytes, float] = {}  # hash -> wall time its check or write was sent
+        self._pending: dict[bytes, memoryview | bytes] = {}  # hash -> content, until verified
+        self._to_check: list[bytes] = []
+        self._to_index: list[tuple[bytes, float]] = []
+        self._held = 0
+        self.new_blocks = 0
+        self.new_bytes = 0
+
+    # -- chunk, hash, check, upload ---------------------------------------------------------------
+
+    def _add(self, data: memoryview, digest: bytes) -> None:
+        self._hashes.append(digest)
+        self._sizes.append(len(data))
+        if digest in self._verified or digest in self._pending:
+            return
+        self._pending[digest] = data
+        self._held += len(data)
+        self._to_check.append(digest)
+        if len(self._to_check) >= self._check_batch:
+            self._send_check()
+
+    def _send_check(self, on_missing: Callable[[bytes], None] | None = None) -> None:
+        hashes, self._to_check = self._to_check, []
+        if hashes:
+            self._window.submit(self._st.existing, (hashes, len(hashes)),
+                                partial(self._checked, hashes, time.time(), on_missing or self._upload))
+
+    def _checked(self, hashes: list[bytes], sent: float, on_missing: Callable[[bytes], None], rows) -> None:
+        found = {row[0] for row in rows}
+        for digest in hashes:
+            if digest in found:
+                self._verified[digest] = sent
+                self._held -= len(self._pending.pop(digest, b""))
+            else:
+                on_missing(digest)
+
+    def _upload(self, digest: bytes) -> None:
+        data = self._pending[digest]
+        self._window.submit(self._st.insert_block, (digest, len(data), data),
+                            partial(self._written, digest, time.time()))
+
+    def _written(self, digest: bytes, sent: float, _rows) -> None:
+        self._to_index.append((digest, sent))
+        if len(self._to_index) >= INDEX_BATCH:
+            self._send_index()
+
+    def _send_index(self) -> None:
+        items, self._to_index = self._to_index, []
+        if not items:
+            return
+        batch = BatchStatement(BatchType.UNLOGGED)
+        for digest, _ in items:
+            batch.add(self._st.insert_existing, (digest, len(self._pending[digest])))
+        self._window.submit(batch, None, partial(self._indexed, items))
+
+    def _indexed(self, items: list[tuple[bytes, float]], _rows) -> None:
+        for digest, sent in items:
+            self._verified[digest] = sent
+            size = len(self._pending.pop(digest))
+            self._held -= size
+            self.new_blocks += 1
+            self.new_bytes += size
+
+    def _settle(self) -> None:
+        """Wait for every check, upload and index row submitted so far."""
+        self._send_check()
+        while self._window.busy or self._to_index:
+            if not self._window.busy:
+                self._send_index()
+            self._window.poll()
+
+    def _limit_held(self) -> None:
+        while self._window.poll(block=False):
+            pass
+        while self._held > self._max_held:
+            if self._to_check:
+                self._send_check()
+            if self._to_index and self._window.in_flight < self._window.max_requests:
+                self._send_index()
+            if not self._window.poll():
+                break
+
+    # -- commit ----------------------------------------------------------------------------------
+
+    def _recheck(self, reader: BinaryIO, older_than: float) -> None:
+        """Re-verify blocks checked before ``older_than``; re-upload any that vanished."""
+        stale = [h for h, t in self._verified.items() if t < older_than]
+        if not stale:
+            return
+        offsets = dict(zip(reversed(self._hashes), reversed(list(itertools.accumulate([0] + self._sizes[:-1])))))
+        sizes = dict(zip(self._hashes, self._sizes))
+
+        def reread(digest: bytes) -> None:
+            if not reader.seekable():
+                raise CasstorError(f"block {digest.hex()} vanished during the store (online reclaim?) and the "
+                                   f"source cannot be re-read; store it again")
+            reader.seek(offsets[digest])
+            data = reader.read(sizes[digest])
+            if block_hash(data) != digest:
+                raise CasstorError("the source changed while it was being stored; store it again")
+            self._pending[digest] = data
+            self._upload(digest)
+
+        for start in range(0, len(stale), self._check_batch):
+            self._to_check = stale[start:start + self._check_batch]
+            self._send_check(on_missing=reread)
+        self._settle()
+
+    def _write_block_list(self, file_id: str, version) -> None:
+        rows_per_batch = _cached_batch_rows(self._session)
+        offset = 0
+        for start in range(0, len(self._hashes), rows_per_batch):
+            batch = BatchStatement(BatchType.UNLOGGED)
+            for digest, size in zip(self._hashes[start:start + rows_per_batch],
+                                    self._sizes[start:start + rows_per_batch]):
+                batch.add(self._st.insert_file_block, (file_id, version, offset, digest, size))
+                offset += size
+            self._window.submit(batch, None, lambda _rows: None)
+        self._window.drain()
+
+    def _write_head(self, file_id: str, version, version_time: float, bound: float, size: int,
+                    digest: bytes) -> bool:
+        for attempt in range(5):
+            now = time.time()
+            oldest = min(self._verified.values(), default=now)
+            if now - version_time >= bound or now - oldest >= bound:
+                return False
+            try:
+                self._session.execute(self._st.insert_head, (file_id, version, size, digest, len(self._hashes),
+                                                             datetime.now(timezone.utc)))
+                return True
+            except RETRYABLE:
+                if attempt == 4:
+                    raise
+                time.sleep(0.2 * 2 ** attempt)
+        return False
+
+    def _commit(self, reader: BinaryIO, file_id: str, size: int, digest: bytes) -> None:
+        bound = float(commit_bound_s(self._session))
+        for _ in range(COMMIT_ATTEMPTS):
+            self._recheck(reader, time.time() - bound / 2)
+            version_time = time.time()
+            version = uuid_from_time(version_time)
+            self._write_block_list(file_id, version)
+            if self._write_head(file_id, version, version_time, bound, size, digest):
+                return
+        raise CasstorError(f"could not commit {file_id!r} within the commit bound ({bound:.0f} s): the cluster is "
+                           f"too slow; store it again")
+
+    def _take(self, segment: Segment, digests: Future) -> None:
+        for data, digest in zip(segment.chunks, digests.result()):
+            self._add(data, digest)
+        if self._progress:
+            self._progress(len(segment.fresh))
+        self._limit_held()
+
+    def run(self, reader: BinaryIO, file_id: str) -> StoreResult:
+        """Store everything ``reader`` yields under ``file_id``; the new head is the commit point."""
+        started = time.perf_counter()
+        file_hash = FileHashThread()
+        size = 0
+        hashing: deque[tuple[Segment, Future]] = deque()
+        try:
+            with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="casstor-hash") as pool:
+                for segment in segments(reader, self._settings):
+                    file_hash.update(segment.fresh)
+                    size += len(segment.fresh)
+                    hashing.append((segment, pool.submit(_block_hashes, segment.chunks)))
+                    if len(hashing) > HASH_THREADS:
+                        self._take(*hashing.popleft())
+                while hashing:
+                    self._take(*hashing.popleft())
+            self._settle()
+        except BaseException:
+            file_hash.abandon()
+            raise
+        self._commit(reader, file_id, size, file_hash.digest())
+        return StoreResult(file_id, size, len(self._hashes), self.new_blocks, self.new_bytes,
+                           round(time.perf_counter() - started, 6))
+
+
+def _block_hashes(chunks: list[memoryview]) -> list[bytes]:
+    return [block_hash(c) for c in chunks]

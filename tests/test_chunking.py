@@ -1,0 +1,63 @@
+"""Chunking: identical cut points to pyfastcdc's stream chunker, from one pass in segments."""
+
+import io
+import os
+
+import pytest
+
+from casstor_ops.chunking import chunks, make_chunker, segments
+from casstor_ops.schema import StoreSettings
+
+SETTINGS = StoreSettings()
+
+
+def _reference(data: bytes) -> list[bytes]:
+    return [bytes(c.data) for c in make_chunker(SETTINGS).cut_stream(io.BytesIO(data))]
+
+
+@pytest.mark.parametrize("segment_bytes", [600_000, 1_048_576, 4 * 1_048_576])
+def test_segments_cut_exactly_like_cut_stream(segment_bytes):
+    data = os.urandom(9_000_000) + bytes(2_000_000) + os.urandom(777_777)
+    got = [bytes(c) for seg in segments(io.BytesIO(data), SETTINGS, segment_bytes) for c in seg.chunks]
+    assert got == _reference(data)
+
+
+def test_segments_carry_every_byte_once_for_the_file_hash():
+    data = os.urandom(5_000_001)
+    fresh = b"".join(bytes(seg.fresh) for seg in segments(io.BytesIO(data), SETTINGS, 1_000_000))
+    assert fresh == data
+
+
+def test_chunk_sizes_stay_within_settings():
+    sizes = [len(c) for c in chunks(io.BytesIO(os.urandom(6_000_000)), SETTINGS)]
+    assert all(SETTINGS.chunk_min <= s <= SETTINGS.chunk_max for s in sizes[:-1])
+    assert sum(sizes) == 6_000_000
+
+
+def test_small_and_empty_inputs():
+    assert list(chunks(io.BytesIO(b""), SETTINGS)) == []
+    assert [bytes(c) for c in chunks(io.BytesIO(b"x"), SETTINGS)] == [b"x"]
+
+
+def test_a_path_is_read_like_a_file(tmp_path):
+    data = os.urandom(1_000_000)
+    (tmp_path / "f").write_bytes(data)
+    assert [bytes(c) for c in chunks(tmp_path / "f", SETTINGS)] == _reference(data)
+
+
+class _Trickle(io.RawIOBase):
+    """A pipe-like reader that returns at most 1000 bytes a call."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        return self._data.readinto(memoryview(b)[:1000])
+
+
+def test_short_reads_do_not_change_the_cuts():
+    data = os.urandom(1_500_000)
+    assert [bytes(c) for c in chunks(_Trickle(data), SETTINGS)] == _reference(data)

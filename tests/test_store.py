@@ -1,0 +1,167 @@
+"""Store.put / restore round trips on the real node: byte-exact, deduplicated, atomic."""
+
+import io
+import os
+import threading
+
+import pytest
+
+from casstor_ops.chunking import chunks
+from casstor_ops.errors import CasstorError
+from casstor_ops.hashing import block_hash
+from casstor_ops.schema import StoreSettings
+from casstor_ops.store import Store
+
+S = StoreSettings()
+
+
+@pytest.fixture()
+def store(cql):
+    return Store(cql)
+
+
+def _round_trip(store: Store, tmp_path, data: bytes, file_id: str):
+    src = tmp_path / "src"
+    src.write_bytes(data)
+    result = store.put(src, file_id)
+    dest = tmp_path / "dest"
+    dest.unlink(missing_ok=True)
+    restored = store.restore(file_id, dest)
+    assert dest.read_bytes() == data
+    assert (result.bytes, restored.bytes, restored.blocks) == (len(data), len(data), result.blocks)
+    return result
+
+
+def _self_contained_chunk() -> bytes:
+    """A small chunk C that FastCDC cuts identically when C is repeated.
+
+    A cut point also depends on the byte just after the chunk, and never on
+    the first chunk_min bytes; so C's first byte is set to the byte that
+    followed it.
+    """
+    data = os.urandom(8_000_000)
+    cut = list(chunks(io.BytesIO(data), S))[:-1]
+    offsets = [0]
+    for c in cut:
+        offsets.append(offsets[-1] + len(c))
+    start, chunk = min(zip(offsets, cut), key=lambda item: len(item[1]))
+    candidate = data[start + len(chunk):start + len(chunk) + 1] + bytes(chunk[1:])
+    assert [bytes(c) for c in chunks(io.BytesIO(candidate * 3), S)] == [candidate] * 3
+    return candidate
+
+
+@pytest.mark.parametrize("size", [0, 1, S.chunk_min, S.chunk_avg, S.chunk_max, S.chunk_max + 1])
+def test_round_trip_sizes(store, tmp_path, size):
+    data = os.urandom(size)
+    result = _round_trip(store, tmp_path, data, f"sizes/{size}")
+    assert result.blocks == len(list(chunks(io.BytesIO(data), S)))
+    info = store.stat(f"sizes/{size}")
+    assert (info.size, info.blocks, info.hash) == (size, result.blocks, block_hash(data))
+
+
+def test_round_trip_zeros_is_one_block_repeated(store, tmp_path):
+    data = bytes(5 * S.chunk_max + 1000)
+    result = _round_trip(store, tmp_path, data, "zeros")
+    assert result.blocks == 6
+    assert result.new_blocks <= 2  # one 256 KiB block of zeros, written once, plus the tail
+
+
+def test_round_trip_large_multi_chunk_file(store, tmp_path):
+    data = os.urandom(24_000_000)
+    result = _round_trip(store, tmp_path, data, "large")
+    assert result.blocks > 300 and result.new_bytes == len(data)
+    again = store.put(io.BytesIO(data), "large-copy")
+    assert (again.new_blocks, again.new_bytes, again.blocks) == (0, 0, result.blocks)
+
+
+def test_same_block_thousands_of_times(store, tmp_path):
+    block = _self_contained_chunk()
+    result = _round_trip(store, tmp_path, block * 2000, "repeated")
+    assert (result.blocks, result.new_blocks) == (2000, 1)
+
+
+@pytest.mark.parametrize("file_id", ["it's \"quoted\"", "with spaces  here", "a/b/../c//d", "naïve/日本語/ü",
+                                     "'; DROP TABLE files; --"])
+def test_awkward_ids(store, tmp_path, file_id):
+    _round_trip(store, tmp_path, os.urandom(70_000), file_id)
+    assert file_id in [f.id for f in store.list(file_id[:3])]
+
+
+def test_empty_id_is_refused(store, tmp_path):
+    with pytest.raises(CasstorError, match="non-empty"):
+        store.put(io.BytesIO(b"x"), "")
+
+
+def test_concurrent_stores_sharing_blocks(store, empty_store, tmp_path):
+    shared = os.urandom(6_000_000)
+    files = {f"concurrent/{i}": shared + os.urandom(2_000_000) + shared[:3_000_000] for i in range(3)}
+    errors = []
+
+    def put(file_id, data):
+        try:
+            Store(empty_store).put(io.BytesIO(data), file_id)
+        except Exception as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=put, args=item) for item in files.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for file_id, data in files.items():
+        out = io.BytesIO()
+        store.restore(file_id, out)
+        assert out.getvalue() == data
+    unique = {block_hash(c) for data in files.values() for c in chunks(io.BytesIO(data), S)}
+    totals = store.stats()
+    assert totals.unique_blocks == len(unique)
+    assert totals.logical_bytes == sum(len(d) for d in files.values())
+
+
+def test_overwrite_replaces_atomically(store, tmp_path):
+    old, new = os.urandom(3_000_000), os.urandom(2_000_000)
+    store.put(io.BytesIO(old), "overwritten")
+    first = store.stat("overwritten")
+    store.put(io.BytesIO(new), "overwritten")
+    second = store.stat("overwritten")
+    assert second.version != first.version and second.hash == block_hash(new)
+    out = io.BytesIO()
+    store.restore("overwritten", out)
+    assert out.getvalue() == new
+
+
+def test_overwrite_while_restoring(store, tmp_path):
+    old, new = os.urandom(12_000_000), os.urandom(12_000_000)
+    store.put(io.BytesIO(old), "busy")
+    overwritten = threading.Event()
+
+    def progress(_n):
+        if not overwritten.is_set():  # overwrite once, after the restore has started reading
+            store.put(io.BytesIO(new), "busy")
+            overwritten.set()
+
+    dest = tmp_path / "busy"
+    store.restore("busy", dest, progress=progress)
+    assert overwritten.is_set()
+    assert dest.read_bytes() == old  # the version it started with, whole
+    store.restore("busy", dest, force=True)
+    assert dest.read_bytes() == new
+
+
+def test_remove(store):
+    store.put(io.BytesIO(b"bye"), "to-remove")
+    assert store.remove("to-remove").size == 3
+    with pytest.raises(CasstorError, match="no such file"):
+        store.stat("to-remove")
+    with pytest.raises(CasstorError, match="no such file"):
+        store.remove("to-remove")
+
+
+def test_bad_sources(store, tmp_path):
+    with pytest.raises(CasstorError, match="No such file"):
+        store.put(tmp_path / "missing", "x")
+    with pytest.raises(CasstorError, match="is a directory"):
+        store.put(tmp_path, "x")
+    with pytest.raises(CasstorError, match="Input/output error"):
+        store.put("/proc/self/mem", "x")  # opens, then every read fails (root can read any mode bits)
