@@ -128,6 +128,21 @@ def write_spark_defaults(connector_jars: list[Path] | None) -> Path:
     return conf
 
 
+def pin_spark_scripts_python() -> None:
+    """Make ``.venv/bin/spark-submit`` work from any shell, venv activated or not.
+
+    pyspark's ``find-spark-home`` runs ``find_spark_home.py`` with
+    ``$PYSPARK_PYTHON`` or else a bare ``python3``: outside the venv that is a
+    Python without pyspark, and spark-submit fails with ``/bin/spark-class:
+    No such file``. Its default becomes this venv's Python.
+    """
+    script = Path(sys.executable).parent / "find-spark-home"
+    text = script.read_text()
+    pinned = text.replace('"${PYSPARK_PYTHON:-"python3"}"', f'"${{PYSPARK_PYTHON:-"{sys.executable}"}}"')
+    if pinned != text:
+        script.write_text(pinned)
+
+
 def resolve_spark_connector() -> list[Path]:
     """Resolve the connector into the Ivy cache once (by starting a local session); its jars."""
     jars_dir = layout.ivy_dir() / "jars"
@@ -150,6 +165,7 @@ def main() -> int:
         install_cassandra_jars()
         install_stress()
         write_spark_defaults(resolve_spark_connector())
+        pin_spark_scripts_python()
     except CasstorError as err:
         print(f"setup: {err}", file=sys.stderr)
         return err.exit_code

@@ -1,0 +1,291 @@
+"""Reclaim against the real node and local Spark: plan, missing blocks, the offline window, online reclaim."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from cassandra.util import uuid_from_time
+
+from casstor_ops import reclaim as reclaim_module
+from casstor_ops.errors import EXIT_CORRUPT, CasstorError, CorruptionError, MaintenanceError
+from casstor_ops.maintenance import OFFLINE, current_window
+from casstor_ops.reclaim import reclaim
+from casstor_ops.schema import DATA_KS, DEFAULT_COMMIT_BOUND_S, META_KS, set_commit_bound
+from casstor_ops.store import Store
+
+from .support import run_casstor
+
+# pyspark started outside spark-submit runs its workers with $PYSPARK_PYTHON or "python3"
+# (spark.pyspark.python only reaches spark-submit): point it at this venv before the session starts.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+ROOT = Path(__file__).resolve().parent.parent
+KiB = 1024
+
+
+@pytest.fixture()
+def store(empty_store):
+    yield Store(empty_store)
+    set_commit_bound(empty_store, DEFAULT_COMMIT_BOUND_S)
+
+
+def put(store: Store, file_id: str, data: bytes) -> None:
+    store.put(io.BytesIO(data), file_id)
+
+
+def restored(store: Store, file_id: str) -> bytes:
+    out = io.BytesIO()
+    store.restore(file_id, out)
+    return out.getvalue()
+
+
+def index_rows(cql) -> dict[bytes, int]:
+    return {r.hash: r.size for r in cql.execute(f"SELECT hash, size FROM {DATA_KS}.existing_blocks")}
+
+
+def content_keys(cql) -> set[bytes]:
+    stmt = cql.prepare(f"SELECT hash FROM {DATA_KS}.blocks")
+    bound = stmt.bind(())
+    bound.fetch_size = 20  # blob partitions: small pages
+    return {r.hash for r in cql.execute(bound)}
+
+
+def head_references(cql) -> set[bytes]:
+    """Blocks named by the current heads, read with the driver (independently of references.py)."""
+    lists = cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
+    return {r.hash for head in cql.execute(f"SELECT id, version FROM {META_KS}.files")
+            for r in cql.execute(lists, (head.id, head.version))}
+
+
+def shared_corpus(seed: int = 1) -> dict[str, bytes]:
+    rng = random.Random(seed)
+    base = rng.randbytes(600 * KiB)
+    return {"a": base + rng.randbytes(300 * KiB), "b": base + rng.randbytes(300 * KiB),
+            "c": rng.randbytes(400 * KiB), "d": base[:300 * KiB] + rng.randbytes(200 * KiB)}
+
+
+def make_garbage(store: Store) -> dict[str, bytes]:
+    """Four files sharing blocks; b overwritten, c removed. Returns the committed contents."""
+    files = shared_corpus()
+    for file_id, data in files.items():
+        put(store, file_id, data)
+    files["b"] = random.Random(2).randbytes(250 * KiB)
+    put(store, "b", files["b"])
+    store.remove("c")
+    del files["c"]
+    return files
+
+
+def test_plan_then_execute_removes_exactly_the_garbage(store, spark, capsys) -> None:
+    cql = store.session
+    files = make_garbage(store)
+    before = index_rows(cql)
+    referenced = head_references(cql)
+    garbage = set(before) - referenced
+    assert garbage and referenced & set(before)  # the scenario has both
+
+    dry = reclaim(spark, cql, dry_run=True)
+    assert (dry.exit_code, dry.stats) == (0, None)
+    out = capsys.readouterr().out
+    assert "dry run: nothing deleted" in out
+    plan = dry.plan
+    assert (plan.candidates.blocks, plan.candidates.bytes) == (len(garbage), sum(before[h] for h in garbage))
+    assert re.search(rf"garbage: to delete +{len(garbage):,} ", out)
+    assert {bytes(r.hash) for r in plan.candidate_rows.collect()} == garbage
+    assert (plan.kept.blocks, plan.missing.blocks) == (len(referenced), 0)
+    assert plan.stale_lists == 0  # b's old list is younger than 2 x the commit bound
+    assert index_rows(cql) == before and content_keys(cql) == set(before)
+
+    set_commit_bound(cql, 1)
+    time.sleep(2.5)  # the block lists of b (superseded) and c (removed) are now older than 2 x bound
+    done = reclaim(spark, cql)
+    assert done.exit_code == 0
+    assert (done.stats.deleted.blocks, done.stats.deleted_lists) == (len(garbage), 2)  # b superseded, c removed
+    assert "reclaim done" in capsys.readouterr().out
+    assert set(index_rows(cql)) == referenced == content_keys(cql)
+    assert cql.execute(f"SELECT count(*) FROM {META_KS}.file_blocks").one()[0] == \
+        sum(r.blocks for r in cql.execute(f"SELECT blocks FROM {META_KS}.files"))
+    assert current_window(cql) is None
+    for file_id, data in files.items():
+        assert restored(store, file_id) == data
+
+
+def test_missing_blocks_stop_reclaim_unless_forced(store, spark) -> None:
+    cql = store.session
+    make_garbage(store)
+    lost, unindexed = sorted(head_references(cql))[:2]
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (lost,))
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?"), (lost,))
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?"), (unindexed,))
+    before = index_rows(cql)
+
+    with pytest.raises(CorruptionError, match=f"1 referenced block\\(s\\) are missing \\(e.g. {lost.hex()}\\)"):
+        reclaim(spark, cql)
+    assert index_rows(cql) == before and current_window(cql) is None
+
+    forced = reclaim(spark, cql, force=True)
+    assert (forced.plan.missing.blocks, forced.plan.repairable.blocks, forced.plan.missing_sample) == \
+        (1, 1, [lost.hex()])
+    assert (forced.exit_code, forced.stats.repaired_index_rows) == (EXIT_CORRUPT, 1)
+    assert set(index_rows(cql)) == head_references(cql) - {lost}   # garbage gone, the lost index row repaired
+
+
+def test_job_exit_code_and_one_line_error_for_missing_blocks(store, spark) -> None:
+    cql = store.session
+    put(store, "x", random.Random(5).randbytes(100 * KiB))
+    lost = next(iter(head_references(cql)))
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (lost,))
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?"), (lost,))
+    job = subprocess.run([str(ROOT / ".venv/bin/spark-submit"), str(ROOT / "jobs/reclaim.py")],
+                         capture_output=True, text=True, timeout=600)
+    assert job.returncode == EXIT_CORRUPT, job.stderr[-2000:]
+    message = (f"casstor: 1 referenced block(s) are missing (e.g. {lost.hex()}): nothing was deleted; "
+               f"find the damaged files with the verify job, or reclaim anyway with --force")
+    # spark-submit's PythonRunner merges the driver's stderr into its stdout.
+    output = job.stdout + job.stderr
+    assert message in output and output.count("casstor: ") == 1 and "Traceback" not in output
+    assert "missing (referenced, not stored)" in job.stdout
+
+
+def test_offline_window_refuses_writers_and_a_crash_resumes(store, spark, tmp_path, monkeypatch, capsys) -> None:
+    cql = store.session
+    files = make_garbage(store)
+    referenced = head_references(cql)
+    real_apply = reclaim_module._apply
+
+    def crash_before_content(df, cql_text, params):
+        if cql_text == reclaim_module._DELETE_CONTENT:
+            raise RuntimeError("simulated crash")
+        return real_apply(df, cql_text, params)
+
+    monkeypatch.setattr(reclaim_module, "_apply", crash_before_content)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        reclaim(spark, cql)
+    assert "the reclaim window is still open: re-run 'spark-submit jobs/reclaim.py' to resume it, or clear it " \
+           "with 'spark-submit jobs/reclaim.py --clear-window'" in capsys.readouterr().err
+    window = current_window(cql)
+    assert (window.mode, window.state) == (OFFLINE, "deleting-content")
+
+    src = tmp_path / "new.bin"
+    src.write_bytes(b"new data")
+    refused = run_casstor("store", str(src), "new")
+    assert refused.returncode == 5
+    lines = refused.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("casstor: writes are refused during the offline reclaim window")
+    assert "--clear-window" in lines[0]
+    with pytest.raises(MaintenanceError):
+        store.remove("a")
+
+    monkeypatch.setattr(reclaim_module, "_apply", real_apply)
+    assert reclaim(spark, cql).exit_code == 0  # resumes: finds the content whose index row the crash deleted
+    out = capsys.readouterr().out
+    assert "resuming the crashed offline reclaim window" in out and "content rows without index row" in out
+    assert set(index_rows(cql)) == referenced == content_keys(cql)
+    assert current_window(cql) is None
+    assert run_casstor("store", str(src), "new").returncode == 0
+    for file_id, data in files.items():
+        assert restored(store, file_id) == data
+
+
+@pytest.mark.slow  # a spark-submit of its own
+def test_job_clear_window_option(store, spark) -> None:
+    from casstor_ops.maintenance import open_window
+
+    open_window(store.session, "reclaim@crashed:1", OFFLINE)
+    job = subprocess.run([str(ROOT / ".venv/bin/spark-submit"), str(ROOT / "jobs/reclaim.py"), "--clear-window"],
+                         capture_output=True, text=True, timeout=600)
+    assert job.returncode == 0, job.stderr[-2000:]
+    assert "cleared the offline reclaim window held by reclaim@crashed:1" in job.stdout
+    assert current_window(store.session) is None
+
+
+class Writers:
+    """Threads that store, overwrite and remove files built from a shared pool of segments."""
+
+    def __init__(self, store: Store, pool: list[bytes], threads: int = 3) -> None:
+        self.store = store
+        self.pool = pool
+        self.committed: dict[str, bytes | None] = {}
+        self.ops = 0
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(threads)]
+
+    def _run(self, n: int) -> None:
+        rng = random.Random(100 + n)
+        ids = [f"w{n}/{i}" for i in range(4)]
+        while not self._stop.is_set():
+            file_id = rng.choice(ids)
+            try:
+                if rng.random() < 0.25 and self.committed.get(file_id) is not None:
+                    self.store.remove(file_id)
+                    data = None
+                else:
+                    data = b"".join(rng.sample(self.pool, 2)) + rng.randbytes(20 * KiB)
+                    put(self.store, file_id, data)
+            except CasstorError as err:  # e.g. the commit bound passed under load: the head did not move
+                self.failures.append(str(err))
+                continue
+            with self._lock:
+                self.committed[file_id] = data
+                self.ops += 1
+
+    def __enter__(self) -> "Writers":
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+
+
+def test_online_reclaim_beside_writers(store, spark, capsys) -> None:
+    cql = store.session
+    rng = random.Random(9)
+    pool = [rng.randbytes(150 * KiB) for _ in range(6)]
+    for i, segment in enumerate(pool):            # every pool block becomes garbage before reclaim starts
+        put(store, f"old/{i}", segment + rng.randbytes(50 * KiB))
+        store.remove(f"old/{i}")
+    files = make_garbage(store)
+    garbage_before = set(index_rows(cql)) - head_references(cql)
+    set_commit_bound(cql, 3)
+    began_us = int(time.time() * 1_000_000)
+    began_uuid_time = uuid_from_time(time.time()).time
+
+    with Writers(store, pool) as writers:
+        assert reclaim(spark, cql, online=True).exit_code == 0
+        ops_during = writers.ops
+    assert ops_during > 0, writers.failures
+    out = capsys.readouterr().out
+    assert "rescued (committed meanwhile)" in out
+
+    for file_id, data in {**files, **writers.committed}.items():
+        if data is None:
+            with pytest.raises(CasstorError, match="no such file"):
+                store.stat(file_id)
+        else:
+            assert restored(store, file_id) == data, file_id
+    # Every block that was garbage when reclaim began is gone, unless a writer used it meanwhile:
+    # it is referenced now, or re-uploaded, or named by a block list written since (a file committed
+    # and then removed or overwritten while reclaim ran).
+    referenced = head_references(cql)
+    written_since = {r.hash for r in cql.execute(
+        f"SELECT hash, WRITETIME(size) AS written FROM {DATA_KS}.existing_blocks") if r.written >= began_us}
+    listed_since = {r.hash for r in cql.execute(f"SELECT version, hash FROM {META_KS}.file_blocks")
+                    if r.version.time >= began_uuid_time}
+    left = (set(index_rows(cql)) | content_keys(cql)) & garbage_before
+    assert left <= referenced | written_since | listed_since
+    assert not garbage_before <= left  # and reclaim did delete
+    assert referenced <= set(index_rows(cql)) and referenced <= content_keys(cql)
