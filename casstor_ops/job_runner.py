@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, NoReturn
+from typing import TYPE_CHECKING, Callable, NoReturn
 
 from cassandra import DriverException
 
 from .errors import CasstorError
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
-def run_job(main: Callable[[argparse.Namespace, "SparkSession"], int],  # noqa: F821
+
+def run_job(main: Callable[[argparse.Namespace, "SparkSession"], int],
             parser: argparse.ArgumentParser, app_name: str, argv: list[str] | None = None) -> NoReturn:
     args = parser.parse_args(argv)
     spark = None

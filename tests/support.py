@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from casstor_ops.launcher import ClusterPorts
 
@@ -21,14 +22,12 @@ def run_casstor(*args: str, input: bytes | None = None, env: dict[str, str] | No
                           env={**os.environ, **(env or {})})
 
 
-def run_notebook(name: str, out_dir, **parameters) -> "Path":
+def run_notebook(name: str, out_dir, **parameters) -> Path:
     """Execute ``notebooks/<name>`` headless with papermill; returns the executed copy.
 
     Runs with the project root as working directory, so the notebook's
     relative paths (``plots/``) resolve as they do for a user.
     """
-    from pathlib import Path
-
     import papermill
 
     root = Path(__file__).resolve().parent.parent

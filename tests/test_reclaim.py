@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import io
-import os
 import random
 import re
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,10 +21,6 @@ from casstor_ops.schema import DATA_KS, DEFAULT_COMMIT_BOUND_S, META_KS, set_com
 from casstor_ops.store import Store
 
 from .support import run_casstor
-
-# pyspark started outside spark-submit runs its workers with $PYSPARK_PYTHON or "python3"
-# (spark.pyspark.python only reaches spark-submit): point it at this venv before the session starts.
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 ROOT = Path(__file__).resolve().parent.parent
 KiB = 1024
