@@ -15,11 +15,12 @@ def _replication(rf: int | None, dcs: str | None) -> Replication | None:
 
 
 def _init(args: argparse.Namespace) -> int:
+    # Bad arguments are reported before anything is started or connected.
+    data, meta = _replication(args.data_rf, args.data_dc), _replication(args.meta_rf, args.meta_dc)
+    wanted = StoreSettings(chunk_min=args.chunk_min, chunk_avg=args.chunk_avg, chunk_max=args.chunk_max)
     session = connect()
     try:
-        wanted = StoreSettings(chunk_min=args.chunk_min, chunk_avg=args.chunk_avg, chunk_max=args.chunk_max)
-        settings = init_store(session, _replication(args.data_rf, args.data_dc),
-                              _replication(args.meta_rf, args.meta_dc), wanted)
+        settings = init_store(session, data, meta, wanted)
         for ks in (DATA_KS, META_KS):
             row = session.execute(session.prepare(
                 "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?"), (ks,)).one()
