@@ -137,6 +137,11 @@ class StoreSettings:
     normalized_chunking: int = 2
     schema_version: int = SCHEMA_VERSION
 
+    def __post_init__(self) -> None:
+        if not 64 <= self.chunk_min <= self.chunk_avg <= self.chunk_max <= 64 << 20:
+            raise CasstorError(f"chunk sizes min {self.chunk_min} / avg {self.chunk_avg} / max {self.chunk_max}: "
+                               "need 64 <= min <= avg <= max <= 64 MiB")
+
     def as_rows(self) -> dict[str, str]:
         return {k: str(v) for k, v in asdict(self).items()}
 

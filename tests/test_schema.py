@@ -58,7 +58,7 @@ def test_bad_cli_usage_is_one_line() -> None:
     out = run_casstor("init", "--data-rf", "1", "--data-dc", "dc1:1")
     assert out.returncode == 2
     assert len(out.stderr.decode().strip().splitlines()) == 1
-    out = run_casstor("init", "--data-dc", "dc1")
+    out = run_casstor("init", "--data-dc", "dc1", env={"CASSTOR_NODES": "127.0.0.1:1"})
     assert out.returncode == 1 and out.stderr.decode().count("\n") == 1
 
 
@@ -69,3 +69,10 @@ def test_commit_bound_is_a_tunable(cql) -> None:
     set_commit_bound(cql, DEFAULT_COMMIT_BOUND_S)
     with pytest.raises(CasstorError):
         set_commit_bound(cql, 0)
+
+
+def test_inconsistent_chunk_sizes_are_refused_before_connecting() -> None:
+    out = run_casstor("init", "--chunk-min", "65536", "--chunk-avg", "16384", env={"CASSTOR_NODES": "127.0.0.1:1"})
+    assert out.returncode == 1
+    assert out.stderr.decode().splitlines() == [
+        "casstor: chunk sizes min 65536 / avg 16384 / max 262144: need 64 <= min <= avg <= max <= 64 MiB"]
