@@ -76,20 +76,27 @@ def stored_blocks(spark: SparkSession) -> DataFrame:
     return read_table(spark, DATA_KS, "existing_blocks").select("hash", "size")
 
 
+def block_rows(spark: SparkSession, *columns: str) -> DataFrame:
+    """``columns`` of every row of the blob table, split by token range, in small pages.
+
+    The only reader of ``blocks``: pages are :data:`BLOB_SCAN_PAGE_ROWS`
+    rows, and only the named columns are fetched (leave out ``content``
+    unless it is needed), but every node still reads its blob SSTables.
+    """
+    return (spark.read.format("org.apache.spark.sql.cassandra")
+            .options(keyspace=DATA_KS, table="blocks",
+                     **{"spark.cassandra.input.fetch.sizeInRows": str(BLOB_SCAN_PAGE_ROWS)})
+            .load().select(*columns))
+
+
 def unindexed_blocks(spark: SparkSession) -> DataFrame:
     """``(hash, size)`` of block content rows that have no index row.
 
     A store killed between its content write and its index write, or a
     reclaim killed between its index delete and its content delete, leaves
-    them. This is the one scan of the blob table: ``content`` is not
-    selected and pages are :data:`BLOB_SCAN_PAGE_ROWS` rows, but every
-    node still reads its blob SSTables, so it is opt-in.
+    them. It scans the blob table (:func:`block_rows`), so it is opt-in.
     """
-    content = (spark.read.format("org.apache.spark.sql.cassandra")
-               .options(keyspace=DATA_KS, table="blocks",
-                        **{"spark.cassandra.input.fetch.sizeInRows": str(BLOB_SCAN_PAGE_ROWS)})
-               .load().select("hash", "size"))
-    return content.join(stored_blocks(spark).select("hash"), "hash", "left_anti")
+    return block_rows(spark, "hash", "size").join(stored_blocks(spark).select("hash"), "hash", "left_anti")
 
 
 def garbage_blocks(stored: DataFrame, referenced: DataFrame) -> DataFrame:

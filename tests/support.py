@@ -13,6 +13,8 @@ from casstor_ops.launcher import ClusterPorts
 _OFFSET = int(os.environ.get("CASSTOR_TEST_PORT_OFFSET", "0"))
 TEST_PORTS = ClusterPorts(cql=19042 + _OFFSET, storage=17000 + _OFFSET, jmx_base=17199 + _OFFSET)
 CASSTOR = [sys.executable, "-m", "casstor_ops.cli"]
+ROOT = Path(__file__).resolve().parent.parent
+SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 
 
 def run_casstor(*args: str, input: bytes | None = None, env: dict[str, str] | None = None,
@@ -35,3 +37,15 @@ def run_notebook(name: str, out_dir, **parameters) -> Path:
     papermill.execute_notebook(str(root / "notebooks" / name), str(output), parameters=parameters,
                                cwd=str(root), kernel_name="python3", progress_bar=False)
     return output
+
+
+def spark_submit(*args: str) -> tuple[int, str]:
+    """Run ``spark-submit`` on a job as a user would (local[2]); exit status and output.
+
+    spark-submit pipes the Python driver's stderr into its stdout, so the
+    job's progress and ``casstor:`` lines are read from both streams together.
+    The test node's ``CASSTOR_HOME`` etc. are in ``os.environ``, which the job inherits.
+    """
+    run = subprocess.run([str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false", *args],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    return run.returncode, run.stdout + run.stderr

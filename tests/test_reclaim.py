@@ -5,10 +5,8 @@ from __future__ import annotations
 import io
 import random
 import re
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from cassandra.util import uuid_from_time
@@ -20,9 +18,8 @@ from casstor_ops.reclaim import reclaim
 from casstor_ops.schema import DATA_KS, DEFAULT_COMMIT_BOUND_S, META_KS, set_commit_bound
 from casstor_ops.store import Store
 
-from .support import run_casstor
+from .support import run_casstor, spark_submit
 
-ROOT = Path(__file__).resolve().parent.parent
 KiB = 1024
 
 
@@ -139,15 +136,12 @@ def test_job_exit_code_and_one_line_error_for_missing_blocks(store, spark) -> No
     lost = next(iter(head_references(cql)))
     cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (lost,))
     cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?"), (lost,))
-    job = subprocess.run([str(ROOT / ".venv/bin/spark-submit"), str(ROOT / "jobs/reclaim.py")],
-                         capture_output=True, text=True, timeout=600)
-    assert job.returncode == EXIT_CORRUPT, job.stderr[-2000:]
+    code, output = spark_submit("jobs/reclaim.py")
+    assert code == EXIT_CORRUPT, output[-2000:]
     message = (f"casstor: 1 referenced block(s) are missing (e.g. {lost.hex()}): nothing was deleted; "
                f"find the damaged files with the verify job, or reclaim anyway with --force")
-    # spark-submit's PythonRunner merges the driver's stderr into its stdout.
-    output = job.stdout + job.stderr
     assert message in output and output.count("casstor: ") == 1 and "Traceback" not in output
-    assert "missing (referenced, not stored)" in job.stdout
+    assert "missing (referenced, not stored)" in output
 
 
 def test_offline_window_refuses_writers_and_a_crash_resumes(store, spark, tmp_path, monkeypatch, capsys) -> None:
@@ -195,10 +189,9 @@ def test_job_clear_window_option(store, spark) -> None:
     from casstor_ops.maintenance import open_window
 
     open_window(store.session, "reclaim@crashed:1", OFFLINE)
-    job = subprocess.run([str(ROOT / ".venv/bin/spark-submit"), str(ROOT / "jobs/reclaim.py"), "--clear-window"],
-                         capture_output=True, text=True, timeout=600)
-    assert job.returncode == 0, job.stderr[-2000:]
-    assert "cleared the offline reclaim window held by reclaim@crashed:1" in job.stdout
+    code, output = spark_submit("jobs/reclaim.py", "--clear-window")
+    assert code == 0, output[-2000:]
+    assert "cleared the offline reclaim window held by reclaim@crashed:1" in output
     assert current_window(store.session) is None
 
 

@@ -1,0 +1,45 @@
+"""``spark-submit jobs/restore.py PREFIX DEST [--force] [--report out.json]``: parallel verified restore.
+
+Every file whose id starts with PREFIX is restored to DEST/<id> by the
+executors, each hash-checked before it is moved into place (DEST must be
+readable at the same path by the executors: local for the local node, a
+shared mount on a cluster). Existing files are not overwritten unless
+``--force``, as with ``casstor restore``.
+
+Exit status: 0 when every file was restored, 4 (EXIT_PARTIAL) when some
+failed, 3 when a block was missing or corrupt, 1 when PREFIX names no file.
+
+Example::
+
+    $ .venv/bin/spark-submit jobs/restore.py photos/ /tmp/restore
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from casstor_ops.bulk_report import finish
+from casstor_ops.cli import _OneLineParser as OneLineParser
+from casstor_ops.job_progress import print_progress
+from casstor_ops.job_runner import run_job
+from casstor_ops.spark_ingest import restore_many
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="jobs/restore.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("prefix", metavar="PREFIX", help="restore every id starting with this ('' for all)")
+    parser.add_argument("dest", metavar="DEST", help="directory to restore into (created if missing)")
+    parser.add_argument("--force", action="store_true", help="overwrite files that exist in DEST")
+    parser.add_argument("--report", metavar="FILE", help="write per-file results and totals as JSON")
+    parser.add_argument("--parallelism", type=int, help="number of tasks (default: 2 per core)")
+    return parser
+
+
+def main(args: argparse.Namespace, spark) -> int:
+    results = restore_many(spark, args.prefix, args.dest, force=args.force, parallelism=args.parallelism,
+                           progress=print_progress("restore"))
+    return finish(results, "restore", args.report)
+
+
+if __name__ == "__main__":
+    run_job(main, build_parser(), app_name="casstor-restore")

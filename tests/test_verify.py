@@ -1,0 +1,84 @@
+"""verify: every problem kind found with exact counts, the index repaired, corruption still reported."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from casstor_ops.errors import EXIT_CORRUPT, MaintenanceError
+from casstor_ops.maintenance import ONLINE, close_window, open_window
+from casstor_ops.schema import DATA_KS, META_KS
+from casstor_ops.statements import Statements
+from casstor_ops.store import Store
+from casstor_ops.verify import CORRUPTION, INDEX, verify
+
+from .support import spark_submit
+
+
+def block_list(session, file_id: str) -> list:
+    st = Statements.for_session(session)
+    head = session.execute(st.head, (file_id,)).one()
+    return list(session.execute(st.file_blocks, (file_id, head.version)))
+
+
+def test_finds_each_problem_and_repairs_only_the_index(empty_store, spark, tmp_path: Path) -> None:
+    cql = empty_store
+    store = Store(cql)
+    for name in ("rot", "lost", "unindexed", "resized", "broken", "clean"):
+        (tmp_path / name).write_bytes(os.urandom(150_000))
+        store.put(tmp_path / name, f"v/{name}")
+    rot, lost, unindexed, resized = (block_list(cql, f"v/{n}")[0].hash
+                                     for n in ("rot", "lost", "unindexed", "resized"))
+    cql.execute(cql.prepare(f"UPDATE {DATA_KS}.blocks SET content = ? WHERE hash = ?"), (b"bit rot" * 100, rot))
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (lost,))
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?"), (unindexed,))
+    cql.execute(cql.prepare(f"UPDATE {DATA_KS}.existing_blocks SET size = ? WHERE hash = ?"), (7, resized))
+    broken = cql.execute(Statements.for_session(cql).head, ("v/broken",)).one()
+    cql.execute(cql.prepare(f"DELETE FROM {META_KS}.file_blocks WHERE id = ? AND version = ? AND block_offset = ?"),
+                ("v/broken", broken.version, 0))
+
+    found = verify(spark)
+    assert found.problems == {"corrupt_blocks": 1, "missing_blocks": 1, "broken_block_lists": 1,
+                              "index_without_block": 1, "index_of_corrupt_block": 1, "block_without_index": 1,
+                              "index_size_mismatch": 1}
+    assert found.examples["corrupt_blocks"] == [rot.hex()] and found.examples["missing_blocks"] == [lost.hex()]
+    assert found.examples["block_without_index"] == [unindexed.hex()]
+    assert found.examples["broken_block_lists"] == ["v/broken"]
+    assert found.damaged_files == 2 and found.damaged_examples == ["v/lost", "v/rot"]
+    assert found.repaired == {} and found.exit_code == EXIT_CORRUPT
+    assert "corrupt_blocks" in found.table() and "CORRUPTION" in found.table()
+
+    repaired = verify(spark, repair_index=True)
+    assert repaired.problems == found.problems
+    assert repaired.repaired == {kind: 1 for kind in INDEX}
+
+    # The index is clean now; the corruption is still reported (the lost block as missing, not hidden).
+    report = tmp_path / "verify.json"
+    code, output = spark_submit("jobs/verify.py", "--json", str(report))
+    assert code == EXIT_CORRUPT, output
+    after = json.loads(report.read_text())
+    assert after["problems"] == {**{kind: 1 for kind in CORRUPTION}, **{kind: 0 for kind in INDEX}}
+    assert after["exit_code"] == EXIT_CORRUPT and "CORRUPTION" in output and "Traceback" not in output
+    sizes = dict(cql.execute(f"SELECT hash, size FROM {DATA_KS}.existing_blocks"))
+    assert rot not in sizes and lost not in sizes and sizes[unindexed] > 0 and sizes[resized] > 7
+
+
+def test_clean_store_exits_zero(empty_store, spark, tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(os.urandom(100_000))
+    Store(empty_store).put(tmp_path / "f", "clean/f")
+    report = verify(spark)
+    assert report.exit_code == 0 and not any(report.problems.values())
+    assert report.blocks_checked == len(block_list(empty_store, "clean/f"))
+    assert report.bytes_checked == 100_000 and "no problems" in report.table()
+
+
+def test_repair_is_refused_during_a_reclaim_window(cql, spark) -> None:
+    open_window(cql, "test-reclaim", ONLINE)
+    try:
+        with pytest.raises(MaintenanceError, match="refuses to run during the"):
+            verify(spark, repair_index=True)
+    finally:
+        close_window(cql, "test-reclaim")
