@@ -43,13 +43,12 @@ from typing import Callable
 if __package__ in (None, ""):  # run as a script: make the project root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cassandra import DriverException
 from cassandra.cluster import Session
 
 from bench.store_restore import bench_session, write_results
-from casstor_ops.cli import _OneLineParser as OneLineParser
+from casstor_ops.cli import OneLineParser
 from casstor_ops.dedup_stats import compute
-from casstor_ops.errors import CasstorError
+from casstor_ops.errors import CasstorError, run_reporting_errors
 from casstor_ops.hashing import block_hash
 from casstor_ops.inflight import RequestWindow
 from casstor_ops.layout import project_root
@@ -185,21 +184,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     blocks = QUICK_BLOCKS if args.quick else args.blocks
-    try:
+
+    def bench() -> int:
         if blocks < BLOCKS_PER_FILE * 10 or args.repeat < 1:
             raise CasstorError(f"--blocks {blocks} / --repeat {args.repeat}: use at least {BLOCKS_PER_FILE * 10} "
                                f"blocks and one pass")
         results = run_benchmark(blocks, args.master, repeat=1 if args.quick else args.repeat, warm_up=not args.quick,
                                 log=lambda msg: print(msg, file=sys.stderr, flush=True))
-    except CasstorError as err:
-        print(f"casstor: {err}", file=sys.stderr)
-        return err.exit_code
-    except DriverException as err:
-        print(f"casstor: Cassandra request failed: {type(err).__name__}: {err}", file=sys.stderr)
-        return 1
-    print(format_report(results))
-    print(f"results written to {write_results(results, args.output)}")
-    return 0
+        print(format_report(results))
+        print(f"results written to {write_results(results, args.output)}")
+        return 0
+
+    return run_reporting_errors(bench)
 
 
 if __name__ == "__main__":

@@ -58,13 +58,12 @@ from typing import Callable
 if __package__ in (None, ""):  # run as a script: make the project root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cassandra import DriverException
 
 from bench.store_restore import bench_session, chunk_hash_seconds, write_results
 from casstor_ops import corpus
-from casstor_ops.cli import _OneLineParser as OneLineParser
+from casstor_ops.cli import OneLineParser
 from casstor_ops.connection import Endpoint
-from casstor_ops.errors import CasstorError
+from casstor_ops.errors import CasstorError, run_reporting_errors
 from casstor_ops.executor_store import store_for
 from casstor_ops.launcher import LocalCluster
 from casstor_ops.layout import project_root
@@ -264,19 +263,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
+
+    def bench() -> int:
         results = run_benchmark(BenchConfig.quick() if args.quick else BenchConfig(),
                                 log=lambda msg: print(msg, flush=True))
-    except CasstorError as err:
-        print(f"casstor: {err}", file=sys.stderr)
-        return err.exit_code
-    except DriverException as err:
-        print(f"casstor: Cassandra request failed: {type(err).__name__}: {' '.join(str(err).split())}",
-              file=sys.stderr)
-        return 1
-    print(format_report(results))
-    print(f"results written to {write_results(results, args.output)}")
-    return 0
+        print(format_report(results))
+        print(f"results written to {write_results(results, args.output)}")
+        return 0
+
+    return run_reporting_errors(bench)
 
 
 if __name__ == "__main__":

@@ -18,21 +18,19 @@ import argparse
 import importlib
 import sys
 
-from cassandra import DriverException
-
-from .errors import EXIT_USAGE, CasstorError
+from .errors import EXIT_USAGE, run_reporting_errors
 
 COMMAND_MODULES = ["cmd_cluster", "cmd_init", "cmd_files", "cmd_demo"]
 
 
-class _OneLineParser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse prints a multi-line usage block by default
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(prog="casstor", description="Deduplicating file store on Apache Cassandra.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_OneLineParser)
+    parser = OneLineParser(prog="casstor", description="Deduplicating file store on Apache Cassandra.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMAND_MODULES:
         importlib.import_module(f"{__package__}.{name}").register(sub)
     return parser
@@ -41,18 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args) or 0
-    except CasstorError as err:
-        print(f"casstor: {err}", file=sys.stderr)
-        return err.exit_code
-    except DriverException as err:
-        print(f"casstor: Cassandra request failed: {type(err).__name__}: {' '.join(str(err).split())}",
-              file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("casstor: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
+        return run_reporting_errors(lambda: args.func(args))
+    except BrokenPipeError:  # e.g. 'casstor restore ID - | head'
         return 1
 
 

@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -187,7 +188,7 @@ def human_bytes(n: int | None) -> str:
     return f"{n} B" if size == 1 else f"{n / size:.2f} {name}"
 
 
-def _figure(title: str, xlabel: str, ylabel: str, height: float = 4.5) -> tuple[Figure, "Axes"]:  # noqa: F821
+def _figure(title: str, xlabel: str, ylabel: str, height: float = 4.5) -> tuple[Figure, Axes]:
     fig = Figure(figsize=(9, height), layout="constrained")
     ax = fig.add_subplot()
     ax.set_title(title)

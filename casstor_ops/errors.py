@@ -12,6 +12,9 @@ Example::
 
 from __future__ import annotations
 
+import sys
+from typing import Callable
+
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_CORRUPT = 3      # missing or damaged blocks (borg/restic style: its own code)
@@ -40,3 +43,32 @@ class MaintenanceError(CasstorError):
     """The store is in a reclaim window; writers must wait."""
 
     exit_code = EXIT_MAINTENANCE
+
+
+def run_reporting_errors(action: Callable[[], int | None]) -> int:
+    """Run ``action``; a failure the user can act on becomes one ``casstor:`` line and its exit code.
+
+    The one place where commands, jobs and benchmarks turn exceptions into
+    exit codes: :class:`CasstorError` keeps its own, a failed Cassandra
+    request is 1, Ctrl-C is 130. Anything else is a bug and propagates
+    with its traceback.
+
+    Example::
+
+        >>> sys.exit(run_reporting_errors(lambda: main(args)))   # doctest: +SKIP
+    """
+    from cassandra import DriverException
+    from cassandra.cluster import NoHostAvailable
+
+    try:
+        return action() or 0
+    except CasstorError as err:
+        print(f"casstor: {err}", file=sys.stderr)
+        return err.exit_code
+    except (DriverException, NoHostAvailable) as err:  # NoHostAvailable is no DriverException
+        print(f"casstor: Cassandra request failed: {type(err).__name__}: {' '.join(str(err).split())}",
+              file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("casstor: interrupted", file=sys.stderr)
+        return 130

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from . import layout
-from .cli import _OneLineParser
-from .errors import CasstorError
+from .cli import OneLineParser
+from .errors import CasstorError, run_reporting_errors
 
 NOTEBOOKS = ["03_exists_query_study.ipynb", "04_store_restore_throughput.ipynb"]
 
@@ -55,23 +55,23 @@ def run_notebook(path: Path, out_dir: Path, smoke: bool) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _OneLineParser(prog="python -m casstor_ops.experiments", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m casstor_ops.experiments", description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true", help="small runs (a few minutes), not the full study")
     parser.add_argument("--only", nargs="+", metavar="PREFIX", help="notebooks whose name starts with PREFIX (e.g. 03)")
     parser.add_argument("--out", type=Path, default=layout.project_root() / "plots",
                         help="directory of executed notebooks, figures and CSVs (default: plots/)")
     args = parser.parse_args(argv)
-    try:
+
+    def run_all() -> int:
         for path in notebooks_to_run(args.only):
             started = time.monotonic()
             print(f"experiments: running {path.name} ({'smoke' if args.smoke else 'full'})", file=sys.stderr)
             executed = run_notebook(path, args.out.resolve(), args.smoke)
             print(f"experiments: {path.name} done in {time.monotonic() - started:.0f} s -> {executed}",
                   file=sys.stderr)
-    except CasstorError as err:
-        print(f"casstor: {err}", file=sys.stderr)
-        return err.exit_code
-    return 0
+        return 0
+
+    return run_reporting_errors(run_all)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Callable, NoReturn
 
-from cassandra import DriverException
-
-from .errors import CasstorError
+from .errors import run_reporting_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,21 +31,16 @@ def run_job(main: Callable[[argparse.Namespace, "SparkSession"], int],
             parser: argparse.ArgumentParser, app_name: str, argv: list[str] | None = None) -> NoReturn:
     args = parser.parse_args(argv)
     spark = None
-    try:
+
+    def job() -> int:
+        nonlocal spark
         from .spark_session import spark_session
 
         spark = spark_session(app_name)
-        code = main(args, spark)
-    except CasstorError as err:
-        print(f"casstor: {err}", file=sys.stderr)
-        code = err.exit_code
-    except DriverException as err:
-        print(f"casstor: Cassandra request failed: {type(err).__name__}: {' '.join(str(err).split())}",
-              file=sys.stderr)
-        code = 1
-    except KeyboardInterrupt:
-        print("casstor: interrupted", file=sys.stderr)
-        code = 130
+        return main(args, spark)
+
+    try:
+        code = run_reporting_errors(job)
     finally:
         if spark is not None:
             spark.stop()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 
 from casstor_ops.bulk_report import finish
-from casstor_ops.cli import _OneLineParser as OneLineParser
+from casstor_ops.cli import OneLineParser
 from casstor_ops.job_progress import print_progress
 from casstor_ops.job_runner import run_job
 from casstor_ops.spark_ingest import ingest
