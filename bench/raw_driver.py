@@ -1,0 +1,119 @@
+"""The raw-driver reference: the same blocks written and read with nothing but the driver.
+
+What casstor's store and restore are measured against: prepared
+``INSERT``/``SELECT`` statements of ``(hash, size, content)`` rows (reads by
+one hash, or ``IN`` several, as casstor's restore does),
+``execute_async`` with a window of ``concurrency`` requests in flight (the
+driver's ``execute_concurrent_with_args``), on the same session (same
+consistency level) into a scratch table shaped like ``casstor_data.blocks``.
+The scratch keyspace copies the replication of ``casstor_data``, so the
+reference pays the same replica cost, and is dropped afterwards.
+
+Example::
+
+    >>> with ScratchTable(session) as scratch:                        # doctest: +SKIP
+    ...     rates = sweep(lambda c: scratch.write(blocks, c), nbytes, (8, 32))
+    >>> rates                                                         # doctest: +SKIP
+    {8: 61.2, 32: 88.0}
+
+Failures: a failed request raises the driver's exception (the first one);
+the scratch keyspace is dropped even then.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Callable, Sequence
+
+from cassandra import ConsistencyLevel
+from cassandra.cluster import Session
+from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.query import SimpleStatement
+
+from casstor_ops.errors import CasstorError
+from casstor_ops.schema import DATA_KS
+
+SCRATCH_KS = "casstor_bench_scratch"
+SCRATCH_TABLE = "raw_blocks"
+MB = 1_000_000
+
+Block = tuple[bytes, bytes]  # (hash, content)
+
+# Replication values come from system_schema; still checked before they go into DDL (DDL cannot be prepared).
+_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _replication_cql(session: Session, keyspace: str) -> str:
+    row = session.execute(
+        session.prepare("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?"),
+        (keyspace,)).one()
+    if row is None:
+        raise CasstorError(f"keyspace {keyspace} does not exist: run 'casstor init'")
+    items = dict(row.replication)
+    if not all(_SAFE.match(k) and _SAFE.match(v) for k, v in items.items()):
+        raise CasstorError(f"unexpected replication of {keyspace}: {items}")
+    return "{" + ", ".join(f"'{k}': '{v}'" for k, v in items.items()) + "}"
+
+
+class ScratchTable:
+    """A throw-away copy of the ``blocks`` table; a context manager that drops its keyspace on exit."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def __enter__(self) -> "ScratchTable":
+        ddl = [f"DROP KEYSPACE IF EXISTS {SCRATCH_KS}",
+               f"CREATE KEYSPACE {SCRATCH_KS} WITH replication = {_replication_cql(self.session, DATA_KS)}",
+               f"CREATE TABLE {SCRATCH_KS}.{SCRATCH_TABLE} (hash blob PRIMARY KEY, size int, content blob)"]
+        for statement in ddl:
+            self.session.execute(SimpleStatement(statement, consistency_level=ConsistencyLevel.ONE))
+        self.session.cluster.control_connection.wait_for_schema_agreement()
+        self._insert = self.session.prepare(
+            f"INSERT INTO {SCRATCH_KS}.{SCRATCH_TABLE} (hash, size, content) VALUES (?, ?, ?)")
+        self._select = self.session.prepare(f"SELECT content FROM {SCRATCH_KS}.{SCRATCH_TABLE} WHERE hash = ?")
+        self._select_in = self.session.prepare(
+            f"SELECT content FROM {SCRATCH_KS}.{SCRATCH_TABLE} WHERE hash IN ? LIMIT ?")
+        return self
+
+    def __exit__(self, exc_type: type | None, *exc: object) -> None:
+        try:
+            self.session.execute(SimpleStatement(f"DROP KEYSPACE IF EXISTS {SCRATCH_KS}",
+                                                 consistency_level=ConsistencyLevel.ONE))
+        except Exception:
+            if exc_type is None:
+                raise
+            # else: the node is likely unreachable; the error that got us here is the one to report
+
+    def write(self, blocks: Sequence[Block], concurrency: int) -> float:
+        """Write every block with ``concurrency`` requests in flight; returns the seconds taken."""
+        params = [(h, len(content), content) for h, content in blocks]
+        start = time.perf_counter()
+        execute_concurrent_with_args(self.session, self._insert, params, concurrency=concurrency,
+                                     raise_on_first_error=True)
+        return time.perf_counter() - start
+
+    def read(self, hashes: Sequence[bytes], concurrency: int, per_read: int = 1) -> float:
+        """Read every block back, ``per_read`` hashes a request (``IN``), ``concurrency`` requests in flight.
+
+        Returns the seconds taken; raises :class:`CasstorError` if a block did not come back.
+        """
+        if per_read == 1:
+            statement, params = self._select, [(h,) for h in hashes]
+        else:
+            groups = [list(hashes[i:i + per_read]) for i in range(0, len(hashes), per_read)]
+            statement, params = self._select_in, [(g, len(g)) for g in groups]
+        received = 0
+        start = time.perf_counter()
+        for _, rows in execute_concurrent_with_args(self.session, statement, params, concurrency=concurrency,
+                                                     raise_on_first_error=True, results_generator=True):
+            received += sum(1 for _ in rows)
+        seconds = time.perf_counter() - start
+        if received != len(hashes):
+            raise CasstorError(f"{len(hashes) - received} blocks written to the scratch table did not read back")
+        return seconds
+
+
+def sweep(run: Callable[[int], float], nbytes: int, concurrencies: Sequence[int]) -> dict[int, float]:
+    """MB/s of ``run(concurrency) -> seconds`` moving ``nbytes``, for each concurrency."""
+    return {c: nbytes / MB / run(c) for c in concurrencies}

@@ -1,0 +1,106 @@
+"""restic, the peer casstor is compared with: install it, back up, restore, count what it stored.
+
+restic comes from Debian's package (0.14 on bookworm); :func:`ensure_restic`
+installs it with ``apt-get`` when it is missing. A :class:`ResticRepo` is a
+repository in a directory of its own, with a fixed password and its own
+cache directory inside it, so a run never touches a user's restic set-up.
+
+Example::
+
+    >>> repo = ResticRepo(tmp / "restic")                      # doctest: +SKIP
+    >>> snapshot, seconds = repo.backup([tmp / "new"])          # doctest: +SKIP
+    >>> repo.restore(snapshot, tmp / "out")                     # doctest: +SKIP
+    1.9
+    >>> repo.raw_data_bytes()                                   # doctest: +SKIP
+    268443541
+
+Failures: restic missing and not installable, or a restic command that
+fails, raise :class:`~casstor_ops.errors.CasstorError` with restic's last
+line of output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from casstor_ops.errors import CasstorError
+
+# Not a secret: the repository is a throw-away under the bench's temp directory.
+PASSWORD = "casstor-bench"
+
+
+def _apt_get(*args: str) -> bool:
+    proc = subprocess.run(["apt-get", *args], capture_output=True, text=True,
+                          env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    return proc.returncode == 0
+
+
+def ensure_restic() -> str:
+    """The path of ``restic``, installing Debian's package first when it is missing."""
+    found = shutil.which("restic")
+    if found:
+        return found
+    if shutil.which("apt-get") is None:
+        raise CasstorError("restic is not installed and apt-get is unavailable: install restic or run with --no-restic")
+    if not _apt_get("install", "-y", "restic"):
+        # A fresh machine may have no package lists yet.
+        _apt_get("update")
+        if not _apt_get("install", "-y", "restic"):
+            raise CasstorError("restic is not installed and 'apt-get install -y restic' failed "
+                               "(run it as root, or run the bench with --no-restic)")
+    found = shutil.which("restic")
+    if not found:
+        raise CasstorError("apt-get installed restic but it is not on PATH")
+    return found
+
+
+class ResticRepo:
+    """A restic repository under ``root`` (created by the constructor)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.restic = ensure_restic()
+        self.repo = self.root / "repo"
+        self._env = {**os.environ, "RESTIC_REPOSITORY": str(self.repo), "RESTIC_PASSWORD": PASSWORD,
+                     "RESTIC_CACHE_DIR": str(self.root / "cache")}
+        self._run("init")
+
+    def _run(self, *args: str) -> str:
+        proc = subprocess.run([self.restic, *args], capture_output=True, text=True, env=self._env)
+        if proc.returncode != 0:
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            raise CasstorError(f"restic {args[0]} failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
+        return proc.stdout
+
+    def version(self) -> str:
+        return self._run("version").split()[1]
+
+    def backup(self, paths: list[Path]) -> tuple[str, float]:
+        """Back up ``paths``; returns (snapshot id, seconds)."""
+        start = time.perf_counter()
+        out = self._run("backup", "--json", "--host", "casstor-bench", *map(str, paths))
+        seconds = time.perf_counter() - start
+        for line in reversed(out.splitlines()):
+            message = json.loads(line)
+            if message.get("message_type") == "summary":
+                return message["snapshot_id"], seconds
+        raise CasstorError("restic backup printed no summary")
+
+    def restore(self, snapshot: str, target: Path) -> float:
+        """Restore ``snapshot`` under ``target``; returns seconds."""
+        start = time.perf_counter()
+        self._run("restore", snapshot, "--target", str(target))
+        return time.perf_counter() - start
+
+    def raw_data_bytes(self) -> int:
+        """Bytes of the blobs the repository stores for all snapshots (``stats --mode raw-data``)."""
+        return int(json.loads(self._run("stats", "--mode", "raw-data", "--json"))["total_size"])
+
+    def repo_bytes(self) -> int:
+        """Bytes on disk of the repository (packs, indexes, snapshots; encrypted)."""
+        return sum(p.stat().st_size for p in self.repo.rglob("*") if p.is_file())

@@ -1,0 +1,403 @@
+"""Store and restore throughput of casstor, each figure a ratio against a reference of the same run.
+
+One run, one machine, one cluster: the cluster of the environment
+(:func:`casstor_ops.connection.endpoint_from_env`: the embedded local node
+of ``$CASSTOR_HOME``, or ``CASSTOR_NODES``). If the embedded node is not
+running, the bench starts it and stops it again at the end; a node that was
+already running is left running. The store is initialised if it is not.
+
+On a generated corpus (:mod:`casstor_ops.corpus`, a fresh seed per run so
+"new" data is really new to the store) it measures, in MB/s (10^6 bytes):
+
+============================  ===========================================  ====
+figure                        reference (same bytes, same run)             goal
+============================  ===========================================  ====
+store of new data             raw driver write of the same blocks, best    0.9
+                              of several concurrencies (``raw_driver``)
+store of duplicate data       one-core chunk + BLAKE2b of the same bytes   0.7
+restore                       raw driver read of the same blocks (one      0.9
+                              hash or ``IN`` of 4 a request), best
+store of new data             ``restic backup`` of the same files          1.0
+restore                       ``restic restore`` of the same files         1.0
+============================  ===========================================  ====
+
+and the dedup of the whole corpus (new data + every version of the tree):
+block bytes casstor stored vs restic's ``stats --mode raw-data``.
+
+Every casstor figure is measured in one process, and again in ``--procs N``
+processes (whole files spread over N spawned processes) when N > 1; the
+report says which mode meets each goal. The bench's files are stored under
+``bench/<run>/`` and removed at the end (their blocks stay until a reclaim)
+unless ``--keep``; the raw-driver scratch keyspace is dropped. Every
+session is :func:`casstor_ops.connection.connect`'s, as the CLI's.
+
+Usage::
+
+    .venv/bin/python bench/store_restore.py            # ~256 MiB new + 5 x 68 MiB tree
+    .venv/bin/python bench/store_restore.py --quick    # tiny sizes, ~1 minute
+
+From Python (notebook 04)::
+
+    >>> from bench.store_restore import BenchConfig, run_benchmark   # doctest: +SKIP
+    >>> results = run_benchmark(BenchConfig.quick())                # doctest: +SKIP
+    >>> results["ratios"]["store_new_vs_raw_write"]["value"]        # doctest: +SKIP
+    0.93
+
+Results are printed and written as JSON (default
+``bench/results/store_restore.json``). Failures print ``casstor: ...``
+and exit non-zero; the temporary corpus and restic repository are removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import filecmp
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the project root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cassandra.cluster import Session
+
+from bench.parallel import run_parallel
+from bench.raw_driver import MB, ScratchTable, sweep
+from bench.restic import ResticRepo
+from bench.store_restore_report import compute_ratios, format_report
+from casstor_ops import corpus
+from casstor_ops.chunking import chunks
+from casstor_ops.cli import OneLineParser
+from casstor_ops.connection import Endpoint, connect, endpoint_from_env
+from casstor_ops.errors import CasstorError, run_reporting_errors
+from casstor_ops.hashing import block_hash
+from casstor_ops.launcher import LocalCluster
+from casstor_ops.layout import project_root
+from casstor_ops.schema import StoreSettings, init_store, read_settings
+from casstor_ops.store import Store
+
+MIB = 1 << 20
+DEFAULT_OUTPUT = project_root() / "bench" / "results" / "store_restore.json"
+# Blocks per raw read request: single-key reads, and IN of 4 (what casstor's restore sends).
+READ_KEYS_PER_REQUEST = (1, 4)
+
+
+@dataclass
+class BenchConfig:
+    """Sizes and options of one run (the CLI flags map 1:1 onto these)."""
+
+    new_bytes: int = 256 * MIB
+    new_files: int = 4
+    tree_versions: int = 5
+    tree_files: int = 4
+    tree_file_bytes: int = 16 * MIB
+    # libev raises ConnectionBusy past ~64 in-flight 64 KiB requests (docs/driver.md)
+    concurrencies: tuple[int, ...] = (8, 16, 32, 64)
+    procs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    restic: bool = True
+    seed: int | None = None      # None: a fresh seed, so the data is new to the store
+    keep: bool = False           # keep the bench's files in the store
+
+    @classmethod
+    def quick(cls, **overrides: object) -> "BenchConfig":
+        """Tiny sizes for tests and smoke runs (about a minute)."""
+        base = dict(new_bytes=16 * MIB, new_files=2, tree_versions=3, tree_files=2,
+                    tree_file_bytes=2 * MIB, concurrencies=(16, 64))
+        return cls(**{**base, **overrides})
+
+
+def _mbps(nbytes: int, seconds: float) -> float:
+    return nbytes / MB / max(seconds, 1e-9)
+
+
+@contextlib.contextmanager
+def bench_session(log: Callable[[str], None]) -> Iterator[tuple[Session, Endpoint, bool]]:
+    """A session on the environment's cluster; starts (and later stops) the local node if it is down."""
+    endpoint = endpoint_from_env()
+    local = LocalCluster() if endpoint.embedded else None
+    started = local is not None and not local.is_up()
+    if started:
+        log("the local node is not running: starting it for the bench (it is stopped at the end)")
+        local.start(log=log)
+    try:
+        session = connect(endpoint, start=False)
+        try:
+            if read_settings(session) is None:
+                init_store(session)
+            yield session, endpoint, started
+        finally:
+            session.cluster.shutdown()
+    finally:
+        if started:
+            local.stop(log=log)
+
+
+def unique_blocks(paths: list[Path], settings: StoreSettings) -> dict[bytes, bytes]:
+    """hash -> content of every distinct block of ``paths`` (untimed preparation of the raw reference)."""
+    return {block_hash(c): bytes(c) for path in paths for c in chunks(path, settings)}
+
+
+def chunk_hash_seconds(paths: list[Path], settings: StoreSettings, rounds: int = 2) -> float:
+    """Seconds to read, chunk and hash ``paths`` on one core (best of ``rounds``): a duplicate store's ceiling."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for path in paths:
+            for chunk in chunks(path, settings):
+                block_hash(chunk)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _put_all(store: Store, jobs: list[tuple[Path, str]]) -> tuple[float, list]:
+    start = time.perf_counter()
+    results = [store.put(path, file_id) for path, file_id in jobs]
+    return time.perf_counter() - start, results
+
+
+def _restore_all(store: Store, jobs: list[tuple[Path, str]]) -> float:
+    start = time.perf_counter()
+    for path, file_id in jobs:
+        store.restore(file_id, path)
+    return time.perf_counter() - start
+
+
+def _check_restored(jobs: list[tuple[Path, str]], originals: list[Path]) -> None:
+    for (restored, file_id), original in zip(jobs, originals):
+        if not filecmp.cmp(restored, original, shallow=False):
+            raise CasstorError(f"restored {file_id} differs from {original}")
+
+
+class _Run:
+    """The state of one benchmark run: store, corpus, results, and the ids to remove afterwards."""
+
+    def __init__(self, config: BenchConfig, session: Session, endpoint: Endpoint, work: Path,
+                 log: Callable[[str], None]) -> None:
+        self.config, self.session, self.endpoint, self.work, self.log = config, session, endpoint, work, log
+        self.store = Store(session)
+        self.settings = self.store.settings
+        self.seed = config.seed if config.seed is not None else time.time_ns() % (1 << 63)
+        self.prefix = f"bench/{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{self.seed % 10**6:06d}"
+        self.stored_ids: list[str] = []
+        self.mbps: dict[str, float] = {}
+        self.results: dict = {}
+
+    def figure(self, name: str, nbytes: int, seconds: float) -> float:
+        self.mbps[name] = _mbps(nbytes, seconds)
+        self.log(f"{name:<28} {self.mbps[name]:9.1f} MB/s  ({nbytes / MB:.1f} MB in {seconds:.2f} s)")
+        return self.mbps[name]
+
+    def jobs(self, paths: list[Path], kind: str, root: Path) -> list[tuple[Path, str]]:
+        ids = [f"{self.prefix}/{kind}/{p.relative_to(root).as_posix()}" for p in paths]
+        self.stored_ids += ids
+        return list(zip(paths, ids))
+
+    def put(self, name: str, jobs: list[tuple[Path, str]], procs: int = 1) -> list:
+        nbytes = sum(p.stat().st_size for p, _ in jobs)
+        if procs > 1:
+            seconds, results = run_parallel(self.endpoint, "put", jobs, procs)
+        else:
+            seconds, results = _put_all(self.store, jobs)
+        self.figure(name, nbytes, seconds)
+        return results
+
+    def restore(self, name: str, jobs: list[tuple[Path, str]], originals: list[Path], procs: int = 1) -> None:
+        jobs = [(self.work / "restore" / name / Path(p).name, i) for p, i in jobs]
+        jobs[0][0].parent.mkdir(parents=True)
+        if procs > 1:
+            seconds, _ = run_parallel(self.endpoint, "restore", jobs, procs)
+        else:
+            seconds = _restore_all(self.store, jobs)
+        self.figure(name, sum(p.stat().st_size for p in originals), seconds)
+        _check_restored(jobs, originals)
+        shutil.rmtree(jobs[0][0].parent)
+
+    def cleanup(self) -> None:
+        if self.config.keep:
+            return
+        for file_id in self.stored_ids:
+            with contextlib.suppress(CasstorError):  # a put that failed left nothing to remove
+                self.store.remove(file_id)
+
+
+def _raw_driver(run: _Run, new: list[Path]) -> None:
+    """Raw-driver write and read sweeps over the unique blocks of the new data; the best of each is the reference."""
+    blocks = unique_blocks(new, run.settings)
+    nbytes = sum(map(len, blocks.values()))
+    items, hashes = list(blocks.items()), list(blocks)
+    concurrencies = run.config.concurrencies
+    with ScratchTable(run.session) as scratch:
+        # An untimed pass first: a cold node (JIT, fresh commit log) would flatter everything measured after it.
+        scratch.write(items, max(concurrencies))
+        sweeps = {"write": sweep(lambda c: scratch.write(items, c), nbytes, concurrencies)}
+        for per_read in READ_KEYS_PER_REQUEST:
+            name = f"read {per_read} block(s)/request"
+            sweeps[name] = sweep(lambda c: scratch.read(hashes, c, per_read), nbytes, concurrencies)
+    run.results["raw_sweeps"] = {name: {str(c): r for c, r in rates.items()} for name, rates in sweeps.items()}
+    for figure, prefix in (("raw_write_best", "write"), ("raw_read_best", "read")):
+        rate, name, concurrency = max((r, n, c) for n, rates in sweeps.items() if n.startswith(prefix)
+                                      for c, r in rates.items())
+        run.mbps[figure] = rate
+        run.results.setdefault("raw_best", {})[figure] = f"{name}, concurrency {concurrency}"
+        run.log(f"{figure:<28} {rate:9.1f} MB/s  ({name}, concurrency {concurrency})")
+    run.results["sizes"].update(blocks=len(blocks), block_bytes=nbytes)
+
+
+def _casstor(run: _Run, new: list[Path], new_b: list[Path], new_dir: Path, new_b_dir: Path) -> list[int]:
+    """Every casstor store/restore figure; returns the new bytes each store of the new data wrote."""
+    procs = run.config.procs
+    first = run.jobs(new, "new", new_dir)
+    stored = run.put("store_new", first)
+    run.put("store_dup", run.jobs(new, "dup", new_dir))
+    run.restore("restore", first, new)
+    if procs > 1:
+        first_b = run.jobs(new_b, "new-procs", new_b_dir)
+        run.put("store_new_procs", first_b, procs)
+        run.put("store_dup_procs", run.jobs(new_b, "dup-procs", new_b_dir), procs)
+        run.restore("restore_procs", first_b, new_b, procs)
+    return [r.new_bytes for r in stored]
+
+
+def _tree(run: _Run, versions: list[Path], tree_dir: Path) -> list[dict]:
+    """Store every version in order: what an edited version costs."""
+    rows = []
+    for version in versions:
+        jobs = run.jobs(corpus.tree_files(version), "tree", tree_dir)
+        seconds, results = _put_all(run.store, jobs)
+        nbytes = sum(r.bytes for r in results)
+        rows.append(dict(version=version.name, bytes=nbytes, new_bytes=sum(r.new_bytes for r in results),
+                         seconds=seconds, mbps=_mbps(nbytes, seconds)))
+        run.log(f"store tree {version.name:<17} {rows[-1]['mbps']:9.1f} MB/s  "
+                f"({rows[-1]['new_bytes'] / nbytes:6.1%} new)")
+    return rows
+
+
+def _restic(run: _Run, new_dir: Path, versions: list[Path]) -> dict:
+    """restic backup/restore of the new data, then backups of every version (for dedup)."""
+    repo = ResticRepo(run.work / "restic")
+    nbytes = sum(p.stat().st_size for p in corpus.tree_files(new_dir))
+    snapshot, seconds = repo.backup([new_dir])
+    run.figure("restic_backup", nbytes, seconds)
+    run.figure("restic_restore", nbytes, repo.restore(snapshot, run.work / "restic-restore"))
+    shutil.rmtree(run.work / "restic-restore")
+    for version in versions:
+        repo.backup([version])
+    return dict(version=repo.version(), raw_data_bytes=repo.raw_data_bytes(), repo_bytes=repo.repo_bytes())
+
+
+def run_benchmark(config: BenchConfig, log: Callable[[str], None] = print) -> dict:
+    """Run every step; returns the results (the JSON written by :func:`write_results`)."""
+    with bench_session(log) as (session, endpoint, started), \
+            tempfile.TemporaryDirectory(prefix="casstor-bench-") as tmp:
+        work = Path(tmp)
+        run = _Run(config, session, endpoint, work, log)
+        log(f"generating the corpus (seed {run.seed}) in {work}")
+        new_dir, new_b_dir, tree_dir = work / "new", work / "new-procs", work / "tree"
+        new = corpus.write_new_data(new_dir, config.new_bytes, config.new_files, run.seed)
+        new_b = (corpus.write_new_data(new_b_dir, config.new_bytes, config.new_files, run.seed + 1)
+                 if config.procs > 1 else [])
+        versions = corpus.write_versioned_tree(tree_dir, config.tree_versions, config.tree_files,
+                                               config.tree_file_bytes, run.seed)
+        tree_bytes = sum(p.stat().st_size for v in versions for p in corpus.tree_files(v))
+        run.results.update(
+            schema=1,
+            run=dict(started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seed=run.seed,
+                     prefix=run.prefix, cpus=os.cpu_count(), endpoint=endpoint.description,
+                     started_node=started, procs=config.procs, mb_bytes=MB,
+                     protocol_version=session.cluster.protocol_version,
+                     reactor=session.cluster.connection_class.__name__),
+            config={k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()},
+            sizes=dict(new_data_bytes=config.new_bytes, new_data_files=config.new_files,
+                       tree_versions=config.tree_versions, tree_bytes=tree_bytes))
+        try:
+            run.figure("chunk_hash_one_core", config.new_bytes, chunk_hash_seconds(new, run.settings))
+            _raw_driver(run, new)
+            new_written = _casstor(run, new, new_b, new_dir, new_b_dir)
+            tree_rows = _tree(run, versions, tree_dir)
+            restic = _restic(run, new_dir, versions) if config.restic else None
+        finally:
+            run.cleanup()
+        casstor_stored = sum(new_written) + sum(r["new_bytes"] for r in tree_rows)
+        logical = config.new_bytes + tree_bytes
+        dedup = dict(logical_bytes=logical, casstor_stored_bytes=casstor_stored,
+                     casstor_dedup_ratio=logical / max(casstor_stored, 1))
+        if restic:
+            dedup.update(restic_version=restic["version"], restic_raw_data_bytes=restic["raw_data_bytes"],
+                         restic_repo_bytes=restic["repo_bytes"],
+                         restic_dedup_ratio=logical / max(restic["raw_data_bytes"], 1),
+                         casstor_vs_restic_stored=casstor_stored / max(restic["raw_data_bytes"], 1))
+        run.results.update(mbps=run.mbps, ratios=compute_ratios(run.mbps, config.procs), tree_versions=tree_rows,
+                           dedup=dedup)
+        return run.results
+
+
+def write_results(results: dict, path: Path = DEFAULT_OUTPUT) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    return path
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer")
+    return int(text)
+
+
+def _concurrencies(text: str) -> tuple[int, ...]:
+    return tuple(_positive_int(t) for t in text.split(","))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = BenchConfig()
+    p = OneLineParser(prog="bench/store_restore.py", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="tiny sizes (tests, smoke runs); other size flags override")
+    p.add_argument("--new-mib", type=_positive_int, help=f"new data, MiB (default {d.new_bytes // MIB})")
+    p.add_argument("--new-files", type=_positive_int, help=f"new data files (default {d.new_files})")
+    p.add_argument("--versions", type=_positive_int, help=f"versions of the tree (default {d.tree_versions})")
+    p.add_argument("--tree-files", type=_positive_int, help=f"files per version (default {d.tree_files})")
+    p.add_argument("--tree-file-mib", type=_positive_int,
+                   help=f"MiB per tree file (default {d.tree_file_bytes // MIB})")
+    p.add_argument("--concurrency", type=_concurrencies, help="raw driver sweep (at most 64: libev)")
+    p.add_argument("--procs", type=_positive_int, help=f"processes of the multi-process mode; 1 = off "
+                                                       f"(default {d.procs}, the CPU count)")
+    p.add_argument("--no-restic", action="store_true", help="skip the restic comparison")
+    p.add_argument("--seed", type=int, help="corpus seed (default: fresh per run)")
+    p.add_argument("--keep", action="store_true", help="keep the bench's files in the store")
+    p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results (default %(default)s)")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    given = dict(new_bytes=args.new_mib and args.new_mib * MIB, new_files=args.new_files,
+                 tree_versions=args.versions, tree_files=args.tree_files,
+                 tree_file_bytes=args.tree_file_mib and args.tree_file_mib * MIB,
+                 concurrencies=args.concurrency, procs=args.procs, seed=args.seed)
+    overrides = {k: v for k, v in given.items() if v is not None}
+    overrides.update(restic=not args.no_restic, keep=args.keep)
+    return BenchConfig.quick(**overrides) if args.quick else BenchConfig(**overrides)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    def bench() -> int:
+        results = run_benchmark(config_from_args(args), log=lambda msg: print(msg, flush=True))
+        print(format_report(results))
+        print(f"results written to {write_results(results, args.output)}")
+        return 0
+
+    return run_reporting_errors(bench)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
