@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as a script: make the project root importab
 
 from cassandra.cluster import Session
 
-from bench.store_restore import bench_session, write_results
+from bench.store_restore import bench_session, publish
 from casstor_ops.cli import OneLineParser
 from casstor_ops.dedup_stats import compute
 from casstor_ops.errors import CasstorError, run_reporting_errors
@@ -191,9 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                                f"blocks and one pass")
         results = run_benchmark(blocks, args.master, repeat=1 if args.quick else args.repeat, warm_up=not args.quick,
                                 log=lambda msg: print(msg, file=sys.stderr, flush=True))
-        print(format_report(results))
-        print(f"results written to {write_results(results, args.output)}")
-        return 0
+        return publish(results, format_report(results), args.output)
 
     return run_reporting_errors(bench)
 

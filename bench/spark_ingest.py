@@ -59,7 +59,7 @@ if __package__ in (None, ""):  # run as a script: make the project root importab
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from bench.store_restore import bench_session, chunk_hash_seconds, write_results
+from bench.store_restore import bench_session, chunk_hash_seconds, publish
 from casstor_ops import corpus
 from casstor_ops.cli import OneLineParser
 from casstor_ops.connection import Endpoint
@@ -267,9 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     def bench() -> int:
         results = run_benchmark(BenchConfig.quick() if args.quick else BenchConfig(),
                                 log=lambda msg: print(msg, flush=True))
-        print(format_report(results))
-        print(f"results written to {write_results(results, args.output)}")
-        return 0
+        return publish(results, format_report(results), args.output)
 
     return run_reporting_errors(bench)
 

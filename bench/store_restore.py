@@ -347,6 +347,13 @@ def write_results(results: dict, path: Path = DEFAULT_OUTPUT) -> Path:
     return path
 
 
+def publish(results: dict, report: str, path: Path) -> int:
+    """Print a benchmark's report, save its figures as JSON; the exit status (0)."""
+    print(report)
+    print(f"results written to {write_results(results, path)}")
+    return 0
+
+
 def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer")
@@ -392,9 +399,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def bench() -> int:
         results = run_benchmark(config_from_args(args), log=lambda msg: print(msg, flush=True))
-        print(format_report(results))
-        print(f"results written to {write_results(results, args.output)}")
-        return 0
+        return publish(results, format_report(results), args.output)
 
     return run_reporting_errors(bench)
 
