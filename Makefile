@@ -29,6 +29,9 @@ test-all: setup
 
 bench: setup
 	@$(PY) bench/store_restore.py
+	@$(PY) bench/spark_ingest.py
+	@$(PY) bench/jobs_scaling.py
+	@$(PY) bench/key_format.py
 
 experiments: setup
 	@$(PY) -m casstor_ops.experiments
