@@ -31,15 +31,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cassandra import OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout
-from cassandra.cluster import NoHostAvailable, Session
+from cassandra import OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, WriteTimeout
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, NoHostAvailable, Session
 from cassandra.connection import ConnectionBusy, ConnectionException
 from cassandra.protocol import OverloadedErrorMessage
 
 from .connection import REQUEST_TIMEOUT_S
 
-RETRYABLE = (OperationTimedOut, ReadTimeout, WriteTimeout, Unavailable, NoHostAvailable, ConnectionBusy,
-             ConnectionException, OverloadedErrorMessage)
+# ReadFailure: an overloaded node drops queued reads and reports a failure (seen at load average 15);
+# a read is always safe to repeat.
+RETRYABLE = (OperationTimedOut, ReadTimeout, ReadFailure, WriteTimeout, Unavailable, NoHostAvailable,
+             ConnectionBusy, ConnectionException, OverloadedErrorMessage)
 ATTEMPTS = 5
 BACKOFF_S = 0.2
 BUSY_WAIT_S = 0.01
@@ -66,11 +68,16 @@ class _Request:
 
 
 class RequestWindow:
-    """At most ``max_requests`` requests in flight; results handled in the caller's thread."""
+    """At most ``max_requests`` requests in flight; results handled in the caller's thread.
+
+    ``execution_profile`` (a name or a profile) applies to every request, e.g.
+    :attr:`Statements.plain_rows <casstor_ops.statements.Statements.plain_rows>`.
+    """
 
     def __init__(self, session: Session, max_requests: int, timeout_s: float = REQUEST_TIMEOUT_S,
-                 attempts: int = ATTEMPTS) -> None:
+                 attempts: int = ATTEMPTS, execution_profile: Any = EXEC_PROFILE_DEFAULT) -> None:
         self._session = session
+        self._profile = execution_profile
         self.max_requests = max_requests
         self._timeout = timeout_s
         self._attempts = attempts
@@ -94,7 +101,8 @@ class RequestWindow:
             self._backlog.append(request)
 
     def _send(self, request: _Request) -> None:
-        future = self._session.execute_async(request.statement, request.params, timeout=self._timeout)
+        future = self._session.execute_async(request.statement, request.params, timeout=self._timeout,
+                                             execution_profile=self._profile)
         self.in_flight += 1
         done = self._done
         future.add_callbacks(lambda rows: done.put((request, rows, None)),

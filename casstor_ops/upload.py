@@ -113,7 +113,7 @@ class Upload:
         self._session = session
         self._settings = settings
         self._st = statements or Statements.for_session(session)
-        self._window = RequestWindow(session, max_requests)
+        self._window = RequestWindow(session, max_requests, execution_profile=self._st.plain_rows)
         self._max_held = max_held_bytes
         self._check_batch = check_batch
         self._progress = progress

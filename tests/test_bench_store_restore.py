@@ -37,8 +37,9 @@ def test_quick_bench_measures_every_figure_and_cleans_up(cql, local_cluster: Loc
             ratio = results["ratios"][key]
             assert ratio["value"] > 0 and ratio["met"] == (ratio["value"] >= ratio["goal"]), ratio
     sweeps = results["raw_sweeps"]
-    assert sorted(sweeps) == ["read 1 block(s)/request", "read 4 block(s)/request", "write"]
-    assert all(sorted(s) == ["16", "64"] and min(s.values()) > 0 for s in sweeps.values()), sweeps
+    assert sorted(sweeps) == ["read 1 block(s)/request", "read 16 block(s)/request", "read 4 block(s)/request",
+                              "write"]
+    assert all(sorted(s) == ["16", "48"] and min(s.values()) > 0 for s in sweeps.values()), sweeps
     assert results["raw_best"]["raw_read_best"].startswith("read ")
 
     dedup = results["dedup"]
