@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -17,6 +19,7 @@ def bench(*args: str) -> subprocess.CompletedProcess:
                           timeout=900, cwd=ROOT, env=dict(os.environ))
 
 
+@pytest.mark.slow  # eight Spark jobs: about 4 minutes on 2 cores; make test-all runs it
 def test_quick_bench_prints_a_ratio_per_job(empty_store, tmp_path: Path) -> None:
     output = tmp_path / "jobs_scaling.json"
     run = bench("--quick", "--output", str(output))

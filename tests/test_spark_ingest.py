@@ -144,4 +144,5 @@ def test_one_store_per_python_worker(spark, store: Store) -> None:
     for pid, store_id in pairs:
         stores_per_pid.setdefault(pid, set()).add(store_id)
     assert all(len(ids) == 1 for ids in stores_per_pid.values()), stores_per_pid
-    assert len(stores_per_pid) <= 2  # local[2]: at most two reused workers
+    # Workers are reused across tasks (Spark may fork a spare one), so tasks share sessions.
+    assert len(stores_per_pid) < len(pairs), stores_per_pid
