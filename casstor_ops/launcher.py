@@ -336,6 +336,22 @@ class LocalCluster:
         seeds = f"127.0.0.1:{self.ports.storage}"
         for node in self.nodes():
             node.start(log, seeds)
+        if self.node_count > 1:
+            self._wait_for_ring(log)
+
+    def _wait_for_ring(self, log: Callable[[str], None]) -> None:
+        """Wait until the seed sees every node Up/Normal: a node answers CQL before gossip has
+        spread its state, and 'casstor init' right after would count too few nodes for its RF."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            normal = sum(1 for line in self.nodetool("status").splitlines() if line.startswith("UN "))
+            if normal == self.node_count:
+                log(f"ring: all {normal} nodes Up/Normal")
+                return
+            if time.monotonic() > deadline:
+                raise CasstorError(f"only {normal} of {self.node_count} nodes are Up/Normal after "
+                                   f"{START_TIMEOUT_S:.0f} s; see 'casstor cluster status --nodetool'")
+            time.sleep(2)
 
     def start_node(self, index: int, log: Callable[[str], None] = print) -> None:
         self.node(index).start(log, f"127.0.0.1:{self.ports.storage}")
