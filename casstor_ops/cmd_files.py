@@ -75,26 +75,23 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stat(args: argparse.Namespace) -> int:
-    with Store.open() as store:
-        info = store.stat(args.id)
-    if args.json:
-        _print_json(info.as_dict())
+def _print_record(record: dict, as_json: bool) -> int:
+    if as_json:
+        _print_json(record)
     else:
-        for key, value in info.as_dict().items():
+        for key, value in record.items():
             print(f"{key}: {value}")
     return 0
+
+
+def _stat(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        return _print_record(store.stat(args.id).as_dict(), args.json)
 
 
 def _stats(args: argparse.Namespace) -> int:
     with Store.open() as store:
-        totals = store.stats()
-    if args.json:
-        _print_json(totals.as_dict())
-    else:
-        for key, value in totals.as_dict().items():
-            print(f"{key}: {value}")
-    return 0
+        return _print_record(store.stats().as_dict(), args.json)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
