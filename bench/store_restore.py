@@ -26,7 +26,10 @@ block bytes casstor stored vs restic's ``stats --mode raw-data``.
 
 Every casstor figure is measured in one process, and again in ``--procs N``
 processes (whole files spread over N spawned processes) when N > 1; the
-report says which mode meets each goal. The bench's files are stored under
+report says which mode meets each goal. Every figure, casstor's and the
+references', is the best of ``--repeat`` measurements (each store of new
+data on freshly generated data): on a shared machine other load only ever
+slows a measurement down. The bench's files are stored under
 ``bench/<run>/`` and removed at the end (their blocks stay until a reclaim)
 unless ``--keep``; the raw-driver scratch keyspace is dropped. Every
 session is :func:`casstor_ops.connection.connect`'s, as the CLI's.
@@ -103,6 +106,7 @@ class BenchConfig:
     # libev raises ConnectionBusy past ~64 in-flight 64 KiB requests (docs/driver.md)
     concurrencies: tuple[int, ...] = (8, 16, 32, 48)  # 64 in flight: libev ConnectionBusy
     procs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    repeat: int = 3              # measurements per figure; the best counts
     restic: bool = True
     seed: int | None = None      # None: a fresh seed, so the data is new to the store
     keep: bool = False           # keep the bench's files in the store
@@ -111,7 +115,7 @@ class BenchConfig:
     def quick(cls, **overrides: object) -> "BenchConfig":
         """Tiny sizes for tests and smoke runs (about a minute)."""
         base = dict(new_bytes=16 * MIB, new_files=2, tree_versions=3, tree_files=2,
-                    tree_file_bytes=2 * MIB, concurrencies=(16, 48))
+                    tree_file_bytes=2 * MIB, concurrencies=(16, 48), repeat=1)
         return cls(**{**base, **overrides})
 
 
@@ -192,9 +196,11 @@ class _Run:
         self.results: dict = {}
 
     def figure(self, name: str, nbytes: int, seconds: float) -> float:
-        self.mbps[name] = _mbps(nbytes, seconds)
-        self.log(f"{name:<28} {self.mbps[name]:9.1f} MB/s  ({nbytes / MB:.1f} MB in {seconds:.2f} s)")
-        return self.mbps[name]
+        """Record one measurement of ``name``; the figure is the best so far."""
+        rate = _mbps(nbytes, seconds)
+        self.mbps[name] = max(rate, self.mbps.get(name, 0.0))
+        self.log(f"{name:<28} {rate:9.1f} MB/s  ({nbytes / MB:.1f} MB in {seconds:.2f} s)")
+        return rate
 
     def jobs(self, paths: list[Path], kind: str, root: Path) -> list[tuple[Path, str]]:
         ids = [f"{self.prefix}/{kind}/{p.relative_to(root).as_posix()}" for p in paths]
@@ -238,10 +244,16 @@ def _raw_driver(run: _Run, new: list[Path]) -> None:
     with ScratchTable(run.session) as scratch:
         # An untimed pass first: a cold node (JIT, fresh commit log) would flatter everything measured after it.
         scratch.write(items, max(concurrencies))
-        sweeps = {"write": sweep(lambda c: scratch.write(items, c), nbytes, concurrencies)}
-        for per_read in READ_KEYS_PER_REQUEST:
-            name = f"read {per_read} block(s)/request"
-            sweeps[name] = sweep(lambda c: scratch.read(hashes, c, per_read), nbytes, concurrencies)
+        sweeps: dict[str, dict[int, float]] = {}
+        for _ in range(run.config.repeat):
+            passes = {"write": sweep(lambda c: scratch.write(items, c), nbytes, concurrencies)}
+            for per_read in READ_KEYS_PER_REQUEST:
+                passes[f"read {per_read} block(s)/request"] = sweep(lambda c: scratch.read(hashes, c, per_read),
+                                                                    nbytes, concurrencies)
+            for name, rates in passes.items():
+                best = sweeps.setdefault(name, {})
+                for c, rate in rates.items():
+                    best[c] = max(rate, best.get(c, 0.0))
     run.results["raw_sweeps"] = {name: {str(c): r for c, r in rates.items()} for name, rates in sweeps.items()}
     for figure, prefix in (("raw_write_best", "write"), ("raw_read_best", "read")):
         rate, name, concurrency = max((r, n, c) for n, rates in sweeps.items() if n.startswith(prefix)
@@ -252,19 +264,30 @@ def _raw_driver(run: _Run, new: list[Path]) -> None:
     run.results["sizes"].update(blocks=len(blocks), block_bytes=nbytes)
 
 
-def _casstor(run: _Run, new: list[Path], new_b: list[Path], new_dir: Path, new_b_dir: Path) -> list[int]:
-    """Every casstor store/restore figure; returns the new bytes each store of the new data wrote."""
-    procs = run.config.procs
-    first = run.jobs(new, "new", new_dir)
-    stored = run.put("store_new", first)
-    run.put("store_dup", run.jobs(new, "dup", new_dir))
-    run.restore("restore", first, new)
-    if procs > 1:
-        first_b = run.jobs(new_b, "new-procs", new_b_dir)
-        run.put("store_new_procs", first_b, procs)
-        run.put("store_dup_procs", run.jobs(new_b, "dup-procs", new_b_dir), procs)
-        run.restore("restore_procs", first_b, new_b, procs)
-    return [r.new_bytes for r in stored]
+def _casstor(run: _Run, new: list[Path], new_dir: Path) -> list[int]:
+    """Every casstor store/restore figure, ``repeat`` times per mode; the new bytes the first store wrote.
+
+    The first measurement stores ``new`` (the data of the raw reference and
+    restic); every other one stores data generated for it.
+    """
+    config = run.config
+    modes = [("", 1)] + ([("_procs", config.procs)] if config.procs > 1 else [])
+    first_written = []
+    for index, (suffix, procs) in enumerate((s, p) for s, p in modes for _ in range(config.repeat)):
+        if index == 0:
+            paths, root = new, new_dir
+        else:
+            root = run.work / f"new-{index}"
+            paths = corpus.write_new_data(root, config.new_bytes, config.new_files, run.seed + index)
+        first = run.jobs(paths, f"new-{index}", root)
+        stored = run.put("store_new" + suffix, first, procs)
+        run.put("store_dup" + suffix, run.jobs(paths, f"dup-{index}", root), procs)
+        run.restore("restore" + suffix, first, paths, procs)
+        if index == 0:
+            first_written = [r.new_bytes for r in stored]
+        else:
+            shutil.rmtree(root)
+    return first_written
 
 
 def _tree(run: _Run, versions: list[Path], tree_dir: Path) -> list[dict]:
@@ -282,13 +305,17 @@ def _tree(run: _Run, versions: list[Path], tree_dir: Path) -> list[dict]:
 
 
 def _restic(run: _Run, new_dir: Path, versions: list[Path]) -> dict:
-    """restic backup/restore of the new data, then backups of every version (for dedup)."""
-    repo = ResticRepo(run.work / "restic")
+    """restic backup/restore of the new data (``repeat`` times, each backup into a fresh repository),
+    then backups of every version into the last repository (for dedup)."""
     nbytes = sum(p.stat().st_size for p in corpus.tree_files(new_dir))
-    snapshot, seconds = repo.backup([new_dir])
-    run.figure("restic_backup", nbytes, seconds)
-    run.figure("restic_restore", nbytes, repo.restore(snapshot, run.work / "restic-restore"))
-    shutil.rmtree(run.work / "restic-restore")
+    for attempt in range(run.config.repeat):
+        if attempt:
+            shutil.rmtree(run.work / "restic")
+        repo = ResticRepo(run.work / "restic")
+        snapshot, seconds = repo.backup([new_dir])
+        run.figure("restic_backup", nbytes, seconds)
+        run.figure("restic_restore", nbytes, repo.restore(snapshot, run.work / "restic-restore"))
+        shutil.rmtree(run.work / "restic-restore")
     for version in versions:
         repo.backup([version])
     return dict(version=repo.version(), raw_data_bytes=repo.raw_data_bytes(), repo_bytes=repo.repo_bytes())
@@ -301,10 +328,8 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] = print) -> di
         work = Path(tmp)
         run = _Run(config, session, endpoint, work, log)
         log(f"generating the corpus (seed {run.seed}) in {work}")
-        new_dir, new_b_dir, tree_dir = work / "new", work / "new-procs", work / "tree"
+        new_dir, tree_dir = work / "new", work / "tree"
         new = corpus.write_new_data(new_dir, config.new_bytes, config.new_files, run.seed)
-        new_b = (corpus.write_new_data(new_b_dir, config.new_bytes, config.new_files, run.seed + 1)
-                 if config.procs > 1 else [])
         versions = corpus.write_versioned_tree(tree_dir, config.tree_versions, config.tree_files,
                                                config.tree_file_bytes, run.seed)
         tree_bytes = sum(p.stat().st_size for v in versions for p in corpus.tree_files(v))
@@ -319,9 +344,10 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] = print) -> di
             sizes=dict(new_data_bytes=config.new_bytes, new_data_files=config.new_files,
                        tree_versions=config.tree_versions, tree_bytes=tree_bytes))
         try:
-            run.figure("chunk_hash_one_core", config.new_bytes, chunk_hash_seconds(new, run.settings))
+            run.figure("chunk_hash_one_core", config.new_bytes,
+                       chunk_hash_seconds(new, run.settings, rounds=max(2, config.repeat)))
             _raw_driver(run, new)
-            new_written = _casstor(run, new, new_b, new_dir, new_b_dir)
+            new_written = _casstor(run, new, new_dir)
             tree_rows = _tree(run, versions, tree_dir)
             restic = _restic(run, new_dir, versions) if config.restic else None
         finally:
@@ -377,6 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=_concurrencies, help="raw driver sweep (under 64: libev reports ConnectionBusy past ~64 in flight)")
     p.add_argument("--procs", type=_positive_int, help=f"processes of the multi-process mode; 1 = off "
                                                        f"(default {d.procs}, the CPU count)")
+    p.add_argument("--repeat", type=_positive_int, help=f"measurements per figure, the best counts "
+                                                        f"(default {d.repeat}; --quick: 1)")
     p.add_argument("--no-restic", action="store_true", help="skip the restic comparison")
     p.add_argument("--seed", type=int, help="corpus seed (default: fresh per run)")
     p.add_argument("--keep", action="store_true", help="keep the bench's files in the store")
@@ -388,7 +416,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     given = dict(new_bytes=args.new_mib and args.new_mib * MIB, new_files=args.new_files,
                  tree_versions=args.versions, tree_files=args.tree_files,
                  tree_file_bytes=args.tree_file_mib and args.tree_file_mib * MIB,
-                 concurrencies=args.concurrency, procs=args.procs, seed=args.seed)
+                 concurrencies=args.concurrency, procs=args.procs, repeat=args.repeat, seed=args.seed)
     overrides = {k: v for k, v in given.items() if v is not None}
     overrides.update(restic=not args.no_restic, keep=args.keep)
     return BenchConfig.quick(**overrides) if args.quick else BenchConfig(**overrides)

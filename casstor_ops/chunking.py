@@ -24,6 +24,7 @@ Failures: ``OSError`` from the reader propagates.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -33,6 +34,10 @@ from pyfastcdc import FastCDC
 from .schema import StoreSettings
 
 SEGMENT_BYTES = 4 * 1024 * 1024
+# Buffers a segments() call may reuse: enough for the segments a duplicate store holds at once (an
+# existence check's worth plus the hashing pipeline; 8 were too few: a duplicate store ran at
+# 360-460 MB/s, 450-540 with 16, no better with 24); a new-data store holds more and allocates.
+REUSED_BUFFERS = 16
 
 
 def make_chunker(settings: StoreSettings) -> FastCDC:
@@ -43,10 +48,44 @@ def make_chunker(settings: StoreSettings) -> FastCDC:
 
 @dataclass
 class Segment:
-    """One read of the source: the bytes just read, and the chunks completed so far."""
+    """One read of the source: how many bytes it read, and the chunks completed so far."""
 
-    fresh: memoryview           # the newly read bytes (for the whole-file hash), in file order
+    fresh_bytes: int            # bytes newly read from the source
     chunks: list[memoryview]    # complete chunks, in file order; views into this segment's buffer
+
+
+class _Buffers:
+    """Segment buffers, each reused once no view of it is alive.
+
+    Consumers hold chunks (views) until their upload is acknowledged, so a
+    buffer is free only when every view of it is gone; a bytearray refuses
+    to resize while views exist, which is the test. A fresh 4 MiB buffer
+    costs page faults and zero-filling: a fifth of a duplicate store's
+    main thread (py-spy).
+    """
+
+    def __init__(self, size: int, keep: int = REUSED_BUFFERS) -> None:
+        self._size = size
+        self._kept: deque[bytearray] = deque(maxlen=keep)
+
+    def take(self) -> bytearray:
+        for _ in range(len(self._kept)):
+            buf = self._kept[0]
+            self._kept.rotate(-1)
+            if _unviewed(buf):
+                return buf
+        buf = bytearray(self._size)
+        self._kept.append(buf)
+        return buf
+
+
+def _unviewed(buf: bytearray) -> bool:
+    try:
+        buf.append(0)
+    except BufferError:  # "Existing exports of data: object cannot be re-sized"
+        return False
+    buf.pop()
+    return True
 
 
 def _read_into(reader: BinaryIO, view: memoryview) -> int:
@@ -65,13 +104,13 @@ def segments(reader: BinaryIO, settings: StoreSettings, segment_bytes: int = SEG
     cdc = make_chunker(settings)
     max_size = settings.chunk_max
     segment_bytes = max(segment_bytes, 2 * max_size)
+    buffers = _Buffers(segment_bytes + max_size)  # the carried tail is shorter than chunk_max
     carry = b""
     eof = False
     while not eof:
-        buf = bytearray(len(carry) + segment_bytes)
-        buf[:len(carry)] = carry
-        view = memoryview(buf)
-        n = _read_into(reader, view[len(carry):])
+        view = memoryview(buffers.take())
+        view[:len(carry)] = carry
+        n = _read_into(reader, view[len(carry):len(carry) + segment_bytes])
         eof = n < segment_bytes
         end = len(carry) + n
         view = view[:end]
@@ -83,7 +122,8 @@ def segments(reader: BinaryIO, settings: StoreSettings, segment_bytes: int = SEG
             done.append(chunk.data)
             start = chunk.offset + chunk.length
         carry = bytes(view[start:])
-        yield Segment(view[end - n:], done)
+        del view  # the consumer's chunks are then the buffer's only views
+        yield Segment(n, done)
 
 
 def chunks(source: BinaryIO | str | os.PathLike, settings: StoreSettings) -> Iterator[memoryview]:

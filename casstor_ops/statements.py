@@ -37,6 +37,8 @@ class Statements:
         # LIMIT = the number of keys asked: explicit bound on the rows a check returns.
         self.existing = p(f"SELECT hash FROM {DATA_KS}.existing_blocks WHERE hash IN ? LIMIT ?")
         self.insert_block = p(f"INSERT INTO {DATA_KS}.blocks (hash, size, content) VALUES (?, ?, ?)")
+        self.claim_block = p(
+            f"INSERT INTO {DATA_KS}.block_claims (bucket, hash, writer) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?")
         self.insert_existing = p(f"INSERT INTO {DATA_KS}.existing_blocks (hash, size) VALUES (?, ?)")
         self.read_block = p(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?")
         self.read_blocks = p(f"SELECT hash, content FROM {DATA_KS}.blocks WHERE hash IN ? LIMIT ?")

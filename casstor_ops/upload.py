@@ -1,14 +1,24 @@
 """The store pipeline: read once, chunk, hash, deduplicate, upload, commit.
 
 One pass over the source, in segments (:mod:`casstor_ops.chunking`). The
-caller's thread cuts and hashes blocks; a second thread hashes the whole
-file; the driver's thread moves bytes. Distinct hashes not yet known to this
-store go to ``existing_blocks`` in batches (``IN ? LIMIT ?``) while chunking
-continues; missing blocks are uploaded (content row first, then, once it is
-acknowledged, its ``existing_blocks`` row in an unlogged batch with others).
-A hash is checked and written at most once per store. Bytes held for
-checks and uploads are bounded (``max_held_bytes``), and so is the number of
-requests in flight (:class:`~casstor_ops.inflight.RequestWindow`).
+caller's thread cuts blocks; two worker threads hash them; the driver's
+thread moves bytes. The file hash is computed from the block hashes
+(:func:`~casstor_ops.hashing.file_hash`), so every byte is hashed once.
+
+Distinct hashes not yet known to this store go to ``existing_blocks`` in
+batches (``IN ? LIMIT ?``) while chunking continues. A missing block is
+claimed first (``INSERT … IF NOT EXISTS`` into ``block_claims``, a TTL row
+naming this store; one conditional batch per claims partition, so one Paxos
+round covers many blocks), so of concurrent stores that all find a shared block
+missing exactly one uploads it: content row first, then, once it is
+acknowledged, its ``existing_blocks`` row in an unlogged batch with
+others. The others check again, with growing pauses, until that index row
+appears, or claim the block themselves once the claim of a writer that
+died has expired (``CLAIM_TTL_S``). So a block is written once whatever
+the concurrency, and ``new_blocks`` counts the blocks this store wrote.
+Bytes held for checks and uploads are bounded (``max_held_bytes``), and so
+is the number of requests in flight
+(:class:`~casstor_ops.inflight.RequestWindow`).
 
 Commit protocol (BRIEF; online reclaim relies on it):
 
@@ -35,8 +45,10 @@ Example::
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import time
+import uuid
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -49,13 +61,13 @@ from cassandra.cluster import Session
 from cassandra.query import BatchStatement, BatchType
 from cassandra.util import uuid_from_time
 
-from .chunking import Segment, segments
+from .chunking import Segment, chunks, segments
 from .errors import CasstorError
-from .hashing import FileHashThread, block_hash
+from .hashing import block_hash, file_hash
 from .inflight import RETRYABLE, RequestWindow
 from .progress import Progress
 from .records import StoreResult
-from .schema import StoreSettings, commit_bound_s
+from .schema import StoreSettings, claim_bucket, commit_bound_s
 from .statements import Statements
 
 CHECK_BATCH = 256          # distinct hashes per existence check
@@ -63,8 +75,12 @@ INDEX_BATCH = 32           # existing_blocks rows per unlogged batch (~1.5 KiB: 
 MAX_REQUESTS = 32          # concurrent requests (see docs/driver.md)
 MAX_HELD_BYTES = 96 * 1024 * 1024
 COMMIT_ATTEMPTS = 3
+# A claim outlives any one block's upload; the claims of a writer that died expire after it.
+CLAIM_TTL_S = 60
+AWAIT_FIRST_S = 0.02   # first pause before checking again a block another writer claimed; doubles
+AWAIT_MAX_S = 1.0
 # Block hashes are computed by worker threads (hashlib releases the GIL) while the caller's thread
-# chunks the next segment and the file-hash thread hashes the whole file: the hash is the limit.
+# chunks the next segment: the hash is the limit.
 HASH_THREADS = 2
 
 # Bytes one file_blocks row adds to a batch as Cassandra counts it against
@@ -124,6 +140,9 @@ class Upload:
         self._to_check: list[bytes] = []
         self._to_index: list[tuple[bytes, float]] = []
         self._held = 0
+        self._writer = uuid.uuid4()              # this store, in block_claims
+        self._awaited: list[bytes] = []          # missing blocks another writer claimed
+        self._await_pause = AWAIT_FIRST_S
         self.new_blocks = 0
         self.new_bytes = 0
 
@@ -140,20 +159,72 @@ class Upload:
         if len(self._to_check) >= self._check_batch:
             self._send_check()
 
-    def _send_check(self, on_missing: Callable[[bytes], None] | None = None) -> None:
+    def _send_check(self) -> None:
         hashes, self._to_check = self._to_check, []
-        if hashes:
-            self._window.submit(self._st.existing, (hashes, len(hashes)),
-                                partial(self._checked, hashes, time.time(), on_missing or self._upload))
+        self._check(hashes)
 
-    def _checked(self, hashes: list[bytes], sent: float, on_missing: Callable[[bytes], None], rows) -> None:
+    def _check(self, hashes: list[bytes], on_missing: Callable[[list[bytes]], None] | None = None) -> None:
+        """Existence checks of ``hashes``; the missing ones go to ``on_missing`` (default: claim them)."""
+        for start in range(0, len(hashes), self._check_batch):
+            batch = hashes[start:start + self._check_batch]
+            self._window.submit(self._st.existing, (batch, len(batch)),
+                                partial(self._checked, batch, time.time(), on_missing or self._claim))
+
+    def _checked(self, hashes: list[bytes], sent: float, on_missing: Callable[[list[bytes]], None], rows) -> None:
         found = {row[0] for row in rows}
+        missing = []
         for digest in hashes:
             if digest in found:
                 self._verified[digest] = sent
                 self._held -= len(self._pending.pop(digest, b""))
             else:
-                on_missing(digest)
+                missing.append(digest)
+        if missing:
+            on_missing(missing)
+
+    def _claim(self, hashes: list[bytes]) -> None:
+        """Claim missing blocks: one conditional batch per claims partition (one Paxos round for many)."""
+        buckets: dict[int, list[bytes]] = {}
+        for digest in hashes:
+            buckets.setdefault(claim_bucket(digest), []).append(digest)
+        for bucket, group in buckets.items():
+            self._send_claims(bucket, group)
+
+    def _send_claims(self, bucket: int, group: list[bytes]) -> None:
+        batch = BatchStatement(BatchType.UNLOGGED)
+        for digest in group:
+            batch.add(self._st.claim_block, (bucket, digest, self._writer, CLAIM_TTL_S))
+        self._window.submit(batch, None, partial(self._claimed, bucket, group))
+
+    def _claimed(self, bucket: int, group: list[bytes], rows) -> None:
+        if rows[0][0]:  # [applied]: every claim of the batch is ours
+            for digest in group:
+                self._upload(digest)
+            return
+        # Not applied: the rows returned are the claims that already exist, (applied, bucket, hash, writer).
+        # Ours are those a retried batch's first, timed-out attempt wrote (or an earlier claim of a block
+        # that vanished since); the rest of the group is claimed again without the others'.
+        holders = {row[2]: row[3] for row in rows}
+        rest = []
+        for digest in group:
+            holder = holders.get(digest)
+            if holder == self._writer:
+                self._upload(digest)
+            elif holder is None:
+                rest.append(digest)
+            else:
+                if not self._awaited:
+                    self._await_pause = AWAIT_FIRST_S
+                self._awaited.append(digest)
+        if rest:
+            self._send_claims(bucket, rest)
+
+    def _check_awaited(self) -> None:
+        """After a pause (doubling), check again the blocks other writers claimed; claim those still missing."""
+        time.sleep(self._await_pause)
+        self._await_pause = min(AWAIT_MAX_S, self._await_pause * 2)
+        hashes, self._awaited = self._awaited, []
+        self._check(hashes)
 
     def _upload(self, digest: bytes) -> None:
         data = self._pending[digest]
@@ -183,12 +254,15 @@ class Upload:
             self.new_bytes += size
 
     def _settle(self) -> None:
-        """Wait for every check, upload and index row submitted so far."""
+        """Wait for every check, upload and index row submitted so far, and for blocks other writers claimed."""
         self._send_check()
-        while self._window.busy or self._to_index:
-            if not self._window.busy:
+        while self._window.busy or self._to_index or self._awaited:
+            if self._window.busy:
+                self._window.poll()
+            elif self._to_index:
                 self._send_index()
-            self._window.poll()
+            else:
+                self._check_awaited()
 
     def _limit_held(self) -> None:
         while self._window.poll(block=False):
@@ -199,7 +273,9 @@ class Upload:
             if self._to_index and self._window.in_flight < self._window.max_requests:
                 self._send_index()
             if not self._window.poll():
-                break
+                if not self._awaited:
+                    break
+                self._check_awaited()
 
     # -- commit ----------------------------------------------------------------------------------
 
@@ -211,20 +287,19 @@ class Upload:
         offsets = dict(zip(reversed(self._hashes), reversed(list(itertools.accumulate([0] + self._sizes[:-1])))))
         sizes = dict(zip(self._hashes, self._sizes))
 
-        def reread(digest: bytes) -> None:
-            if not reader.seekable():
-                raise CasstorError(f"block {digest.hex()} vanished during the store (online reclaim?) and the "
-                                   f"source cannot be re-read; store it again")
-            reader.seek(offsets[digest])
-            data = reader.read(sizes[digest])
-            if block_hash(data) != digest:
-                raise CasstorError("the source changed while it was being stored; store it again")
-            self._pending[digest] = data
-            self._upload(digest)
+        def reread(missing: list[bytes]) -> None:
+            for digest in missing:
+                if not reader.seekable():
+                    raise CasstorError(f"block {digest.hex()} vanished during the store (online reclaim?) and the "
+                                       f"source cannot be re-read; store it again")
+                reader.seek(offsets[digest])
+                data = reader.read(sizes[digest])
+                if block_hash(data) != digest:
+                    raise CasstorError("the source changed while it was being stored; store it again")
+                self._pending[digest] = data
+            self._claim(missing)
 
-        for start in range(0, len(stale), self._check_batch):
-            self._to_check = stale[start:start + self._check_batch]
-            self._send_check(on_missing=reread)
+        self._check(stale, on_missing=reread)
         self._settle()
 
     def _write_block_list(self, file_id: str, version) -> None:
@@ -272,33 +347,32 @@ class Upload:
         for data, digest in zip(segment.chunks, digests.result()):
             self._add(data, digest)
         if self._progress:
-            self._progress(len(segment.fresh))
+            self._progress(segment.fresh_bytes)
         self._limit_held()
 
     def run(self, reader: BinaryIO, file_id: str) -> StoreResult:
         """Store everything ``reader`` yields under ``file_id``; the new head is the commit point."""
         started = time.perf_counter()
-        file_hash = FileHashThread()
         size = 0
         hashing: deque[tuple[Segment, Future]] = deque()
-        try:
-            with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="casstor-hash") as pool:
-                for segment in segments(reader, self._settings):
-                    file_hash.update(segment.fresh)
-                    size += len(segment.fresh)
-                    hashing.append((segment, pool.submit(_block_hashes, segment.chunks)))
-                    if len(hashing) > HASH_THREADS:
-                        self._take(*hashing.popleft())
-                while hashing:
+        with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="casstor-hash") as pool:
+            for segment in segments(reader, self._settings):
+                size += segment.fresh_bytes
+                hashing.append((segment, pool.submit(_block_hashes, segment.chunks)))
+                if len(hashing) > HASH_THREADS:
                     self._take(*hashing.popleft())
-            self._settle()
-        except BaseException:
-            file_hash.abandon()
-            raise
-        self._commit(reader, file_id, size, file_hash.digest())
+            while hashing:
+                self._take(*hashing.popleft())
+        self._settle()
+        self._commit(reader, file_id, size, file_hash(self._hashes))
         return StoreResult(file_id, size, len(self._hashes), self.new_blocks, self.new_bytes,
                            round(time.perf_counter() - started, 6))
 
 
-def _block_hashes(chunks: list[memoryview]) -> list[bytes]:
-    return [block_hash(c) for c in chunks]
+def _block_hashes(blocks: list[memoryview]) -> list[bytes]:
+    return [block_hash(c) for c in blocks]
+
+
+def source_file_hash(source: BinaryIO | str | os.PathLike, settings: StoreSettings) -> bytes:
+    """The file hash a store of ``source`` would record (reads, cuts and hashes it; writes nothing)."""
+    return file_hash(block_hash(c) for c in chunks(source, settings))

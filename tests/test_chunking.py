@@ -22,10 +22,21 @@ def test_segments_cut_exactly_like_cut_stream(segment_bytes):
     assert got == _reference(data)
 
 
-def test_segments_carry_every_byte_once_for_the_file_hash():
+def test_segments_count_every_byte_once():
     data = os.urandom(5_000_001)
-    fresh = b"".join(bytes(seg.fresh) for seg in segments(io.BytesIO(data), SETTINGS, 1_000_000))
-    assert fresh == data
+    assert sum(seg.fresh_bytes for seg in segments(io.BytesIO(data), SETTINGS, 1_000_000)) == len(data)
+
+
+def test_held_chunks_keep_their_bytes_while_later_segments_reuse_buffers():
+    data = os.urandom(20_000_000)
+    held, buffers = [], set()
+    for index, seg in enumerate(segments(io.BytesIO(data), SETTINGS, 600_000)):
+        buffers.update(id(c.obj) for c in seg.chunks)
+        if index % 3 == 0:  # a consumer still holding these (e.g. uploads in flight)
+            held += [(c, bytes(c)) for c in seg.chunks]
+    assert all(bytes(view) == copy for view, copy in held)
+    released_buffers = {id(c.obj) for seg in segments(io.BytesIO(data), SETTINGS, 600_000) for c in seg.chunks[:1]}
+    assert len(released_buffers) <= 3 < len(buffers)
 
 
 def test_chunk_sizes_stay_within_settings():

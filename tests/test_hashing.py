@@ -3,7 +3,7 @@
 import hashlib
 import os
 
-from casstor_ops.hashing import FileHashThread, block_hash, file_hasher
+from casstor_ops.hashing import block_hash, file_hash, file_hasher
 
 
 def test_block_hash_is_blake2b_256():
@@ -13,15 +13,16 @@ def test_block_hash_is_blake2b_256():
     assert len(block_hash(b"")) == 32
 
 
-def test_file_hash_of_pieces_equals_hash_of_whole():
-    data = os.urandom(3_000_000)
-    hasher = file_hasher()
-    threaded = FileHashThread()
-    for start in range(0, len(data), 700_001):
-        hasher.update(data[start:start + 700_001])
-        threaded.update(memoryview(data)[start:start + 700_001])
-    assert hasher.digest() == threaded.digest() == block_hash(data)
+def test_file_hash_is_blake2b_256_of_the_concatenated_block_hashes():
+    hashes = [block_hash(os.urandom(1000)) for _ in range(5)]
+    assert file_hash(hashes) == hashlib.blake2b(b"".join(hashes), digest_size=32).digest()
+    streamed = file_hasher()
+    for digest in hashes:
+        streamed.update(digest)
+    assert streamed.digest() == file_hash(iter(hashes))
 
 
-def test_file_hash_thread_of_nothing_is_hash_of_empty():
-    assert FileHashThread().digest() == block_hash(b"")
+def test_file_hash_depends_on_block_order_and_of_nothing_is_hash_of_empty():
+    a, b = block_hash(b"a"), block_hash(b"b")
+    assert file_hash([a, b]) != file_hash([b, a])
+    assert file_hash([]) == block_hash(b"")

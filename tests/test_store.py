@@ -11,6 +11,7 @@ from casstor_ops.errors import CasstorError
 from casstor_ops.hashing import block_hash
 from casstor_ops.schema import StoreSettings
 from casstor_ops.store import Store
+from casstor_ops.upload import source_file_hash
 
 S = StoreSettings()
 
@@ -56,7 +57,7 @@ def test_round_trip_sizes(store, tmp_path, size):
     result = _round_trip(store, tmp_path, data, f"sizes/{size}")
     assert result.blocks == len(list(chunks(io.BytesIO(data), S)))
     info = store.stat(f"sizes/{size}")
-    assert (info.size, info.blocks, info.hash) == (size, result.blocks, block_hash(data))
+    assert (info.size, info.blocks, info.hash) == (size, result.blocks, source_file_hash(io.BytesIO(data), S))
 
 
 def test_round_trip_zeros_is_one_block_repeated(store, tmp_path):
@@ -92,14 +93,16 @@ def test_empty_id_is_refused(store, tmp_path):
         store.put(io.BytesIO(b"x"), "")
 
 
-def test_concurrent_stores_sharing_blocks(store, empty_store, tmp_path):
+def test_concurrent_stores_sharing_blocks_write_each_block_once(store, empty_store, tmp_path):
     shared = os.urandom(6_000_000)
     files = {f"concurrent/{i}": shared + os.urandom(2_000_000) + shared[:3_000_000] for i in range(3)}
-    errors = []
+    errors, results = [], []
+    start = threading.Barrier(len(files))  # all three find the shared blocks missing at once
 
     def put(file_id, data):
         try:
-            Store(empty_store).put(io.BytesIO(data), file_id)
+            start.wait()
+            results.append(Store(empty_store).put(io.BytesIO(data), file_id))
         except Exception as err:  # reported below
             errors.append(err)
 
@@ -117,6 +120,8 @@ def test_concurrent_stores_sharing_blocks(store, empty_store, tmp_path):
     totals = store.stats()
     assert totals.unique_blocks == len(unique)
     assert totals.logical_bytes == sum(len(d) for d in files.values())
+    assert sum(r.new_blocks for r in results) == len(unique)  # each block uploaded by one store only
+    assert sum(r.new_bytes for r in results) == totals.stored_bytes
 
 
 def test_overwrite_replaces_atomically(store, tmp_path):
@@ -125,7 +130,7 @@ def test_overwrite_replaces_atomically(store, tmp_path):
     first = store.stat("overwritten")
     store.put(io.BytesIO(new), "overwritten")
     second = store.stat("overwritten")
-    assert second.version != first.version and second.hash == block_hash(new)
+    assert second.version != first.version and second.hash == source_file_hash(io.BytesIO(new), S)
     out = io.BytesIO()
     store.restore("overwritten", out)
     assert out.getvalue() == new

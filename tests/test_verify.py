@@ -13,7 +13,7 @@ from casstor_ops.maintenance import ONLINE, close_window, open_window
 from casstor_ops.schema import DATA_KS, META_KS
 from casstor_ops.statements import Statements
 from casstor_ops.store import Store
-from casstor_ops.verify import CORRUPTION, INDEX, verify
+from casstor_ops.verify import INDEX, verify
 
 from .support import spark_submit
 
@@ -27,8 +27,8 @@ def block_list(session, file_id: str) -> list:
 def test_finds_each_problem_and_repairs_only_the_index(empty_store, spark, tmp_path: Path) -> None:
     cql = empty_store
     store = Store(cql)
-    for name in ("rot", "lost", "unindexed", "resized", "broken", "clean"):
-        (tmp_path / name).write_bytes(os.urandom(150_000))
+    for name in ("rot", "lost", "unindexed", "resized", "broken", "swapped", "clean"):
+        (tmp_path / name).write_bytes(os.urandom(600_000))  # over 2 x chunk_max: at least 3 blocks
         store.put(tmp_path / name, f"v/{name}")
     rot, lost, unindexed, resized = (block_list(cql, f"v/{n}")[0].hash
                                      for n in ("rot", "lost", "unindexed", "resized"))
@@ -39,14 +39,21 @@ def test_finds_each_problem_and_repairs_only_the_index(empty_store, spark, tmp_p
     broken = cql.execute(Statements.for_session(cql).head, ("v/broken",)).one()
     cql.execute(cql.prepare(f"DELETE FROM {META_KS}.file_blocks WHERE id = ? AND version = ? AND block_offset = ?"),
                 ("v/broken", broken.version, 0))
+    # Two rows of a list swap their blocks: same count, same bytes; only the file hash tells.
+    first, second = block_list(cql, "v/swapped")[:2]
+    swap = cql.prepare(f"UPDATE {META_KS}.file_blocks SET hash = ?, size = ? WHERE id = ? AND version = ? "
+                       f"AND block_offset = ?")
+    swapped = cql.execute(Statements.for_session(cql).head, ("v/swapped",)).one()
+    cql.execute(swap, (second.hash, second.size, "v/swapped", swapped.version, first.block_offset))
+    cql.execute(swap, (first.hash, first.size, "v/swapped", swapped.version, second.block_offset))
 
     found = verify(spark)
-    assert found.problems == {"corrupt_blocks": 1, "missing_blocks": 1, "broken_block_lists": 1,
+    assert found.problems == {"corrupt_blocks": 1, "missing_blocks": 1, "broken_block_lists": 2,
                               "index_without_block": 1, "index_of_corrupt_block": 1, "block_without_index": 1,
                               "index_size_mismatch": 1}
     assert found.examples["corrupt_blocks"] == [rot.hex()] and found.examples["missing_blocks"] == [lost.hex()]
     assert found.examples["block_without_index"] == [unindexed.hex()]
-    assert found.examples["broken_block_lists"] == ["v/broken"]
+    assert sorted(found.examples["broken_block_lists"]) == ["v/broken", "v/swapped"]
     assert found.damaged_files == 2 and found.damaged_examples == ["v/lost", "v/rot"]
     assert found.repaired == {} and found.exit_code == EXIT_CORRUPT
     assert "corrupt_blocks" in found.table() and "CORRUPTION" in found.table()
@@ -60,7 +67,8 @@ def test_finds_each_problem_and_repairs_only_the_index(empty_store, spark, tmp_p
     code, output = spark_submit("jobs/verify.py", "--json", str(report))
     assert code == EXIT_CORRUPT, output
     after = json.loads(report.read_text())
-    assert after["problems"] == {**{kind: 1 for kind in CORRUPTION}, **{kind: 0 for kind in INDEX}}
+    assert after["problems"] == {"corrupt_blocks": 1, "missing_blocks": 1, "broken_block_lists": 2,
+                                 **{kind: 0 for kind in INDEX}}
     assert after["exit_code"] == EXIT_CORRUPT and "CORRUPTION" in output and "Traceback" not in output
     sizes = dict(cql.execute(f"SELECT hash, size FROM {DATA_KS}.existing_blocks"))
     assert rot not in sizes and lost not in sizes and sizes[unindexed] > 0 and sizes[resized] > 7
