@@ -12,9 +12,7 @@ reference pays the same replica cost, and is dropped afterwards.
 Example::
 
     >>> with ScratchTable(session) as scratch:                        # doctest: +SKIP
-    ...     rates = sweep(lambda c: scratch.write(blocks, c), nbytes, (8, 32))
-    >>> rates                                                         # doctest: +SKIP
-    {8: 61.2, 32: 88.0}
+    ...     seconds = scratch.write(blocks, concurrency=32)
 
 Failures: a failed request raises the driver's exception (the first one);
 the scratch keyspace is dropped even then.
@@ -24,7 +22,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 from cassandra import ConsistencyLevel
 from cassandra.cluster import Session
@@ -112,8 +110,3 @@ class ScratchTable:
         if received != len(hashes):
             raise CasstorError(f"{len(hashes) - received} blocks written to the scratch table did not read back")
         return seconds
-
-
-def sweep(run: Callable[[int], float], nbytes: int, concurrencies: Sequence[int]) -> dict[int, float]:
-    """MB/s of ``run(concurrency) -> seconds`` moving ``nbytes``, for each concurrency."""
-    return {c: nbytes / MB / run(c) for c in concurrencies}

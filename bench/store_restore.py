@@ -29,7 +29,9 @@ processes (whole files spread over N spawned processes) when N > 1; the
 report says which mode meets each goal. Every figure, casstor's and the
 references', is the best of ``--repeat`` measurements (each store of new
 data on freshly generated data): on a shared machine other load only ever
-slows a measurement down. The bench's files are stored under
+slows a measurement down. Every measurement starts on quiet nodes (no
+compaction running, :func:`wait_for_quiet_nodes`), so none pays for the
+compaction of the writes measured before it. The bench's files are stored under
 ``bench/<run>/`` and removed at the end (their blocks stay until a reclaim)
 unless ``--keep``; the raw-driver scratch keyspace is dropped. Every
 session is :func:`casstor_ops.connection.connect`'s, as the CLI's.
@@ -64,6 +66,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -74,7 +77,8 @@ if __package__ in (None, ""):  # run as a script: make the project root importab
 from cassandra.cluster import Session
 
 from bench.parallel import run_parallel
-from bench.raw_driver import MB, ScratchTable, sweep
+from bench.cpu import CpuMeter
+from bench.raw_driver import MB, ScratchTable
 from bench.restic import ResticRepo
 from bench.store_restore_report import compute_ratios, format_report
 from casstor_ops import corpus
@@ -89,9 +93,11 @@ from casstor_ops.schema import StoreSettings, init_store, read_settings
 from casstor_ops.store import Store
 
 MIB = 1 << 20
+T = TypeVar("T")
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "store_restore.json"
 # Blocks per raw read request: single-key reads, and IN of 4 (what casstor's restore sends).
 READ_KEYS_PER_REQUEST = (1, 4, 16)  # 16: the restore's own read pattern
+QUIET_TIMEOUT_S = 300.0
 
 
 @dataclass
@@ -145,6 +151,18 @@ def bench_session(log: Callable[[str], None]) -> Iterator[tuple[Session, Endpoin
             local.stop(log=log)
 
 
+def wait_for_quiet_nodes(session: Session, timeout_s: float = QUIET_TIMEOUT_S) -> None:
+    """Return once no node has run a compaction (or other SSTable task) for a second; give up after ``timeout_s``."""
+    tasks = session.prepare("SELECT kind FROM system_views.sstable_tasks")
+    deadline = time.monotonic() + timeout_s
+    quiet_polls = 0
+    while quiet_polls < 2 and time.monotonic() < deadline:
+        hosts = [h for h in session.cluster.metadata.all_hosts() if h.is_up]
+        busy = any(session.execute(tasks, host=host).one() for host in hosts)  # virtual tables are per node
+        quiet_polls = 0 if busy else quiet_polls + 1
+        time.sleep(0.5)
+
+
 def unique_blocks(paths: list[Path], settings: StoreSettings) -> dict[bytes, bytes]:
     """hash -> content of every distinct block of ``paths`` (untimed preparation of the raw reference)."""
     return {block_hash(c): bytes(c) for path in paths for c in chunks(path, settings)}
@@ -193,14 +211,32 @@ class _Run:
         self.prefix = f"bench/{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{self.seed % 10**6:06d}"
         self.stored_ids: list[str] = []
         self.mbps: dict[str, float] = {}
+        self.cpu = CpuMeter([n.pid() for n in LocalCluster().nodes() if n.pid()] if endpoint.embedded else [])
+        self.cpu_per_mb: dict[str, dict] = {}
         self.results: dict = {}
 
-    def figure(self, name: str, nbytes: int, seconds: float) -> float:
-        """Record one measurement of ``name``; the figure is the best so far."""
+    def measure(self, name: str, nbytes: int, action: Callable[[], tuple[float, T]], sweep: str | None = None,
+                concurrency: int | None = None) -> T:
+        """One measurement of figure ``name``, started on quiet nodes; ``action()`` -> (seconds, result).
+
+        The figure is the best measurement so far, with that measurement's CPU
+        cost; ``sweep``/``concurrency`` also file it under the raw sweeps.
+        """
+        wait_for_quiet_nodes(self.session)
+        with self.cpu.measure() as cost:
+            seconds, result = action()
         rate = _mbps(nbytes, seconds)
-        self.mbps[name] = max(rate, self.mbps.get(name, 0.0))
-        self.log(f"{name:<28} {rate:9.1f} MB/s  ({nbytes / MB:.1f} MB in {seconds:.2f} s)")
-        return rate
+        if rate > self.mbps.get(name, 0.0):
+            self.mbps[name] = rate
+            self.cpu_per_mb[name] = cost.per_mb(nbytes)
+            if sweep:
+                self.results.setdefault("raw_best", {})[name] = f"{sweep}, concurrency {concurrency}"
+        if sweep:
+            rates = self.results.setdefault("raw_sweeps", {}).setdefault(sweep, {})
+            rates[str(concurrency)] = max(rate, rates.get(str(concurrency), 0.0))
+        self.log(f"{name:<28} {rate:9.1f} MB/s  ({nbytes / MB:.1f} MB in {seconds:.2f} s"
+                 f"{f'; {sweep}, concurrency {concurrency}' if sweep else ''})")
+        return result
 
     def jobs(self, paths: list[Path], kind: str, root: Path) -> list[tuple[Path, str]]:
         ids = [f"{self.prefix}/{kind}/{p.relative_to(root).as_posix()}" for p in paths]
@@ -210,20 +246,17 @@ class _Run:
     def put(self, name: str, jobs: list[tuple[Path, str]], procs: int = 1) -> list:
         nbytes = sum(p.stat().st_size for p, _ in jobs)
         if procs > 1:
-            seconds, results = run_parallel(self.endpoint, "put", jobs, procs)
-        else:
-            seconds, results = _put_all(self.store, jobs)
-        self.figure(name, nbytes, seconds)
-        return results
+            return self.measure(name, nbytes, lambda: run_parallel(self.endpoint, "put", jobs, procs))
+        return self.measure(name, nbytes, lambda: _put_all(self.store, jobs))
 
     def restore(self, name: str, jobs: list[tuple[Path, str]], originals: list[Path], procs: int = 1) -> None:
         jobs = [(self.work / "restore" / name / Path(p).name, i) for p, i in jobs]
         jobs[0][0].parent.mkdir(parents=True)
+        nbytes = sum(p.stat().st_size for p in originals)
         if procs > 1:
-            seconds, _ = run_parallel(self.endpoint, "restore", jobs, procs)
+            self.measure(name, nbytes, lambda: run_parallel(self.endpoint, "restore", jobs, procs))
         else:
-            seconds = _restore_all(self.store, jobs)
-        self.figure(name, sum(p.stat().st_size for p in originals), seconds)
+            self.measure(name, nbytes, lambda: (_restore_all(self.store, jobs), None))
         _check_restored(jobs, originals)
         shutil.rmtree(jobs[0][0].parent)
 
@@ -236,7 +269,8 @@ class _Run:
 
 
 def _raw_driver(run: _Run, new: list[Path]) -> None:
-    """Raw-driver write and read sweeps over the unique blocks of the new data; the best of each is the reference."""
+    """Raw-driver writes and reads of the unique blocks of the new data at each concurrency; the best are the
+    references."""
     blocks = unique_blocks(new, run.settings)
     nbytes = sum(map(len, blocks.values()))
     items, hashes = list(blocks.items()), list(blocks)
@@ -244,23 +278,12 @@ def _raw_driver(run: _Run, new: list[Path]) -> None:
     with ScratchTable(run.session) as scratch:
         # An untimed pass first: a cold node (JIT, fresh commit log) would flatter everything measured after it.
         scratch.write(items, max(concurrencies))
-        sweeps: dict[str, dict[int, float]] = {}
         for _ in range(run.config.repeat):
-            passes = {"write": sweep(lambda c: scratch.write(items, c), nbytes, concurrencies)}
-            for per_read in READ_KEYS_PER_REQUEST:
-                passes[f"read {per_read} block(s)/request"] = sweep(lambda c: scratch.read(hashes, c, per_read),
-                                                                    nbytes, concurrencies)
-            for name, rates in passes.items():
-                best = sweeps.setdefault(name, {})
-                for c, rate in rates.items():
-                    best[c] = max(rate, best.get(c, 0.0))
-    run.results["raw_sweeps"] = {name: {str(c): r for c, r in rates.items()} for name, rates in sweeps.items()}
-    for figure, prefix in (("raw_write_best", "write"), ("raw_read_best", "read")):
-        rate, name, concurrency = max((r, n, c) for n, rates in sweeps.items() if n.startswith(prefix)
-                                      for c, r in rates.items())
-        run.mbps[figure] = rate
-        run.results.setdefault("raw_best", {})[figure] = f"{name}, concurrency {concurrency}"
-        run.log(f"{figure:<28} {rate:9.1f} MB/s  ({name}, concurrency {concurrency})")
+            for c in concurrencies:
+                run.measure("raw_write_best", nbytes, lambda: (scratch.write(items, c), None), "write", c)
+                for per_read in READ_KEYS_PER_REQUEST:
+                    run.measure("raw_read_best", nbytes, lambda: (scratch.read(hashes, c, per_read), None),
+                                f"read {per_read} block(s)/request", c)
     run.results["sizes"].update(blocks=len(blocks), block_bytes=nbytes)
 
 
@@ -271,6 +294,13 @@ def _casstor(run: _Run, new: list[Path], new_dir: Path) -> list[int]:
     restic); every other one stores data generated for it.
     """
     config = run.config
+    # Untimed, as the raw reference's first pass: warms the node's paths for casstor's tables and this process.
+    warm_dir = run.work / "warm-up"
+    warm = run.jobs(corpus.write_new_data(warm_dir, min(config.new_bytes, 32 * MIB), 1, run.seed - 1),
+                    "warm-up", warm_dir)
+    _put_all(run.store, warm)
+    _restore_all(run.store, [(warm_dir / "restored", warm[0][1])])
+    shutil.rmtree(warm_dir)
     modes = [("", 1)] + ([("_procs", config.procs)] if config.procs > 1 else [])
     first_written = []
     for index, (suffix, procs) in enumerate((s, p) for s, p in modes for _ in range(config.repeat)):
@@ -295,6 +325,7 @@ def _tree(run: _Run, versions: list[Path], tree_dir: Path) -> list[dict]:
     rows = []
     for version in versions:
         jobs = run.jobs(corpus.tree_files(version), "tree", tree_dir)
+        wait_for_quiet_nodes(run.session)
         seconds, results = _put_all(run.store, jobs)
         nbytes = sum(r.bytes for r in results)
         rows.append(dict(version=version.name, bytes=nbytes, new_bytes=sum(r.new_bytes for r in results),
@@ -302,6 +333,10 @@ def _tree(run: _Run, versions: list[Path], tree_dir: Path) -> list[dict]:
         run.log(f"store tree {version.name:<17} {rows[-1]['mbps']:9.1f} MB/s  "
                 f"({rows[-1]['new_bytes'] / nbytes:6.1%} new)")
     return rows
+
+
+def _seconds_first(result: tuple[T, float]) -> tuple[float, T]:
+    return result[1], result[0]
 
 
 def _restic(run: _Run, new_dir: Path, versions: list[Path]) -> dict:
@@ -312,9 +347,8 @@ def _restic(run: _Run, new_dir: Path, versions: list[Path]) -> dict:
         if attempt:
             shutil.rmtree(run.work / "restic")
         repo = ResticRepo(run.work / "restic")
-        snapshot, seconds = repo.backup([new_dir])
-        run.figure("restic_backup", nbytes, seconds)
-        run.figure("restic_restore", nbytes, repo.restore(snapshot, run.work / "restic-restore"))
+        snapshot = run.measure("restic_backup", nbytes, lambda: _seconds_first(repo.backup([new_dir])))
+        run.measure("restic_restore", nbytes, lambda: (repo.restore(snapshot, run.work / "restic-restore"), None))
         shutil.rmtree(run.work / "restic-restore")
     for version in versions:
         repo.backup([version])
@@ -344,8 +378,9 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] = print) -> di
             sizes=dict(new_data_bytes=config.new_bytes, new_data_files=config.new_files,
                        tree_versions=config.tree_versions, tree_bytes=tree_bytes))
         try:
-            run.figure("chunk_hash_one_core", config.new_bytes,
-                       chunk_hash_seconds(new, run.settings, rounds=max(2, config.repeat)))
+            for _ in range(max(2, config.repeat)):
+                run.measure("chunk_hash_one_core", config.new_bytes,
+                            lambda: (chunk_hash_seconds(new, run.settings, rounds=1), None))
             _raw_driver(run, new)
             new_written = _casstor(run, new, new_dir)
             tree_rows = _tree(run, versions, tree_dir)
@@ -361,7 +396,8 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] = print) -> di
                          restic_repo_bytes=restic["repo_bytes"],
                          restic_dedup_ratio=logical / max(restic["raw_data_bytes"], 1),
                          casstor_vs_restic_stored=casstor_stored / max(restic["raw_data_bytes"], 1))
-        run.results.update(mbps=run.mbps, ratios=compute_ratios(run.mbps, config.procs), tree_versions=tree_rows,
+        run.results.update(mbps=run.mbps, cpu_ms_per_mb=run.cpu_per_mb,
+                           ratios=compute_ratios(run.mbps, config.procs, run.cpu_per_mb), tree_versions=tree_rows,
                            dedup=dedup)
         return run.results
 

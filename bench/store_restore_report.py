@@ -40,29 +40,60 @@ _CHART = {
 _CASSTOR_FIGURE = {"store new data": "store_new", "store duplicate data": "store_dup", "restore": "restore"}
 
 
-def compute_ratios(mbps: dict[str, float], procs: int) -> dict[str, dict]:
-    """Every ratio whose two figures were measured, per mode, with its goal and whether it is met."""
+def compute_ratios(mbps: dict[str, float], procs: int, cpu: dict[str, dict] | None = None) -> dict[str, dict]:
+    """Every ratio whose two figures were measured, per mode, with its goal and whether it is met.
+
+    With the CPU cost of both figures (client + node ms/MB, :mod:`bench.cpu`),
+    ``cpu_bound`` is the ratio the CPU alone allows when client and nodes
+    share the cores: reference CPU per MB / casstor CPU per MB (one process
+    only: the CPU of N processes includes their start-up).
+    """
     out = {}
     for name, (figure, reference, goal) in RATIOS.items():
         for suffix, mode in (("", "1 process"), ("_procs", f"{procs} processes")):
             if figure + suffix in mbps and reference in mbps:
                 value = mbps[figure + suffix] / mbps[reference]
                 out[name + suffix] = dict(figure=figure + suffix, reference=reference, mode=mode,
-                                          value=value, goal=goal, met=value >= goal)
+                                          value=value, goal=goal, met=value >= goal,
+                                          cpu_bound=None if suffix else _cpu_bound(cpu or {}, figure, reference))
     return out
 
 
+def _cpu_ms_per_mb(cost: dict | None) -> float | None:
+    if not cost or cost.get("node_ms_per_mb") is None:
+        return None
+    return cost["client_ms_per_mb"] + cost["node_ms_per_mb"]
+
+
+def _cpu_bound(cpu: dict[str, dict], figure: str, reference: str) -> float | None:
+    ours, theirs = _cpu_ms_per_mb(cpu.get(figure)), _cpu_ms_per_mb(cpu.get(reference))
+    return theirs / ours if ours and theirs else None
+
+
 def goal_summary(results: dict) -> list[str]:
-    """One line per goal: its value in each mode, and which mode meets it."""
+    """One line per goal: its value in each mode (and the CPU-bound ratio, if known), and which mode meets it."""
     lines = []
     for name, (_, _, goal) in RATIOS.items():
         modes = [results["ratios"][k] for k in (name, name + "_procs") if k in results["ratios"]]
         if not modes:
             continue
         met = [m["mode"] for m in modes if m["met"]]
-        values = ", ".join(f"{m['value']:.2f} ({m['mode']})" for m in modes)
+        values = ", ".join(f"{m['value']:.2f} ({m['mode']}"
+                           + (f"; CPU allows {m['cpu_bound']:.2f}" if m.get("cpu_bound") else "") + ")"
+                           for m in modes)
         verdict = f"met with {' and '.join(met)}" if met else "not met"
         lines.append(f"{name:<26} goal >= {goal:.1f}: {values}: {verdict}")
+    return lines
+
+
+def cpu_lines(results: dict) -> list[str]:
+    """CPU milliseconds per MB of each figure: the client (this process and its children) and the nodes."""
+    lines = ["CPU per MB of the best measurement (ms/MB; client = bench process + children, including the "
+             "start-up of _procs workers and restic; node = local nodes):"]
+    for name, cost in results.get("cpu_ms_per_mb", {}).items():
+        node = cost["node_ms_per_mb"]
+        lines.append(f"  {name:<26} client {cost['client_ms_per_mb']:6.2f}   node "
+                     + ("   n/a" if node is None else f"{node:6.2f}"))
     return lines
 
 
@@ -80,6 +111,7 @@ def format_report(results: dict) -> str:
     """The printed summary: throughput, ratios with goals, dedup."""
     out = ["", f"{MBPS_LABEL}:"]
     out += [f"  {name:<26} {value:9.1f}" for name, value in results["mbps"].items()]
+    out += cpu_lines(results)
     out += ["ratios (casstor / reference, same run):"] + [f"  {line}" for line in goal_summary(results)]
     return "\n".join(out + _dedup_lines(results["dedup"]))
 
