@@ -39,6 +39,8 @@ class Statements:
         self.insert_block = p(f"INSERT INTO {DATA_KS}.blocks (hash, size, content) VALUES (?, ?, ?)")
         self.claim_block = p(
             f"INSERT INTO {DATA_KS}.block_claims (bucket, hash, writer) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?")
+        self.release_claim = p(
+            f"DELETE FROM {DATA_KS}.block_claims WHERE bucket = ? AND hash = ? IF writer = ?")
         self.insert_existing = p(f"INSERT INTO {DATA_KS}.existing_blocks (hash, size) VALUES (?, ?)")
         self.read_block = p(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?")
         self.read_blocks = p(f"SELECT hash, content FROM {DATA_KS}.blocks WHERE hash IN ? LIMIT ?")

@@ -44,6 +44,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -75,10 +76,14 @@ INDEX_BATCH = 32           # existing_blocks rows per unlogged batch (~1.5 KiB: 
 MAX_REQUESTS = 32          # concurrent requests (see docs/driver.md)
 MAX_HELD_BYTES = 96 * 1024 * 1024
 COMMIT_ATTEMPTS = 3
-# A claim outlives any one block's upload; the claims of a writer that died expire after it.
-CLAIM_TTL_S = 60
+# A claim must outlive one block's upload and index row (well under a second here, seconds on a loaded
+# node; one that outlives it costs a duplicate upload, nothing worse). It is also how long a store
+# killed with -9 can delay the next store of the blocks it had claimed (with 60 s, the re-run in
+# tests/test_cmd_files.py took 67 s).
+CLAIM_TTL_S = 20
 AWAIT_FIRST_S = 0.02   # first pause before checking again a block another writer claimed; doubles
 AWAIT_MAX_S = 1.0
+RELEASE_TIMEOUT_S = 5.0
 # Block hashes are computed by worker threads (hashlib releases the GIL) while the caller's thread
 # chunks the next segment: the hash is the limit.
 HASH_THREADS = 2
@@ -142,6 +147,7 @@ class Upload:
         self._held = 0
         self._writer = uuid.uuid4()              # this store, in block_claims
         self._awaited: list[bytes] = []          # missing blocks another writer claimed
+        self._held_claims: set[bytes] = set()    # blocks this store claimed and has not indexed yet
         self._await_pause = AWAIT_FIRST_S
         self.new_blocks = 0
         self.new_bytes = 0
@@ -227,6 +233,7 @@ class Upload:
         self._check(hashes)
 
     def _upload(self, digest: bytes) -> None:
+        self._held_claims.add(digest)
         data = self._pending[digest]
         self._window.submit(self._st.insert_block, (digest, len(data), data),
                             partial(self._written, digest, time.time()))
@@ -248,6 +255,7 @@ class Upload:
     def _indexed(self, items: list[tuple[bytes, float]], _rows) -> None:
         for digest, sent in items:
             self._verified[digest] = sent
+            self._held_claims.discard(digest)
             size = len(self._pending.pop(digest))
             self._held -= size
             self.new_blocks += 1
@@ -355,18 +363,36 @@ class Upload:
         started = time.perf_counter()
         size = 0
         hashing: deque[tuple[Segment, Future]] = deque()
-        with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="casstor-hash") as pool:
-            for segment in segments(reader, self._settings):
-                size += segment.fresh_bytes
-                hashing.append((segment, pool.submit(_block_hashes, segment.chunks)))
-                if len(hashing) > HASH_THREADS:
+        try:
+            with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="casstor-hash") as pool:
+                for segment in segments(reader, self._settings):
+                    size += segment.fresh_bytes
+                    hashing.append((segment, pool.submit(_block_hashes, segment.chunks)))
+                    if len(hashing) > HASH_THREADS:
+                        self._take(*hashing.popleft())
+                while hashing:
                     self._take(*hashing.popleft())
-            while hashing:
-                self._take(*hashing.popleft())
-        self._settle()
+            self._settle()
+        except BaseException:
+            self._release_claims()
+            raise
         self._commit(reader, file_id, size, file_hash(self._hashes))
         return StoreResult(file_id, size, len(self._hashes), self.new_blocks, self.new_bytes,
                            round(time.perf_counter() - started, 6))
+
+
+    def _release_claims(self) -> None:
+        """A failing store gives up the claims it has not indexed, so the next store need not wait for them
+        to expire (a store killed with -9 cannot: its claims expire after ``CLAIM_TTL_S``)."""
+        buckets: dict[int, list[bytes]] = {}
+        for digest in self._held_claims:
+            buckets.setdefault(claim_bucket(digest), []).append(digest)
+        for bucket, group in buckets.items():
+            batch = BatchStatement(BatchType.UNLOGGED)
+            for digest in group:
+                batch.add(self._st.release_claim, (bucket, digest, self._writer))
+            with contextlib.suppress(Exception):  # best effort: the cluster may be what failed; the TTL remains
+                self._session.execute(batch, timeout=RELEASE_TIMEOUT_S)
 
 
 def _block_hashes(blocks: list[memoryview]) -> list[bytes]:

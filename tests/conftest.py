@@ -59,8 +59,9 @@ def cql(local_cluster: LocalCluster):
 @pytest.fixture()
 def empty_store(cql):
     """The test store with every table emptied (for tests that assert store-wide totals)."""
-    for ks, table in [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (META_KS, "files"),
-                      (META_KS, "file_blocks"), (META_KS, "maintenance"), (META_KS, "writer_leases")]:
+    for ks, table in [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_claims"),
+                      (META_KS, "files"), (META_KS, "file_blocks"), (META_KS, "maintenance"),
+                      (META_KS, "writer_leases")]:
         cql.execute(f"TRUNCATE {ks}.{table}")
     return cql
 

@@ -12,6 +12,7 @@ from casstor_ops.layout import project_root
 from casstor_ops.store import Store
 
 from bench.raw_driver import SCRATCH_KS
+from bench.store_restore import READ_KEYS_PER_REQUEST
 from bench.store_restore_report import RATIOS, conclusions, format_report
 
 SCRIPT = project_root() / "bench" / "store_restore.py"
@@ -37,10 +38,14 @@ def test_quick_bench_measures_every_figure_and_cleans_up(cql, local_cluster: Loc
             ratio = results["ratios"][key]
             assert ratio["value"] > 0 and ratio["met"] == (ratio["value"] >= ratio["goal"]), ratio
     sweeps = results["raw_sweeps"]
-    assert sorted(sweeps) == ["read 1 block(s)/request", "read 16 block(s)/request", "read 4 block(s)/request",
-                              "write"]
+    assert sorted(sweeps) == sorted([f"read {n} block(s)/request" for n in READ_KEYS_PER_REQUEST] + ["write"])
     assert all(sorted(s) == ["16", "48"] and min(s.values()) > 0 for s in sweeps.values()), sweeps
     assert results["raw_best"]["raw_read_best"].startswith("read ")
+    # Every figure carries its CPU: the client's, and the test node's (it is local); one-process ratios the bound.
+    costs = results["cpu_ms_per_mb"]
+    assert sorted(costs) == sorted(FIGURES)
+    assert all(c["client_ms_per_mb"] > 0 and c["node_ms_per_mb"] is not None for c in costs.values()), costs
+    assert all(results["ratios"][name]["cpu_bound"] > 0 for name in RATIOS)
 
     dedup = results["dedup"]
     assert dedup["logical_bytes"] == results["sizes"]["new_data_bytes"] + results["sizes"]["tree_bytes"]

@@ -78,3 +78,23 @@ def test_no_block_is_written_twice_by_one_store(empty_store):
     result = store.put(io.BytesIO(block * 40 + os.urandom(500_000)), "twice/one")
     assert result.new_blocks == result.blocks - 39
     assert store.stats().unique_blocks == result.new_blocks
+
+
+def test_a_failing_store_gives_up_its_claims(empty_store, monkeypatch):
+    """A store interrupted between an upload and its index row releases the claim, so the next store of the
+    same content does not wait for it to expire (CLAIM_TTL_S)."""
+    data = os.urandom(3_000_000)
+
+    def interrupted(self, digest, sent, rows):
+        raise KeyboardInterrupt  # Ctrl-C right after a block's content was written
+
+    monkeypatch.setattr(upload.Upload, "_written", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Store(empty_store).put(io.BytesIO(data), "claims/interrupted")
+    monkeypatch.undo()
+    claims = [r.hash for r in empty_store.execute(f"SELECT hash FROM {DATA_KS}.block_claims")]
+    indexed = {r.hash for r in empty_store.execute(f"SELECT hash FROM {DATA_KS}.existing_blocks")}
+    assert not [h for h in claims if h not in indexed]  # no claim left for a block nobody will index
+
+    result = Store(empty_store).put(io.BytesIO(data), "claims/again")
+    assert result.new_blocks == result.blocks and result.seconds < upload.CLAIM_TTL_S / 2
