@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 .PHONY: setup demo test test-all bench experiments stop clean
 
 setup: $(STAMP)
-	@$(PY) -m casstor_ops.install
+	@$(PY) -m casstor_ops.cluster.install
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "setup: $(PYTHON) not found: install Python 3.11"; exit 1; }
@@ -21,20 +21,23 @@ $(STAMP): pyproject.toml
 demo: setup
 	@$(VENV)/bin/casstor demo
 
+# Unit tests first: they need no node and no Spark, and fail in seconds.
 test: setup
-	@$(PY) -m pytest -m "not cluster and not slow"
+	@$(PY) -m pytest tests/unit
+	@$(PY) -m pytest -m "not cluster and not slow" --ignore=tests/unit
 
 test-all: setup
-	@$(PY) -m pytest
+	@$(PY) -m pytest tests/unit
+	@$(PY) -m pytest --ignore=tests/unit
 
 bench: setup
-	@$(PY) bench/store_restore.py
-	@$(PY) bench/spark_ingest.py
-	@$(PY) bench/jobs_scaling.py
-	@$(PY) bench/key_format.py
+	@$(PY) -m bench.store_restore
+	@$(PY) -m bench.spark_ingest
+	@$(PY) -m bench.jobs_scaling
+	@$(PY) -m bench.key_format
 
 experiments: setup
-	@$(PY) -m casstor_ops.experiments
+	@$(PY) -m casstor_ops.cli.experiments
 
 stop:
 	@test -x $(VENV)/bin/casstor && $(VENV)/bin/casstor cluster stop || true

@@ -2,10 +2,10 @@
 
 The jobs (their library calls, in one SparkSession):
 
-* ``stats``: :func:`casstor_ops.dedup_stats.compute`;
-* ``verify``: :func:`casstor_ops.verify.verify` (re-hashes every block);
-* ``reclaim plan``: :func:`casstor_ops.reclaim.make_plan` (what ``--dry-run`` runs);
-* ``reclaim execute``: :func:`casstor_ops.reclaim.execute` of that plan, in an
+* ``stats``: :func:`casstor_ops.ops.dedup_stats.compute`;
+* ``verify``: :func:`casstor_ops.ops.verify.verify` (re-hashes every block);
+* ``reclaim plan``: :func:`casstor_ops.ops.reclaim.make_plan` (what ``--dry-run`` runs);
+* ``reclaim execute``: :func:`casstor_ops.ops.reclaim.execute` of that plan, in an
   offline reclaim window (its fixed ~2 s wait for the clock-skew bound included).
 
 Each pass gets a fresh synthetic store written with prepared statements
@@ -15,15 +15,15 @@ A warm-up pass (untimed; ``--quick`` skips it) runs every job once
 first, so JIT and Python worker start-up are not charged to N; each
 scale runs ``--repeat`` passes and counts each job's fastest (the
 machine's other load only adds time). Each job starts on quiet nodes
-(:func:`bench.store_restore.wait_for_quiet_nodes`): the compaction of the
+(:func:`bench.common.wait_for_quiet_nodes`): the compaction of the
 data just written belongs to the set-up, not to the job. Goal: time(2N)/time(N) <= 2.2 for
 every job (linear, with the fixed costs of a Spark job counted at N too).
 
 Usage::
 
-    .venv/bin/python bench/jobs_scaling.py                 # N = 20,000
-    .venv/bin/python bench/jobs_scaling.py --blocks 100000
-    .venv/bin/python bench/jobs_scaling.py --quick         # N = 500, for tests
+    .venv/bin/python -m bench.jobs_scaling                 # N = 20,000
+    .venv/bin/python -m bench.jobs_scaling --blocks 100000
+    .venv/bin/python -m bench.jobs_scaling --quick         # N = 500, for tests
 
 The store is the environment's and must be empty: the bench writes and
 truncates its tables (use a separate ``CASSTOR_HOME``). Results are printed
@@ -42,24 +42,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-if __package__ in (None, ""):  # run as a script: make the project root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from cassandra.cluster import Session
 
-from bench.store_restore import bench_session, publish, wait_for_quiet_nodes
-from casstor_ops.cli import OneLineParser
-from casstor_ops.dedup_stats import compute
+from bench.common import bench_session, publish, wait_for_quiet_nodes
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.hashing import block_hash, file_hash
-from casstor_ops.inflight import RequestWindow
-from casstor_ops.layout import project_root
-from casstor_ops.maintenance import OFFLINE, ReclaimWindow
-from casstor_ops.reclaim import execute, make_plan
-from casstor_ops.schema import DATA_KS, META_KS
-from casstor_ops.spark_session import spark_session
-from casstor_ops.statements import Statements
-from casstor_ops.verify import verify
+from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.inflight import RequestWindow
+from casstor_ops.cluster.paths import project_root
+from casstor_ops.store.reclaim_window import OFFLINE, ReclaimWindow
+from casstor_ops.ops.reclaim import execute, make_plan
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.spark.session import spark_session
+from casstor_ops.store.statements import Statements
+from casstor_ops.ops.verify import verify
 
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "jobs_scaling.json"
 DEFAULT_BLOCKS = 20_000
@@ -175,7 +172,7 @@ def format_report(results: dict) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="bench/jobs_scaling.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m bench.jobs_scaling", description=__doc__.split("\n\n")[0])
     parser.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help="N (default %(default)s)")
     parser.add_argument("--quick", action="store_true", help=f"N = {QUICK_BLOCKS}, one pass, no warm-up, for tests")
     parser.add_argument("--repeat", type=int, default=2, help="passes per scale, fastest counts (default 2)")

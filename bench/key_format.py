@@ -5,7 +5,7 @@ blob`` and ``hash text``), then runs the store's existence check (``IN``
 batches of 100 distinct keys) against each, flushes, and compares on-disk
 size. Prints each figure and the ratio text/blob, measured in the same run.
 
-    .venv/bin/python bench/key_format.py [--rows 100000]
+    .venv/bin/python -m bench.key_format [--rows 100000]
 
 Uses the cluster of the environment (the embedded local node by default)
 and drops its scratch keyspace at the end.
@@ -13,15 +13,15 @@ and drops its scratch keyspace at the end.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import time
 
 from cassandra.concurrent import execute_concurrent_with_args
 
-from casstor_ops.connection import connect
-from casstor_ops.launcher import LocalCluster
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cluster.connection import connect
+from casstor_ops.cluster.launcher import LocalCluster
 
 KS = "casstor_bench_keys"
 
@@ -38,7 +38,7 @@ def _table_bytes(cluster: LocalCluster, table: str) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m bench.key_format", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     args = parser.parse_args()
     session = connect()

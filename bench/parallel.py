@@ -3,7 +3,7 @@
 One Python process chunks, hashes and drives the driver on (at most) one
 core; this spreads whole files over ``procs`` worker processes (spawned:
 the driver's threads do not survive ``fork``). Each worker connects
-(:func:`casstor_ops.executor_store.store_for`) and reports ready *before*
+(:func:`casstor_ops.spark.executor_store.store_for`) and reports ready *before*
 the clock starts, so connection set-up is not timed; the figure is the wall
 time from the common start to the last file done.
 
@@ -23,9 +23,9 @@ import queue
 import time
 from pathlib import Path
 
-from casstor_ops.connection import Endpoint
+from casstor_ops.cluster.connection import Endpoint
 from casstor_ops.errors import CasstorError
-from casstor_ops.executor_store import store_for
+from casstor_ops.spark.executor_store import store_for
 
 READY_TIMEOUT_S = 120.0
 RESULT_TIMEOUT_S = 1800.0

@@ -30,11 +30,10 @@ from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.schema import DATA_KS
+from casstor_ops.store.keyspaces import DATA_KS
 
 SCRATCH_KS = "casstor_bench_scratch"
 SCRATCH_TABLE = "raw_blocks"
-MB = 1_000_000
 
 Block = tuple[bytes, bytes]  # (hash, content)
 

@@ -4,13 +4,13 @@ Three ways to store the same kind of corpus, each a figure in MB/s
 (10^6 bytes) and a ratio against the first:
 
 * ``single``: ``Store.put`` of every file in a loop, in this process;
-* ``local[1]`` and ``local[2]``: :func:`casstor_ops.spark_ingest.ingest`
+* ``local[1]`` and ``local[2]``: :func:`casstor_ops.spark.bulk_ingest.ingest`
   with one and two executor cores (the Spark session and its Python
   workers are started and connected and Spark SQL initialised first,
   untimed, as the single-process store's session is: a job's start-up is
   reported on its own line).
 
-on two corpora (:mod:`casstor_ops.corpus`): *duplicate-heavy* (every
+on two corpora (:mod:`casstor_ops.lab.corpus`): *duplicate-heavy* (every
 version of an edited tree: most blocks repeat) and *new-data-heavy*
 (random bytes). Each run gets its own fresh seed, so no run finds blocks
 an earlier run stored. The single-process runs go first and again last
@@ -31,10 +31,10 @@ Where the time goes, measured in the same run:
 
 Usage::
 
-    .venv/bin/python bench/spark_ingest.py            # ~160 MB tree + 96 MiB new data per run
-    .venv/bin/python bench/spark_ingest.py --quick    # tiny sizes, for tests
+    .venv/bin/python -m bench.spark_ingest            # ~160 MB tree + 96 MiB new data per run
+    .venv/bin/python -m bench.spark_ingest --quick    # tiny sizes, for tests
 
-The store is the environment's (like ``bench/store_restore.py``); the
+The store is the environment's (like ``bench.store_restore``); the
 bench's files go under ``bench-spark/<run>/`` and are removed at the end
 (blocks stay until a reclaim). Results are printed and written as JSON
 (``bench/results/spark_ingest.json``). Failures print ``casstor: ...`` and
@@ -55,25 +55,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-if __package__ in (None, ""):  # run as a script: make the project root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-
-from bench.store_restore import bench_session, chunk_hash_seconds, publish
-from casstor_ops import corpus
-from casstor_ops.cli import OneLineParser
-from casstor_ops.connection import Endpoint
+from bench.common import MB, MIB, bench_session, chunk_hash_seconds, publish
+from casstor_ops.lab import corpus
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cluster.connection import Endpoint
 from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.executor_store import store_for
-from casstor_ops.launcher import LocalCluster
-from casstor_ops.layout import project_root
-from casstor_ops.schema import read_settings
-from casstor_ops.source_listing import list_source
-from casstor_ops.spark_ingest import TASKS_PER_CORE, ingest, pack_by_size
-from casstor_ops.spark_session import spark_session
+from casstor_ops.spark.executor_store import store_for
+from casstor_ops.cluster.launcher import LocalCluster
+from casstor_ops.cluster.paths import project_root
+from casstor_ops.store.schema import read_settings
+from casstor_ops.spark.source_listing import list_source
+from casstor_ops.spark.bulk_ingest import ingest
+from casstor_ops.spark.bulk_tasks import TASKS_PER_CORE, pack_by_size
+from casstor_ops.spark.session import spark_session
 
-MB = 1_000_000
-MIB = 1 << 20
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "spark_ingest.json"
 MASTERS = ("local[1]", "local[2]")
 GOAL = 1.5
@@ -255,7 +250,7 @@ def format_report(results: dict) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="bench/spark_ingest.py", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m bench.spark_ingest", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny corpora (tests, smoke runs)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results (default %(default)s)")
     return parser

@@ -1,12 +1,12 @@
 """Store and restore throughput of casstor, each figure a ratio against a reference of the same run.
 
 One run, one machine, one cluster: the cluster of the environment
-(:func:`casstor_ops.connection.endpoint_from_env`: the embedded local node
+(:func:`casstor_ops.cluster.connection.endpoint_from_env`: the embedded local node
 of ``$CASSTOR_HOME``, or ``CASSTOR_NODES``). If the embedded node is not
 running, the bench starts it and stops it again at the end; a node that was
 already running is left running. The store is initialised if it is not.
 
-On a generated corpus (:mod:`casstor_ops.corpus`, a fresh seed per run so
+On a generated corpus (:mod:`casstor_ops.lab.corpus`, a fresh seed per run so
 "new" data is really new to the store) it measures, in MB/s (10^6 bytes):
 
 ============================  ===========================================  ====
@@ -30,16 +30,16 @@ report says which mode meets each goal. Every figure, casstor's and the
 references', is the best of ``--repeat`` measurements (each store of new
 data on freshly generated data): on a shared machine other load only ever
 slows a measurement down. Every measurement starts on quiet nodes (no
-compaction running, :func:`wait_for_quiet_nodes`), so none pays for the
+compaction running, :func:`bench.common.wait_for_quiet_nodes`), so none pays for the
 compaction of the writes measured before it. The bench's files are stored under
 ``bench/<run>/`` and removed at the end (their blocks stay until a reclaim)
 unless ``--keep``; the raw-driver scratch keyspace is dropped. Every
-session is :func:`casstor_ops.connection.connect`'s, as the CLI's.
+session is :func:`casstor_ops.cluster.connection.connect`'s, as the CLI's.
 
 Usage::
 
-    .venv/bin/python bench/store_restore.py            # ~256 MiB new + 5 x 68 MiB tree
-    .venv/bin/python bench/store_restore.py --quick    # tiny sizes, ~1 minute
+    .venv/bin/python -m bench.store_restore            # ~256 MiB new + 5 x 68 MiB tree
+    .venv/bin/python -m bench.store_restore --quick    # tiny sizes, ~1 minute
 
 From Python (notebook 04)::
 
@@ -65,41 +65,37 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TypeVar
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the project root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from cassandra.cluster import Session
 
+from bench.common import MB, MIB, bench_session, chunk_hash_seconds, publish, wait_for_quiet_nodes
 from bench.parallel import run_parallel
 from bench.cpu import CpuMeter
-from bench.raw_driver import MB, ScratchTable
+from bench.raw_driver import ScratchTable
 from bench.restic import ResticRepo
 from bench.store_restore_report import compute_ratios, format_report
-from casstor_ops import corpus
-from casstor_ops.chunking import chunks
-from casstor_ops.cli import OneLineParser
-from casstor_ops.connection import Endpoint, connect, endpoint_from_env
+from casstor_ops.lab import corpus
+from casstor_ops.store.chunking import chunks
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cluster.connection import Endpoint
 from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.hashing import block_hash
-from casstor_ops.launcher import LocalCluster
-from casstor_ops.layout import project_root
-from casstor_ops.schema import StoreSettings, init_store, read_settings
-from casstor_ops.store import Store
+from casstor_ops.store.hashing import block_hash
+from casstor_ops.cluster.launcher import LocalCluster
+from casstor_ops.cluster.paths import project_root
+from casstor_ops.store.schema import StoreSettings
+from casstor_ops.store.api import Store
 
-MIB = 1 << 20
 T = TypeVar("T")
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "store_restore.json"
 # Blocks per raw read request: single-key reads, and IN of 4 (what casstor's restore sends).
 # Blocks a raw read request asks for: 4, and 16 (the restore's own pattern). Single-key reads were the
 # slowest pattern in every run (e.g. 88 vs 189 vs 299 MB/s at concurrency 8), so they are not swept.
 READ_KEYS_PER_REQUEST = (4, 16)
-QUIET_TIMEOUT_S = 300.0
 
 
 @dataclass
@@ -132,55 +128,9 @@ def _mbps(nbytes: int, seconds: float) -> float:
     return nbytes / MB / max(seconds, 1e-9)
 
 
-@contextlib.contextmanager
-def bench_session(log: Callable[[str], None]) -> Iterator[tuple[Session, Endpoint, bool]]:
-    """A session on the environment's cluster; starts (and later stops) the local node if it is down."""
-    endpoint = endpoint_from_env()
-    local = LocalCluster() if endpoint.embedded else None
-    started = local is not None and not local.is_up()
-    if started:
-        log("the local node is not running: starting it for the bench (it is stopped at the end)")
-        local.start(log=log)
-    try:
-        session = connect(endpoint, start=False)
-        try:
-            if read_settings(session) is None:
-                init_store(session)
-            yield session, endpoint, started
-        finally:
-            session.cluster.shutdown()
-    finally:
-        if started:
-            local.stop(log=log)
-
-
-def wait_for_quiet_nodes(session: Session, timeout_s: float = QUIET_TIMEOUT_S) -> None:
-    """Return once no node has run a compaction (or other SSTable task) for a second; give up after ``timeout_s``."""
-    tasks = session.prepare("SELECT kind FROM system_views.sstable_tasks")
-    deadline = time.monotonic() + timeout_s
-    quiet_polls = 0
-    while quiet_polls < 2 and time.monotonic() < deadline:
-        hosts = [h for h in session.cluster.metadata.all_hosts() if h.is_up]
-        busy = any(session.execute(tasks, host=host).one() for host in hosts)  # virtual tables are per node
-        quiet_polls = 0 if busy else quiet_polls + 1
-        time.sleep(0.5)
-
-
 def unique_blocks(paths: list[Path], settings: StoreSettings) -> dict[bytes, bytes]:
     """hash -> content of every distinct block of ``paths`` (untimed preparation of the raw reference)."""
     return {block_hash(c): bytes(c) for path in paths for c in chunks(path, settings)}
-
-
-def chunk_hash_seconds(paths: list[Path], settings: StoreSettings, rounds: int = 2) -> float:
-    """Seconds to read, chunk and hash ``paths`` on one core (best of ``rounds``): a duplicate store's ceiling."""
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for path in paths:
-            for chunk in chunks(path, settings):
-                block_hash(chunk)
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _put_all(store: Store, jobs: list[tuple[Path, str]]) -> tuple[float, list]:
@@ -360,7 +310,7 @@ def _restic(run: _Run, new_dir: Path, versions: list[Path]) -> dict:
 
 
 def run_benchmark(config: BenchConfig, log: Callable[[str], None] = print) -> dict:
-    """Run every step; returns the results (the JSON written by :func:`write_results`)."""
+    """Run every step; returns the results (the JSON :func:`bench.common.publish` writes)."""
     with bench_session(log) as (session, endpoint, started), \
             tempfile.TemporaryDirectory(prefix="casstor-bench-") as tmp:
         work = Path(tmp)
@@ -406,20 +356,6 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] = print) -> di
         return run.results
 
 
-def write_results(results: dict, path: Path = DEFAULT_OUTPUT) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    return path
-
-
-def publish(results: dict, report: str, path: Path) -> int:
-    """Print a benchmark's report, save its figures as JSON; the exit status (0)."""
-    print(report)
-    print(f"results written to {write_results(results, path)}")
-    return 0
-
-
 def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer")
@@ -432,7 +368,7 @@ def _concurrencies(text: str) -> tuple[int, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     d = BenchConfig()
-    p = OneLineParser(prog="bench/store_restore.py", description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="python -m bench.store_restore", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="tiny sizes (tests, smoke runs); other size flags override")
     p.add_argument("--new-mib", type=_positive_int, help=f"new data, MiB (default {d.new_bytes // MIB})")
     p.add_argument("--new-files", type=_positive_int, help=f"new data files (default {d.new_files})")

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-MB = 1_000_000
+from bench.common import MB
+
 MBPS_LABEL = "throughput (MB/s, 1 MB = 10^6 bytes)"
 
 # name: (casstor figure, reference figure, goal); each is measured per mode (1 process, N processes).

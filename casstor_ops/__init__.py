@@ -1,12 +1,12 @@
-"""casstor: a deduplicating file store on Apache Cassandra (see :mod:`casstor_ops.store`)."""
+"""casstor: a deduplicating file store on Apache Cassandra (see :mod:`casstor_ops.store.api`)."""
 
-from .records import FileInfo, RestoreResult, StoreResult, StoreStats
+from casstor_ops.store.records import FileInfo, RestoreResult, StoreResult, StoreStats
 
 
 def __getattr__(name: str):
     # Store pulls in the driver; import it lazily so `import casstor_ops` stays light.
     if name == "Store":
-        from .store import Store
+        from casstor_ops.store.api import Store
 
         return Store
     raise AttributeError(name)

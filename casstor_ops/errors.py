@@ -20,6 +20,13 @@ EXIT_USAGE = 2
 EXIT_CORRUPT = 3      # missing or damaged blocks (borg/restic style: its own code)
 EXIT_PARTIAL = 4      # a bulk job where some items failed and the rest succeeded
 EXIT_MAINTENANCE = 5  # refused because a reclaim window is open
+EXIT_UNREACHABLE = 6  # no Cassandra host accepted a connection
+EXIT_AUTH = 7         # Cassandra refused the credentials
+EXIT_TIMEOUT = 8      # Cassandra did not answer in time (overloaded, starting, or packets dropped)
+EXIT_NOT_INITIALISED = 9  # no store here: no keyspace, settings table or settings ('casstor init' makes them)
+EXIT_UNAUTHORISED = 10    # the credentials were accepted, but the role may not do what was asked
+EXIT_LEASE_LAPSED = 11    # a writer's or reclaim's lease may have expired: it stopped before its next fenced write
+EXIT_CHANGED = 12         # the file changed during a restore: running it again restores the new version
 
 
 class CasstorError(Exception):
@@ -39,10 +46,22 @@ class CorruptionError(CasstorError):
     exit_code = EXIT_CORRUPT
 
 
+class FileChangedError(CasstorError):
+    """A restore's version was superseded (or removed) and freed by reclaim while it was read."""
+
+    exit_code = EXIT_CHANGED
+
+
 class MaintenanceError(CasstorError):
     """The store is in a reclaim window; writers must wait."""
 
     exit_code = EXIT_MAINTENANCE
+
+
+class LeaseLapsedError(CasstorError):
+    """A holder's lease row may have expired (see :mod:`casstor_ops.store.heartbeat`); it wrote nothing after."""
+
+    exit_code = EXIT_LEASE_LAPSED
 
 
 def run_reporting_errors(action: Callable[[], int | None]) -> int:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from casstor_ops.dedup_stats import compute, format_table, render
-from casstor_ops.job_runner import run_job
+from casstor_ops.ops.dedup_stats import compute, format_table, render
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.spark.job_runner import run_job
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jobs/dedup_stats.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="jobs/dedup_stats.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("plots"), help="output directory (default: plots/)")
     parser.add_argument("--top", type=int, default=20, help="most-shared blocks to list (default 20)")
     parser.add_argument("--largest", type=int, default=20, help="largest files to list (default 20)")

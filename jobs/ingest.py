@@ -1,4 +1,4 @@
-"""``spark-submit jobs/ingest.py SRC [--prefix P] [--report out.json]``: parallel, resumable bulk ingest.
+"""``spark-submit jobs/ingest.py SRC [--prefix P] [--report out.json] [--follow-symlinks]``: parallel, resumable bulk ingest.
 
 SRC is a directory, a quoted glob (``'data/**/*.bin'``) or several paths,
 readable at the same path by every executor. Each file is stored as
@@ -6,9 +6,17 @@ PREFIX + its path relative to SRC; files already committed unchanged are
 skipped, so re-running after a failure or an interruption resumes.
 Progress (files, MB, MB/s, ETA) goes to stderr, a summary to stdout.
 
+Symlinked directories below SRC are not entered unless
+``--follow-symlinks`` (never the same directory twice, so no loop). A
+file name that is not valid UTF-8 is stored under an escaped ID that
+``jobs/restore.py`` turns back into the same bytes
+(:mod:`casstor_ops.spark.path_ids`).
+
 Exit status: 0 when every file was stored or skipped, 4 (EXIT_PARTIAL)
-when some failed (each named on stderr, all in the report), 1 for a
-source that does not exist or holds no files.
+when some failed, or a directory could not be listed (each named on
+stderr, all in the report), 1 for a source that does not exist or holds
+no files, 2 for a PREFIX that cannot start an ID (``/abs/``, ``a//``),
+6 when Cassandra became unreachable (a re-run resumes).
 
 Example::
 
@@ -20,11 +28,11 @@ from __future__ import annotations
 
 import argparse
 
-from casstor_ops.bulk_report import finish
-from casstor_ops.cli import OneLineParser
-from casstor_ops.job_progress import print_progress
-from casstor_ops.job_runner import run_job
-from casstor_ops.spark_ingest import ingest
+from casstor_ops.spark.bulk_report import finish
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.spark.job_progress import print_progress
+from casstor_ops.spark.job_runner import run_job
+from casstor_ops.spark.bulk_ingest import ingest
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,13 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", metavar="FILE", help="write per-file results and totals as JSON")
     parser.add_argument("--parallelism", type=int, help="number of tasks (default: 2 per core)")
     parser.add_argument("--max-file-size", type=int, metavar="BYTES", help="record larger files as failed")
+    parser.add_argument("--follow-symlinks", action="store_true",
+                        help="enter symlinked directories below SRC (each directory once)")
     return parser
 
 
 def main(args: argparse.Namespace, spark) -> int:
     source = args.source[0] if len(args.source) == 1 else args.source
     results = ingest(spark, source, prefix=args.prefix, parallelism=args.parallelism,
-                     max_file_bytes=args.max_file_size, progress=print_progress("ingest"))
+                     max_file_bytes=args.max_file_size, progress=print_progress("ingest"),
+                     follow_symlinks=args.follow_symlinks)
     return finish(results, "ingest", args.report)
 
 

@@ -4,12 +4,14 @@ Plans (blocks no committed file references, superseded block lists),
 prints the plan, then deletes. By default inside a reclaim window:
 ``casstor store``/``rm`` and ingest refuse to start (exit 5) and reclaim
 waits for running writers first. ``--online`` keeps stores running (see
-:mod:`casstor_ops.reclaim` for the protocol). A reclaim that crashed leaves
+:mod:`casstor_ops.ops.reclaim` for the protocol). A reclaim that crashed leaves
 its window open: re-run to resume, or ``--clear-window`` to clear it.
 
 Exit status: 0 done (or nothing to do), 3 referenced blocks are missing
-(nothing deleted unless ``--force``), 5 another reclaim holds the window,
-1 other errors.
+(nothing deleted unless ``--force``), 5 another reclaim (or a
+``verify --repair-index``) holds the window, 1 other errors, among them
+``--online`` refused because a node's clock may differ from this host's by
+more than the protocol's bound.
 
 Example::
 
@@ -21,14 +23,15 @@ from __future__ import annotations
 
 import argparse
 
-from casstor_ops.connection import connect
-from casstor_ops.job_runner import run_job
-from casstor_ops.maintenance import clear_window
-from casstor_ops.reclaim import reclaim
+from casstor_ops.cluster.connection import connect
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.spark.job_runner import run_job
+from casstor_ops.store.reclaim_window import clear_window
+from casstor_ops.ops.reclaim import reclaim
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jobs/reclaim.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="jobs/reclaim.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="print the plan, delete nothing, take no window")
     parser.add_argument("--online", action="store_true", help="no write window: stores keep running")
     parser.add_argument("--force", action="store_true", help="delete even though referenced blocks are missing")

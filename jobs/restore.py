@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import argparse
 
-from casstor_ops.bulk_report import finish
-from casstor_ops.cli import OneLineParser
-from casstor_ops.job_progress import print_progress
-from casstor_ops.job_runner import run_job
-from casstor_ops.spark_ingest import restore_many
+from casstor_ops.spark.bulk_report import finish
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.spark.job_progress import print_progress
+from casstor_ops.spark.job_runner import run_job
+from casstor_ops.spark.bulk_restore import restore_many
 
 
 def build_parser() -> argparse.ArgumentParser:

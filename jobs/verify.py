@@ -3,7 +3,7 @@
 Re-hashes every block (bit rot), resolves every committed version's block
 list, and compares the index (``existing_blocks``) with the blocks both
 ways; ``--repair-index`` rewrites or deletes exactly the index rows that
-differ (see :mod:`casstor_ops.verify`). Prints counts per problem kind.
+differ (see :mod:`casstor_ops.ops.verify`). Prints counts per problem kind.
 
 Exit status: 0 clean (or only index problems, all repaired), 3 corruption
 (corrupt or missing blocks, broken block lists) or index rows left wrong,
@@ -22,12 +22,13 @@ import json
 from pathlib import Path
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.job_runner import run_job
-from casstor_ops.verify import verify
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.spark.job_runner import run_job
+from casstor_ops.ops.verify import verify
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jobs/verify.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="jobs/verify.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repair-index", action="store_true",
                         help="insert, rewrite or delete the index rows that differ from the blocks")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")

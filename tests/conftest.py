@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from casstor_ops.connection import connect
-from casstor_ops.launcher import LocalCluster
-from casstor_ops.schema import DATA_KS, META_KS, init_store
+from casstor_ops.cluster.connection import connect
+from casstor_ops.cluster.launcher import LocalCluster
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.schema import init_store
 
-from .support import TEST_PORTS
+from .support import TEST_PORTS, THREE_NODE_PORTS
 
 
 
@@ -69,8 +70,23 @@ def empty_store(cql):
 @pytest.fixture(scope="session")
 def spark(local_cluster: LocalCluster):
     """A local[2] SparkSession with the connector, pointed at the test node."""
-    from casstor_ops.spark_session import spark_session
+    from casstor_ops.spark.session import spark_session
 
     session = spark_session("casstor-tests", master="local[2]", conf={"spark.ui.enabled": "false"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> LocalCluster:
+    """Three real nodes on 127.0.0.1-3 (768 MiB heap each), started one at a time; one cluster per module.
+
+    Module scope, not session: a test may stop a node, and the next module
+    must not inherit that.
+    """
+    cluster = LocalCluster(tmp_path_factory.mktemp("three-nodes") / "cluster", ports=THREE_NODE_PORTS, heap_mb=768)
+    try:
+        cluster.start(nodes=3)  # a node that fails to start must not leave the ones before it running
+        yield cluster
+    finally:
+        cluster.stop()

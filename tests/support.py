@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from casstor_ops.launcher import ClusterPorts
+from casstor_ops.cluster.launcher import ClusterPorts
 
 # CASSTOR_TEST_PORT_OFFSET lets several test sessions run side by side on one machine.
 _OFFSET = int(os.environ.get("CASSTOR_TEST_PORT_OFFSET", "0"))
 TEST_PORTS = ClusterPorts(cql=19042 + _OFFSET, storage=17000 + _OFFSET, jmx_base=17199 + _OFFSET)
-CASSTOR = [sys.executable, "-m", "casstor_ops.cli"]
+THREE_NODE_PORTS = ClusterPorts(cql=29042 + _OFFSET, storage=27000 + _OFFSET, jmx_base=27199 + _OFFSET)
+SPARK_MASTER_PORT = 17077 + _OFFSET
+SPARK_WEBUI_PORT = 18080 + _OFFSET  # the master's; worker i uses SPARK_WEBUI_PORT + i
+CASSTOR = [sys.executable, "-m", "casstor_ops.cli.main"]
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 
@@ -39,13 +42,14 @@ def run_notebook(name: str, out_dir, **parameters) -> Path:
     return output
 
 
-def spark_submit(*args: str) -> tuple[int, str]:
-    """Run ``spark-submit`` on a job as a user would (local[2]); exit status and output.
+def spark_submit(*args: str, master: str = "local[2]", env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run ``spark-submit`` on a job as a user would; exit status and output.
 
     spark-submit pipes the Python driver's stderr into its stdout, so the
     job's progress and ``casstor:`` lines are read from both streams together.
-    The test node's ``CASSTOR_HOME`` etc. are in ``os.environ``, which the job inherits.
+    The test node's ``CASSTOR_HOME`` etc. are in ``os.environ``, which the job
+    inherits; ``env`` adds to (or overrides) it.
     """
-    run = subprocess.run([str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false", *args],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    run = subprocess.run([str(SPARK_SUBMIT), "--master", master, "--conf", "spark.ui.enabled=false", *args],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT, env={**os.environ, **(env or {})})
     return run.returncode, run.stdout + run.stderr

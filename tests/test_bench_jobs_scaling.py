@@ -1,4 +1,4 @@
-"""bench/jobs_scaling.py --quick times every job at N and 2N blocks and prints positive ratios."""
+"""python -m bench.jobs_scaling --quick times every job at N and 2N blocks and prints positive ratios."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def bench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "bench/jobs_scaling.py", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "bench.jobs_scaling", *args], capture_output=True, text=True,
                           timeout=900, cwd=ROOT, env=dict(os.environ))
 
 

@@ -1,4 +1,4 @@
-"""bench/spark_ingest.py --quick runs end to end against the test node and reports ratios."""
+"""python -m bench.spark_ingest --quick runs end to end against the test node and reports ratios."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_quick_bench_reports_every_runner_and_ratio(cql, tmp_path: Path) -> None:
     output = tmp_path / "spark_ingest.json"
-    run = subprocess.run([sys.executable, "bench/spark_ingest.py", "--quick", "--output", str(output)],
+    run = subprocess.run([sys.executable, "-m", "bench.spark_ingest", "--quick", "--output", str(output)],
                          capture_output=True, text=True, timeout=900, cwd=ROOT, env=dict(os.environ))
     assert run.returncode == 0, run.stdout + run.stderr
     results = json.loads(output.read_text())

@@ -1,4 +1,4 @@
-"""bench/store_restore.py end to end in --quick mode on the session's test node, restic included."""
+"""python -m bench.store_restore end to end in --quick mode on the session's test node, restic included."""
 
 from __future__ import annotations
 
@@ -7,21 +7,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from casstor_ops.launcher import LocalCluster
-from casstor_ops.layout import project_root
-from casstor_ops.store import Store
+from casstor_ops.cluster.launcher import LocalCluster
+from casstor_ops.cluster.paths import project_root
+from casstor_ops.store.api import Store
 
 from bench.raw_driver import SCRATCH_KS
 from bench.store_restore import READ_KEYS_PER_REQUEST
 from bench.store_restore_report import RATIOS, conclusions, format_report
 
-SCRIPT = project_root() / "bench" / "store_restore.py"
 FIGURES = ["chunk_hash_one_core", "raw_write_best", "raw_read_best", "store_new", "store_dup", "restore",
            "store_new_procs", "store_dup_procs", "restore_procs", "restic_backup", "restic_restore"]
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600,
+    return subprocess.run([sys.executable, "-m", "bench.store_restore", *args], capture_output=True, text=True, timeout=600,
                           cwd=project_root())
 
 

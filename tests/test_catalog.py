@@ -3,8 +3,8 @@
 import io
 import uuid
 
-from casstor_ops.schema import DATA_KS, META_KS
-from casstor_ops.store import Store
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.api import Store
 
 
 def test_stats_are_exact_past_two_to_the_31(empty_store):

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from casstor_ops.chunking import chunks, make_chunker, segments
-from casstor_ops.schema import StoreSettings
+from casstor_ops.store.chunking import chunks, make_chunker, segments
+from casstor_ops.store.schema import StoreSettings
 
 SETTINGS = StoreSettings()
 

@@ -10,23 +10,15 @@ import os
 
 import pytest
 
-from casstor_ops.connection import connect, endpoint_from_env
-from casstor_ops.launcher import ClusterPorts, LocalCluster
-from casstor_ops.schema import DATA_KS, init_store
-from casstor_ops.store import Store
+from casstor_ops.cluster.connection import connect, endpoint_from_env
+from casstor_ops.cluster.launcher import LocalCluster
+from casstor_ops.store.keyspaces import DATA_KS
+from casstor_ops.store.schema import init_store
+from casstor_ops.store.api import Store
+
+from .support import THREE_NODE_PORTS as PORTS
 
 pytestmark = pytest.mark.cluster
-
-PORTS = ClusterPorts(cql=29042, storage=27000, jmx_base=27199)
-
-
-@pytest.fixture(scope="module")
-def three_nodes(tmp_path_factory):
-    home = tmp_path_factory.mktemp("three-nodes")
-    cluster = LocalCluster(home / "cluster", ports=PORTS, heap_mb=768)
-    cluster.start(nodes=3)
-    yield cluster
-    cluster.stop()
 
 
 def test_quorum_survives_one_node_down(three_nodes: LocalCluster, tmp_path, monkeypatch) -> None:

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from casstor_ops.errors import EXIT_CORRUPT, EXIT_MAINTENANCE
-from casstor_ops.maintenance import close_window, open_window
-from casstor_ops.schema import DATA_KS, META_KS
+from casstor_ops.errors import EXIT_CORRUPT, EXIT_MAINTENANCE, EXIT_USAGE
+from casstor_ops.store.reclaim_window import close_window, open_window
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
 
 from .support import CASSTOR, run_casstor
 
@@ -83,6 +83,21 @@ def test_bad_input_is_one_line_and_non_zero(cql, args, expected):
     assert expected in _one_line_error(run_casstor(*args))
 
 
+@pytest.mark.parametrize("file_id, expected", [
+    ("cli/a//b", "file ID 'cli/a//b': empty, '.' and '..' path segments are refused"),
+    ("/cli/a", "file ID '/cli/a': empty, '.' and '..' path segments are refused"),
+    ("cli/a\nb", "file ID 'cli/a\\nb' contains a control character '\\n'"),
+])
+def test_store_refuses_ambiguous_or_control_ids(cql, tmp_path, file_id, expected):
+    """Injects 'casstor store' with IDs that alias another's restore path or hold a newline (both were stored);
+    checks exit 2, one line, and that nothing was stored."""
+    (tmp_path / "src").write_bytes(b"data")
+    proc = run_casstor("store", str(tmp_path / "src"), file_id)
+    assert proc.returncode == EXIT_USAGE
+    assert expected in _one_line_error(proc)
+    assert "no such file" in _one_line_error(run_casstor("stat", file_id))
+
+
 def test_restore_refuses_existing_destination(cql, tmp_path):
     (tmp_path / "src").write_bytes(b"data")
     assert run_casstor("store", str(tmp_path / "src"), "cli/dest").returncode == 0
@@ -146,3 +161,22 @@ def test_kill_9_during_store_keeps_the_old_version(cql, tmp_path):
     assert result["new_blocks"] < result["blocks"]  # the killed run's blocks were kept and found
     proc = run_casstor("restore", "cli/killed", str(tmp_path / "restored"))
     assert proc.returncode == 0 and (tmp_path / "restored").read_bytes() == new
+
+
+def test_store_of_a_fifo_is_refused_unless_read_as_stdin(cql, tmp_path):
+    """Injects a FIFO as SRC (the store used to block on it until a writer came); checks one line and a
+    non-zero exit within the timeout, and that '--stdin' and '-' with the FIFO redirected in still store it."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    line = _one_line_error(run_casstor("store", str(fifo), "piped/fifo", timeout=60))
+    assert line == f"casstor: cannot store {str(fifo)!r}: is a FIFO: only regular files are stored by path " \
+                   f"(pipe it to - or --stdin)"
+    for args in (["--stdin"], ["-"]):
+        writer = subprocess.Popen(["sh", "-c", f"printf piped > '{fifo}'"])
+        with open(fifo, "rb") as stdin:
+            proc = subprocess.run([*CASSTOR, "store", *args, "piped/fifo", "--json"], stdin=stdin,
+                                  capture_output=True, timeout=60)
+        writer.wait(timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["bytes"] == len(b"piped")
+    assert "give SRC or --stdin" in _one_line_error(run_casstor("store", "--stdin", str(fifo), "piped/x"))

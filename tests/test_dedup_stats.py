@@ -8,9 +8,9 @@ from pathlib import Path
 
 from cassandra.concurrent import execute_concurrent_with_args
 
-from casstor_ops.dedup_stats import ROOT_PREFIX, compute, format_table, prefix_of, render
-from casstor_ops.statements import Statements
-from casstor_ops.store import Store
+from casstor_ops.ops.dedup_stats import ROOT_PREFIX, compute, format_table, prefix_of, render
+from casstor_ops.store.statements import Statements
+from casstor_ops.store.api import Store
 
 from .support import spark_submit
 

@@ -1,4 +1,4 @@
-"""casstor_ops.exists_harness: existence checks per block through the driver, on the real test node."""
+"""casstor_ops.lab.exists_harness: existence checks per block through the driver, on the real test node."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 import pytest
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.exists_harness import blocks_per_s_ratio, exists_study, loaded_keys, measure_exists
-from casstor_ops.stress import STRESS_KS, run_stress
+from casstor_ops.lab.exists_harness import blocks_per_s_ratio, exists_study, loaded_keys, measure_exists
+from casstor_ops.lab.stress import STRESS_KS, run_stress
 
 KEYS = 400
 

@@ -5,7 +5,7 @@ import threading
 import pytest
 from cassandra import InvalidRequest
 
-from casstor_ops.inflight import RequestWindow
+from casstor_ops.store.inflight import RequestWindow
 
 
 def test_handlers_run_in_the_callers_thread_and_window_is_bounded(cql):

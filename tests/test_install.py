@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from casstor_ops import layout
-from casstor_ops.install import spark_conf_dir
+from casstor_ops.cluster import paths as layout
+from casstor_ops.cluster.install import spark_conf_dir
 
 VENV_BIN = Path(sys.executable).parent
 

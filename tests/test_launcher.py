@@ -1,15 +1,24 @@
-"""The launcher against real nodes: status, idempotent start, port conflicts, stale pid files."""
+"""The launcher against real nodes: status, idempotent start, concurrent starts, port conflicts, stale pid files."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
-from casstor_ops.errors import CasstorError
-from casstor_ops.launcher import ClusterPorts, LocalCluster
+from casstor_ops.errors import EXIT_UNREACHABLE, CasstorError
+from casstor_ops.cluster.launcher import ClusterPorts, LocalCluster, Node
 
-from .support import run_casstor
+from .support import TEST_PORTS, run_casstor
+
+# The concurrent-start test's own cluster: clear of the session node and of other sessions' offsets.
+RACE_PORTS = ClusterPorts(cql=TEST_PORTS.cql + 450, storage=TEST_PORTS.storage + 450,
+                          jmx_base=TEST_PORTS.jmx_base + 450)
 
 
 def test_session_node_is_up(local_cluster: LocalCluster) -> None:
@@ -57,15 +66,71 @@ def test_stop_without_cluster_says_so(tmp_path) -> None:
 
 
 def test_unreachable_cassandra_nodes_is_one_line_error() -> None:
-    out = run_casstor("init", env={"CASSTOR_NODES": "127.0.0.1:1"}, timeout=120)
-    assert out.returncode == 1
+    """Injects CASSTOR_NODES naming a port where nothing listens; checks one 'cannot reach' line and EXIT_UNREACHABLE."""
+    with socket.socket() as probe:  # a port just freed: nothing listens on it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = run_casstor("init", env={"CASSTOR_NODES": f"127.0.0.1:{port}"}, timeout=120)
+    assert out.returncode == EXIT_UNREACHABLE
     lines = out.stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("casstor: cannot reach Cassandra at 127.0.0.1:1")
-    assert "CASSTOR_NODES" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith(f"casstor: cannot reach Cassandra at 127.0.0.1:{port}: ")
+    assert "Connection refused" in lines[0] and "CASSTOR_NODES" in lines[0]
+
+
+def _jvms_under(root: Path) -> list[int]:
+    """Pids of the processes whose command line names ``root`` (a node's JVM has its directory in many flags)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(root).encode() in (entry / "cmdline").read_bytes():
+                pids.append(int(entry.name))
+        except OSError:  # the process exited while we looked
+            continue
+    return sorted(pids)
+
+
+def test_concurrent_starts_launch_one_jvm(tmp_path, monkeypatch) -> None:
+    """Injects two threads calling LocalCluster.start(nodes=1) at the same moment on a cluster with no node
+    running (its own home and ports), with a 1 s pause between a start's "no node running" check and its
+    launch (the window two commands hit); checks both return, the node is up, and exactly one JVM runs for
+    it, the one in its pid file (without the start lock each launched a JVM and one was orphaned)."""
+    write_config = Node._write_config
+
+    def slow_write_config(node: Node, seeds: str) -> None:
+        time.sleep(1.0)
+        write_config(node, seeds)
+
+    monkeypatch.setattr(Node, "_write_config", slow_write_config)
+    home = tmp_path / "cluster"
+    both = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            cluster = LocalCluster(home, ports=RACE_PORTS, heap_mb=512)
+            both.wait()
+            cluster.start(nodes=1, log=lambda _: None)
+        except BaseException as err:  # reported by the assertion below
+            failures.append(err)
+
+    starters = [threading.Thread(target=start) for _ in range(2)]
+    try:
+        for thread in starters:
+            thread.start()
+        for thread in starters:
+            thread.join()
+        node = LocalCluster(home).node(1)
+        assert not failures, failures
+        assert node.state() == "up"
+        assert _jvms_under(node.root) == [node.pid()]
+    finally:
+        LocalCluster(home).stop(log=lambda _: None)
+        for pid in _jvms_under(home):  # an orphan has no pid file: stop it by the pid found above
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_wrong_java_is_one_line_error(tmp_path, monkeypatch) -> None:
-    from casstor_ops import jvm
+    from casstor_ops.cluster import jvm
 
     fake = tmp_path / "jdk25" / "bin" / "java"
     fake.parent.mkdir(parents=True)

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from casstor_ops.store import Store
+from casstor_ops.store.api import Store
 
 from .support import run_notebook
 

@@ -11,12 +11,15 @@ import time
 import pytest
 from cassandra.util import uuid_from_time
 
-from casstor_ops import reclaim as reclaim_module
+from casstor_ops.ops import reclaim as reclaim_module
 from casstor_ops.errors import EXIT_CORRUPT, CasstorError, CorruptionError, MaintenanceError
-from casstor_ops.maintenance import OFFLINE, current_window
-from casstor_ops.reclaim import reclaim
-from casstor_ops.schema import DATA_KS, DEFAULT_COMMIT_BOUND_S, META_KS, set_commit_bound
-from casstor_ops.store import Store
+from casstor_ops.store.reclaim_window import OFFLINE, current_window
+from casstor_ops.ops.reclaim import reclaim
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
+from casstor_ops.store.api import Store
+from casstor_ops.store.hashing import block_hash
+from casstor_ops.store.statements import Statements
 
 from .support import run_casstor, spark_submit
 
@@ -150,10 +153,10 @@ def test_offline_window_refuses_writers_and_a_crash_resumes(store, spark, tmp_pa
     referenced = head_references(cql)
     real_apply = reclaim_module._apply
 
-    def crash_before_content(df, cql_text, params):
-        if cql_text == reclaim_module._DELETE_CONTENT:
+    def crash_before_content(df, statement_name, params):
+        if statement_name == "delete_block_at":
             raise RuntimeError("simulated crash")
-        return real_apply(df, cql_text, params)
+        return real_apply(df, statement_name, params)
 
     monkeypatch.setattr(reclaim_module, "_apply", crash_before_content)
     with pytest.raises(RuntimeError, match="simulated crash"):
@@ -186,7 +189,7 @@ def test_offline_window_refuses_writers_and_a_crash_resumes(store, spark, tmp_pa
 
 @pytest.mark.slow  # a spark-submit of its own
 def test_job_clear_window_option(store, spark) -> None:
-    from casstor_ops.maintenance import open_window
+    from casstor_ops.store.reclaim_window import open_window
 
     open_window(store.session, "reclaim@crashed:1", OFFLINE)
     code, output = spark_submit("jobs/reclaim.py", "--clear-window")
@@ -256,7 +259,7 @@ def test_online_reclaim_beside_writers(store, spark, capsys) -> None:
         ops_during = writers.ops
     assert ops_during > 0, writers.failures
     out = capsys.readouterr().out
-    assert "rescued (committed meanwhile)" in out
+    assert "rescued (in use again)" in out
 
     for file_id, data in {**files, **writers.committed}.items():
         if data is None:
@@ -276,3 +279,31 @@ def test_online_reclaim_beside_writers(store, spark, capsys) -> None:
     assert left <= referenced | written_since | listed_since
     assert not garbage_before <= left  # and reclaim did delete
     assert referenced <= set(index_rows(cql)) and referenced <= content_keys(cql)
+
+
+def test_online_scan_keeps_content_indexed_during_the_wait(store, spark) -> None:
+    """Injects a block row without index row (a store between its content and its index write, or a crashed
+    reclaim) that a writer indexes while an online ``--scan-blocks`` reclaim waits (after its index tombstones
+    at T); checks that the block is rescued (content and index row kept, never an index row without content),
+    while a content-only row nobody indexed and indexed garbage are still deleted."""
+    cql = store.session
+    st = Statements.for_session(cql)
+    put(store, "kept", random.Random(11).randbytes(100 * KiB))
+    put(store, "gone", random.Random(12).randbytes(100 * KiB))
+    store.remove("gone")
+    garbage = set(index_rows(cql)) - head_references(cql)
+    late, orphan = (random.Random(13).randbytes(30 * KiB), random.Random(14).randbytes(30 * KiB))
+    for content in (late, orphan):
+        cql.execute(st.insert_block, (block_hash(content), len(content), content))
+    set_commit_bound(cql, 1)
+
+    def index_late_block_during_the_wait(message: str) -> None:
+        if message.startswith("waiting") and "for stores" in message:
+            cql.execute(st.insert_existing, (block_hash(late), len(late)))  # the client's clock: above T
+
+    outcome = reclaim(spark, cql, online=True, scan_blocks=True, log=index_late_block_during_the_wait)
+    assert outcome.plan.unindexed.blocks == 2 and outcome.stats.rescued.blocks == 1
+    assert block_hash(late) in content_keys(cql) and block_hash(late) in index_rows(cql)
+    assert block_hash(orphan) not in content_keys(cql) | set(index_rows(cql))
+    assert not garbage & (content_keys(cql) | set(index_rows(cql)))
+    assert set(index_rows(cql)) <= content_keys(cql)

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 from cassandra.util import uuid_from_time
 
-from casstor_ops.references import (garbage_blocks, head_block_lists, missing_blocks, referenced_blocks,
+from casstor_ops.spark.references import (garbage_blocks, head_block_lists, missing_blocks, referenced_blocks,
                                     stale_block_lists, stored_blocks, unindexed_blocks, version_millis)
-from casstor_ops.schema import DATA_KS, META_KS
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
 
 
 def h(n: int) -> bytes:

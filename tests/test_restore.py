@@ -1,13 +1,15 @@
-"""Restore: damaged or missing blocks fail fast and leave nothing at DEST; DEST is never clobbered."""
+"""Restore: damaged or missing blocks fail fast and leave nothing at DEST; DEST is never clobbered; a file changed
+and reclaimed meanwhile is reported as changed, not corrupt."""
 
 import io
 import os
 
 import pytest
 
-from casstor_ops.errors import CasstorError, CorruptionError
-from casstor_ops.schema import DATA_KS, META_KS
-from casstor_ops.store import Store
+from casstor_ops.errors import EXIT_CHANGED, CasstorError, CorruptionError, FileChangedError
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.api import Store
+from casstor_ops.store.restore import Restore, restore_to_path
 
 
 @pytest.fixture()
@@ -72,6 +74,17 @@ def test_unwritable_destination_is_one_error(store, tmp_path):
         store.restore("dest/unwritable", "/proc/casstor-test-out")  # /proc refuses new files, even for root
 
 
+def test_destination_with_a_250_byte_basename(store, tmp_path):
+    """Injects a DEST whose basename is 250 bytes (a temporary name built from it went past the 255-byte limit,
+    so the restore failed 'File name too long'); checks a byte-exact restore and no temporary file left."""
+    data = _stored(store, "dest/long-name", 300_000)
+    dest = tmp_path / ("é" * 100 + "x" * 50)  # 250 bytes in UTF-8
+    assert len(os.fsencode(dest.name)) == 250
+    store.restore("dest/long-name", dest)
+    assert dest.read_bytes() == data
+    assert list(tmp_path.iterdir()) == [dest]
+
+
 def test_unknown_id(store, tmp_path):
     with pytest.raises(CasstorError, match="no such file"):
         store.restore("never-stored", tmp_path / "out")
@@ -85,3 +98,48 @@ def test_memory_stays_bounded_by_the_window(store, tmp_path):
     out = io.BytesIO()
     result = small.restore("window/small", out)
     assert out.getvalue() == data and result.blocks > 50
+
+
+class _ChangedMidway(Restore):
+    """A restore that runs ``meanwhile`` once it has read its block list, before it reads any block."""
+
+    def __init__(self, session, head, meanwhile) -> None:
+        super().__init__(session, head)
+        self._meanwhile = meanwhile
+
+    def _block_list(self):
+        rows = list(super()._block_list())
+        self._meanwhile()
+        return rows
+
+
+@pytest.mark.parametrize("change", ["overwrite", "remove"])
+def test_a_file_changed_and_reclaimed_during_restore_is_reported_as_changed(store, cql, tmp_path, change):
+    """Injects, between reading the block list and reading the blocks, an overwrite (or removal) of the file and
+    the deletion of the old version's blocks (what an online reclaim does to a superseded version); checks
+    FileChangedError (exit 12, one line, 'the file changed during restore; run again'), not CorruptionError,
+    nothing left at DEST, and that running again restores the new version."""
+    file_id = f"changing/{change}"
+    _stored(store, file_id, 1_000_000)
+    old_head = store.stat(file_id)
+    old_blocks = {r.hash for r in cql.execute(cql.prepare(
+        f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"), (file_id, old_head.version))}
+    new = os.urandom(400_000)
+
+    def change_and_reclaim() -> None:
+        if change == "overwrite":
+            store.put(io.BytesIO(new), file_id)
+        else:
+            store.remove(file_id)
+        for digest in old_blocks:
+            cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (digest,))
+
+    with pytest.raises(FileChangedError) as caught:
+        restore_to_path(_ChangedMidway(cql, old_head, change_and_reclaim), tmp_path / "out", force=False)
+    message = str(caught.value)
+    assert not isinstance(caught.value, CorruptionError) and caught.value.exit_code == EXIT_CHANGED == 12
+    assert message.startswith(f"{file_id!r}: the file changed during restore") and message.endswith("run again")
+    assert "\n" not in message and list(tmp_path.iterdir()) == []
+    if change == "overwrite":
+        store.restore(file_id, tmp_path / "out")
+        assert (tmp_path / "out").read_bytes() == new

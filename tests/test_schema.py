@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from casstor_ops.errors import CasstorError
-from casstor_ops.schema import (DATA_KS, DEFAULT_COMMIT_BOUND_S, META_KS, Replication, StoreSettings, commit_bound_s, init_store,
-                                read_settings, set_commit_bound)
+from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.schema import (DEFAULT_COMMIT_BOUND_S, Replication, StoreSettings, commit_bound_s, init_store,
+                                      read_settings, set_commit_bound)
 
 from .support import run_casstor
 
@@ -75,4 +76,20 @@ def test_inconsistent_chunk_sizes_are_refused_before_connecting() -> None:
     out = run_casstor("init", "--chunk-min", "65536", "--chunk-avg", "16384", env={"CASSTOR_NODES": "127.0.0.1:1"})
     assert out.returncode == 1
     assert out.stderr.decode().splitlines() == [
-        "casstor: chunk sizes min 65536 / avg 16384 / max 262144: need 64 <= min <= avg <= max <= 64 MiB"]
+        "casstor: chunk sizes min 65536 / avg 16384 / max 262144: need min <= avg <= max"]
+
+
+@pytest.mark.parametrize("damage", [f"DROP TABLE {META_KS}.settings", f"TRUNCATE {META_KS}.settings"],
+                         ids=["no settings table", "empty settings table"])
+def test_missing_settings_are_not_initialised(cql, damage) -> None:
+    """Injects a casstor_meta keyspace without the settings table, then an empty settings table; checks
+    read_settings finds no store and 'casstor ls' says 'not initialised' in one line with EXIT_NOT_INITIALISED."""
+    cql.execute(damage)
+    try:
+        assert read_settings(cql) is None
+        out = run_casstor("ls")
+        assert out.returncode == EXIT_NOT_INITIALISED, out.stderr
+        assert out.stderr.decode().splitlines() == ["casstor: the store is not initialised: run 'casstor init'"]
+    finally:
+        init_store(cql)  # the other tests' store, settings and all
+    assert read_settings(cql) == StoreSettings()

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from casstor_ops.bulk_report import exit_code, totals
-from casstor_ops.connection import endpoint_from_env
+from casstor_ops.spark.bulk_report import exit_code, totals
+from casstor_ops.cluster.connection import endpoint_from_env
 from casstor_ops.errors import EXIT_PARTIAL, CasstorError
-from casstor_ops.executor_store import store_for
-from casstor_ops.spark_ingest import ingest, pack_by_size, restore_many
-from casstor_ops.store import Store
+from casstor_ops.spark.executor_store import store_for
+from casstor_ops.spark.bulk_ingest import ingest
+from casstor_ops.spark.bulk_restore import restore_many
+from casstor_ops.store.api import Store
 
 # Relative path -> size: empty files, one byte, sub-chunk, a few chunks, many chunks (> 5 x chunk_max).
 TREE = {
@@ -48,15 +49,6 @@ def store(empty_store):
 
 def rows_by_id(df) -> dict[str, dict]:
     return {r.id: r.asDict() for r in df.collect()}
-
-
-def test_pack_by_size_spreads_big_files() -> None:
-    sizes = [100, 90, 80, 5, 4, 3, 2, 1, 1, 1]
-    bins = pack_by_size(sizes, 3, size=lambda s: s)
-    assert sorted(x for b in bins for x in b) == sorted(sizes)
-    assert sorted(max(b) for b in bins) == [80, 90, 100]  # one big file per task
-    assert max(map(sum, bins)) == 100  # optimal here: no task waits on more than the biggest file
-    assert pack_by_size([7], 4, size=lambda s: s) == [[7]]
 
 
 def test_ingest_restore_and_resume(spark, store: Store, tree: Path, tmp_path: Path) -> None:

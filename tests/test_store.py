@@ -6,12 +6,12 @@ import threading
 
 import pytest
 
-from casstor_ops.chunking import chunks
+from casstor_ops.store.chunking import chunks
 from casstor_ops.errors import CasstorError
-from casstor_ops.hashing import block_hash
-from casstor_ops.schema import StoreSettings
-from casstor_ops.store import Store
-from casstor_ops.upload import source_file_hash
+from casstor_ops.store.hashing import block_hash
+from casstor_ops.store.schema import StoreSettings
+from casstor_ops.store.api import Store
+from casstor_ops.store.upload import source_file_hash
 
 S = StoreSettings()
 
@@ -81,7 +81,7 @@ def test_same_block_thousands_of_times(store, tmp_path):
     assert (result.blocks, result.new_blocks) == (2000, 1)
 
 
-@pytest.mark.parametrize("file_id", ["it's \"quoted\"", "with spaces  here", "a/b/../c//d", "naïve/日本語/ü",
+@pytest.mark.parametrize("file_id", ["it's \"quoted\"", "with spaces  here", "a/b/..c/.d/e..", "naïve/日本語/ü",
                                      "'; DROP TABLE files; --"])
 def test_awkward_ids(store, tmp_path, file_id):
     _round_trip(store, tmp_path, os.urandom(70_000), file_id)
@@ -91,6 +91,15 @@ def test_awkward_ids(store, tmp_path, file_id):
 def test_empty_id_is_refused(store, tmp_path):
     with pytest.raises(CasstorError, match="non-empty"):
         store.put(io.BytesIO(b"x"), "")
+
+
+def test_ambiguous_id_is_refused_before_anything_is_written(store):
+    """Injects put() with 'dup//x' beside a stored 'dup/x' (both restored to dup/x); checks the refusal names
+    the ID and that nothing was stored under it."""
+    store.put(io.BytesIO(b"x"), "dup/x")
+    with pytest.raises(CasstorError, match=r"file ID 'dup//x': empty, '\.' and '\.\.' path segments are refused"):
+        store.put(io.BytesIO(b"y"), "dup//x")
+    assert [f.id for f in store.list("dup/")] == ["dup/x"]
 
 
 def test_concurrent_stores_sharing_blocks_write_each_block_once(store, empty_store, tmp_path):

@@ -1,4 +1,4 @@
-"""casstor_ops.stress against the real test node with the real cassandra-stress."""
+"""casstor_ops.lab.stress against the real test node with the real cassandra-stress."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from casstor_ops.connection import Endpoint
+from casstor_ops.cluster.connection import Endpoint
 from casstor_ops.errors import CasstorError
-from casstor_ops.schema import DATA_KS
-from casstor_ops.stress import (PROFILE_DIR, PROFILES, STRESS_KS, drop_stress_keyspace, flush_local, row_cache_enabled,
+from casstor_ops.store.keyspaces import DATA_KS
+from casstor_ops.lab.stress import (PROFILE_DIR, PROFILES, STRESS_KS, drop_stress_keyspace, flush_local, row_cache_enabled,
                                 run_stress, set_row_cache)
 
 KEYS = 600
@@ -71,6 +71,17 @@ def test_reads_hit_only_the_loaded_range(loads: dict, tmp_path: Path) -> None:
     assert 0 < total.row_rate / total.op_rate < 0.3
     command = wide.logs[0].with_suffix(".cmd").read_text()
     assert f"-pop dist=uniform(1..{KEYS * 10})" in command and "cl=QUORUM" in command and "no-warmup" in command
+
+
+def test_a_relative_results_dir_works_from_any_directory(loads: dict, tmp_path: Path, monkeypatch) -> None:
+    """Injects a relative ``results_dir`` (as notebook 03 passes ``plots/``) from a working directory that is not
+    cassandra-stress's; checks the run completes and its HDR file lands under that directory (it failed with
+    'No such file or directory' for the .hdr)."""
+    monkeypatch.chdir(tmp_path)
+    result = run_stress("existing_blocks.yaml", "exists_one", population=KEYS, n=200, threads=[4],
+                        results_dir="relative-results", name="relative", warmup=False)
+    assert result.logs[0] == tmp_path / "relative-results" / "relative" / "t4.log"
+    assert result.logs[0].with_suffix(".hdr").stat().st_size > 0
 
 
 def test_profiles_copy_the_store_schema(loads: dict, cql) -> None:

@@ -8,17 +8,18 @@ import uuid
 import pytest
 from cassandra.query import BatchStatement, BatchType
 
-from casstor_ops import upload
+from casstor_ops.store import block_uploads, commit
+from casstor_ops.store.claims import CLAIM_TTL_S
 from casstor_ops.errors import CasstorError
-from casstor_ops.schema import DATA_KS, META_KS
-from casstor_ops.statements import Statements
-from casstor_ops.store import Store
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.statements import Statements
+from casstor_ops.store.api import Store
 
 
 def test_block_list_batches_stay_under_the_fail_threshold(cql):
-    assert upload.batch_fail_threshold(cql) == 50 * 1024  # the node's default, read from system_views
-    rows = upload.block_list_batch_rows(cql)
-    assert rows == 50 * 1024 * 3 // 4 // upload.FILE_BLOCK_ROW_BYTES
+    assert commit.batch_fail_threshold(cql) == 50 * 1024  # the node's default, read from system_views
+    rows = commit.block_list_batch_rows(cql)
+    assert rows == 50 * 1024 * 3 // 4 // commit.FILE_BLOCK_ROW_BYTES
     # Single-partition batches are exempt from the threshold; a two-partition one is not: it must pass.
     batch = BatchStatement(BatchType.UNLOGGED)
     version = uuid.uuid1()
@@ -44,7 +45,7 @@ def test_blocks_verified_too_long_ago_are_rechecked_and_reuploaded(cql, monkeypa
         time.sleep(1.2)  # every verification is now older than half the bound
         return 2
 
-    monkeypatch.setattr(upload, "commit_bound_s", bound_after_reclaim)
+    monkeypatch.setattr(commit, "commit_bound_s", bound_after_reclaim)
     (tmp_path / "src").write_bytes(data)
     result = store.put(tmp_path / "src", "recheck/second")
     assert result.new_blocks == 2  # the re-uploaded ones
@@ -57,14 +58,14 @@ def test_a_commit_past_the_bound_aborts_and_keeps_the_old_version(cql, monkeypat
     store = Store(cql)
     old = os.urandom(300_000)
     store.put(io.BytesIO(old), "bound/slow")
-    real = upload.Upload._write_block_list
+    real = commit.Commit._write_block_list
 
     def slow_block_list(self, file_id, version):
         real(self, file_id, version)
         time.sleep(1.1)
 
-    monkeypatch.setattr(upload, "commit_bound_s", lambda session: 1)
-    monkeypatch.setattr(upload.Upload, "_write_block_list", slow_block_list)
+    monkeypatch.setattr(commit, "commit_bound_s", lambda session: 1)
+    monkeypatch.setattr(commit.Commit, "_write_block_list", slow_block_list)
     with pytest.raises(CasstorError, match="commit bound"):
         store.put(io.BytesIO(os.urandom(300_000)), "bound/slow")
     out = io.BytesIO()
@@ -88,7 +89,7 @@ def test_a_failing_store_gives_up_its_claims(empty_store, monkeypatch):
     def interrupted(self, digest, sent, rows):
         raise KeyboardInterrupt  # Ctrl-C right after a block's content was written
 
-    monkeypatch.setattr(upload.Upload, "_written", interrupted)
+    monkeypatch.setattr(block_uploads.BlockUploads, "_written", interrupted)
     with pytest.raises(KeyboardInterrupt):
         Store(empty_store).put(io.BytesIO(data), "claims/interrupted")
     monkeypatch.undo()
@@ -97,4 +98,4 @@ def test_a_failing_store_gives_up_its_claims(empty_store, monkeypatch):
     assert not [h for h in claims if h not in indexed]  # no claim left for a block nobody will index
 
     result = Store(empty_store).put(io.BytesIO(data), "claims/again")
-    assert result.new_blocks == result.blocks and result.seconds < upload.CLAIM_TTL_S / 2
+    assert result.new_blocks == result.blocks and result.seconds < CLAIM_TTL_S / 2

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from casstor_ops.errors import EXIT_CORRUPT, MaintenanceError
-from casstor_ops.maintenance import ONLINE, close_window, open_window
-from casstor_ops.schema import DATA_KS, META_KS
-from casstor_ops.statements import Statements
-from casstor_ops.store import Store
-from casstor_ops.verify import INDEX, verify
+from casstor_ops.errors import EXIT_CORRUPT, EXIT_MAINTENANCE, MaintenanceError
+from casstor_ops.ops import verify as verify_module
+from casstor_ops.ops.reclaim import reclaim
+from casstor_ops.store.reclaim_window import ONLINE, close_window, current_window, open_window
+from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.statements import Statements
+from casstor_ops.store.api import Store
+from casstor_ops.ops.verify import INDEX, verify
 
 from .support import spark_submit
 
@@ -90,3 +94,41 @@ def test_repair_is_refused_during_a_reclaim_window(cql, spark) -> None:
             verify(spark, repair_index=True)
     finally:
         close_window(cql, "test-reclaim")
+
+
+def test_reclaim_is_refused_while_a_repair_runs(empty_store, spark, monkeypatch) -> None:
+    """Injects an online reclaim that starts after ``verify --repair-index`` has begun, and runs the repair inside
+    the reclaim's wait (after its index tombstones, before its content deletes): the interleaving that wrote back
+    index rows of garbage blocks whose content the reclaim then deleted. Checks that the reclaim is refused (exit
+    5, one line) and that every index row still has its block."""
+    cql = empty_store
+    store = Store(cql)
+    store.put(io.BytesIO(os.urandom(300_000)), "g/garbage")
+    store.remove("g/garbage")
+    set_commit_bound(cql, 1)
+    real_verify = verify_module._verify
+    refused: list[MaintenanceError] = []
+
+    def reclaim_meanwhile(spark, endpoint, repair):
+        def repair_during_the_wait(message: str) -> None:
+            if message.startswith("waiting") and "for stores" in message:
+                report.append(real_verify(spark, endpoint, repair))
+
+        report: list = []
+        try:
+            reclaim(spark, cql, online=True, log=repair_during_the_wait)
+        except MaintenanceError as err:
+            refused.append(err)
+        return report[0] if report else real_verify(spark, endpoint, repair)
+
+    monkeypatch.setattr(verify_module, "_verify", reclaim_meanwhile)
+    try:
+        verify(spark, repair_index=True)
+    finally:
+        set_commit_bound(cql, DEFAULT_COMMIT_BOUND_S)
+    assert len(refused) == 1 and refused[0].exit_code == EXIT_MAINTENANCE
+    assert str(refused[0]).startswith("another reclaim is running: online reclaim window held by verify@")
+    indexed = {r.hash for r in cql.execute(f"SELECT hash FROM {DATA_KS}.existing_blocks")}
+    stored = {r.hash for r in cql.execute(f"SELECT hash FROM {DATA_KS}.blocks")}
+    assert indexed and indexed <= stored
+    assert current_window(cql) is None  # the repair's window is gone with it

@@ -1,0 +1,49 @@
+"""``casstor cluster start [--nodes N] | stop | status``: the local cluster."""
+
+from __future__ import annotations
+
+import argparse
+
+from casstor_ops.cluster.launcher import LocalCluster
+
+
+def _start(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(heap_mb=args.heap_mb)
+    cluster.start(nodes=args.nodes)
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    cluster = LocalCluster()
+    if not any(s.pid for s in cluster.status()):
+        print("no local node is running")
+    cluster.stop()
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    cluster = LocalCluster()
+    statuses = cluster.status()
+    if not statuses:
+        print(f"no local cluster under {cluster.home} (start one with 'casstor cluster start')")
+        return 1
+    print(f"local cluster {cluster.home}  CQL port {cluster.ports.cql}")
+    for s in statuses:
+        print(f"  node{s.index}  {s.address:<12} {s.state:<9} pid {s.pid or '-'}")
+    if args.nodetool and cluster.is_up():
+        first_up = next(s.index for s in statuses if s.state == "up")
+        print(cluster.nodetool("status", node=first_up).rstrip())
+    return 0 if all(s.state == "up" for s in statuses) else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    cluster = sub.add_parser("cluster", help="start, stop or inspect the local Cassandra cluster")
+    actions = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
+    start = actions.add_parser("start", help="start local nodes on 127.0.0.1..N, one at a time")
+    start.add_argument("--nodes", type=int, default=None, help="number of nodes (default: 1, or as many as exist)")
+    start.add_argument("--heap-mb", type=int, default=None, help="heap per node in MiB (default 1024)")
+    start.set_defaults(func=_start)
+    actions.add_parser("stop", help="stop the nodes this launcher started").set_defaults(func=_stop)
+    status = actions.add_parser("status", help="show each node's state (exit 1 unless all are up)")
+    status.add_argument("--nodetool", action="store_true", help="also print 'nodetool status'")
+    status.set_defaults(func=_status)

@@ -1,0 +1,141 @@
+"""``casstor store | restore | rm | ls | stat | stats``: thin commands over :class:`~casstor_ops.store.api.Store`.
+
+Example::
+
+    $ casstor store ./photo.jpg photos/2024/photo.jpg --json
+    $ producer | casstor store --stdin backups/stream.bin
+    $ casstor restore photos/2024/photo.jpg - > copy.jpg
+    $ casstor stats --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from casstor_ops.errors import EXIT_USAGE, CasstorError
+from casstor_ops.store.progress import progress_bar
+from casstor_ops.store.records import FileInfo
+from casstor_ops.store.api import Store
+
+
+def _print_json(value: object) -> None:
+    print(json.dumps(value, ensure_ascii=False))
+
+
+def _size_of(path: str) -> int | None:
+    """The size for the progress bar's ETA, when SRC is a regular file."""
+    try:
+        return os.stat(path).st_size if path != "-" else None
+    except OSError:
+        return None
+
+
+def _store_source(args: argparse.Namespace) -> str:
+    """SRC, or ``-`` for ``--stdin``: a usage error unless exactly one of them is given."""
+    if args.stdin == (args.src is not None):
+        raise CasstorError("store: give SRC or --stdin (standard input), not both or neither", EXIT_USAGE)
+    return "-" if args.stdin else args.src
+
+
+def _store(args: argparse.Namespace) -> int:
+    src_name = _store_source(args)
+    # Standard input is read whatever it is (a pipe, a FIFO redirected in); a named SRC must be a regular file.
+    src = sys.stdin.buffer if src_name == "-" else src_name
+    with Store.open() as store, progress_bar("store", _size_of(src_name), not args.quiet) as progress:
+        result = store.put(src, args.id, progress=progress)
+    if args.json:
+        _print_json(result.as_dict())
+    elif not args.quiet:
+        print(f"stored {result.id}: {result.bytes} bytes in {result.blocks} blocks "
+              f"({result.new_blocks} new, {result.new_bytes} new bytes) in {result.seconds:.2f} s")
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        size = store.stat(args.id).size
+        with progress_bar("restore", size, not args.quiet) as progress:
+            result = store.restore(args.id, args.dest, force=args.force, progress=progress)
+    if args.dest != "-" and not args.quiet:
+        print(f"restored {result.id}: {result.bytes} bytes to {args.dest} in {result.seconds:.2f} s", file=sys.stderr)
+    return 0
+
+
+def _rm(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        store.remove(args.id)
+    return 0
+
+
+def _info_line(info: FileInfo) -> str:
+    when = f"{info.committed_at:%Y-%m-%d %H:%M:%S}" if info.committed_at else "-"
+    return f"{info.size:>14}  {when}  {info.id}"
+
+
+def _ls(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        files = list(store.list(args.prefix))
+    if args.json:
+        _print_json([f.as_dict() for f in files])
+    else:
+        for info in files:
+            print(_info_line(info))
+    return 0
+
+
+def _print_record(record: dict, as_json: bool) -> int:
+    if as_json:
+        _print_json(record)
+    else:
+        for key, value in record.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def _stat(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        return _print_record(store.stat(args.id).as_dict(), args.json)
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        return _print_record(store.stats().as_dict(), args.json)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("store", help="store a local file under an ID (deduplicated)")
+    p.add_argument("src", metavar="SRC", nargs="?",
+                   help="the local regular file to store, or - for stdin (a FIFO, socket or device is refused)")
+    p.add_argument("id", metavar="ID", help="the file's ID in the store (any text)")
+    p.add_argument("--stdin", action="store_true", help="read standard input instead of SRC (as SRC -)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
+    p.set_defaults(func=_store)
+
+    p = sub.add_parser("restore", help="write a stored file back, byte-exact")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("dest", metavar="DEST", help="destination path, or - for stdout")
+    p.add_argument("--force", action="store_true", help="overwrite an existing DEST")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
+    p.set_defaults(func=_restore)
+
+    p = sub.add_parser("rm", help="remove a file (its blocks are freed by reclaim)")
+    p.add_argument("id", metavar="ID")
+    p.set_defaults(func=_rm)
+
+    p = sub.add_parser("ls", help="list stored files")
+    p.add_argument("prefix", metavar="PREFIX", nargs="?", default="", help="only IDs starting with PREFIX")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.set_defaults(func=_ls)
+
+    p = sub.add_parser("stat", help="show a stored file's committed version")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_stat)
+
+    p = sub.add_parser("stats", help="store-wide totals: files, logical and stored bytes, dedup ratio")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_stats)

@@ -1,0 +1,46 @@
+"""``casstor init``: create the keyspaces and tables, record the settings."""
+
+from __future__ import annotations
+
+import argparse
+
+from casstor_ops.cluster.connection import connect
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.schema import Replication, StoreSettings, init_store, replication_map
+
+
+def _replication(rf: int | None, dcs: str | None) -> Replication | None:
+    if dcs:
+        return Replication.parse_dcs(dcs)
+    return Replication.simple(rf) if rf is not None else None
+
+
+def _init(args: argparse.Namespace) -> int:
+    # Bad arguments are reported before anything is started or connected.
+    data, meta = _replication(args.data_rf, args.data_dc), _replication(args.meta_rf, args.meta_dc)
+    wanted = StoreSettings(chunk_min=args.chunk_min, chunk_avg=args.chunk_avg, chunk_max=args.chunk_max)
+    session = connect()
+    try:
+        settings = init_store(session, data, meta, wanted)
+        for ks in (DATA_KS, META_KS):
+            print(f"{ks}: {replication_map(session, ks)}")
+        print(f"store settings: hash {settings.hash}, chunker {settings.chunker} "
+              f"min/avg/max {settings.chunk_min}/{settings.chunk_avg}/{settings.chunk_max}, "
+              f"schema v{settings.schema_version}")
+    finally:
+        session.cluster.shutdown()
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="create the store's keyspaces and tables (idempotent)")
+    for ks in ("data", "meta"):
+        group = p.add_mutually_exclusive_group()
+        group.add_argument(f"--{ks}-rf", type=int, help=f"SimpleStrategy RF of casstor_{ks} "
+                           "(default: 1 on one node, 3 with 3+ nodes up)")
+        group.add_argument(f"--{ks}-dc", metavar="DC:RF,...", help=f"NetworkTopologyStrategy for casstor_{ks}")
+    defaults = StoreSettings()
+    p.add_argument("--chunk-min", type=int, default=defaults.chunk_min, help="FastCDC minimum chunk (bytes)")
+    p.add_argument("--chunk-avg", type=int, default=defaults.chunk_avg, help="FastCDC average chunk (bytes)")
+    p.add_argument("--chunk-max", type=int, default=defaults.chunk_max, help="FastCDC maximum chunk (bytes)")
+    p.set_defaults(func=_init)

@@ -1,0 +1,252 @@
+"""Reaching the cluster: the embedded local node, or ``CASSTOR_NODES``.
+
+* ``CASSTOR_NODES`` unset: the local cluster of :mod:`casstor_ops.cluster.launcher`
+  is used, and started (saying so on stderr) when it is not running.
+* ``CASSTOR_NODES=h1,h2[:port]``: an existing cluster; nothing is ever
+  started. Optional ``CASSTOR_PORT``, ``CASSTOR_USERNAME`` /
+  ``CASSTOR_PASSWORD``, ``CASSTOR_SSL_CA`` (a CA file: enables TLS),
+  ``CASSTOR_LOCAL_DC``.
+* ``CASSTOR_CONSISTENCY``: the one consistency level of every casstor read
+  and write (default QUORUM, LOCAL_QUORUM when ``CASSTOR_LOCAL_DC`` is set),
+  so a file never points at a block held by fewer replicas than its rows.
+  Only QUORUM, LOCAL_QUORUM, EACH_QUORUM and ALL are accepted.
+
+Example::
+
+    >>> session = connect()                    # doctest: +SKIP
+    >>> session.execute("SELECT release_version FROM system.local").one()  # doctest: +SKIP
+
+Raises :class:`~casstor_ops.errors.CasstorError` with one line naming the
+hosts and the fix, and its own exit code: a bad setting (usage, 2), no host
+reachable (``EXIT_UNREACHABLE``), credentials refused (``EXIT_AUTH``), no
+answer in time (``EXIT_TIMEOUT``). Any other failure is a bug and keeps its
+traceback. The same classification serves requests on an open session
+(:func:`reported_as_user_errors`), which adds a refused permission
+(``EXIT_UNAUTHORISED``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import ssl
+import sys
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from cassandra import (AuthenticationFailed, ConsistencyLevel, OperationTimedOut, ProtocolVersion, Timeout,
+                       Unauthorized, UnresolvableContactPoints)
+from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
+from cassandra.connection import ConnectionException
+from cassandra.io.libevreactor import LibevConnection
+from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
+
+from casstor_ops.cluster.envvars import MAX_PORT, env_port, require_range
+from casstor_ops.errors import EXIT_AUTH, EXIT_TIMEOUT, EXIT_UNAUTHORISED, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError
+
+REQUEST_TIMEOUT_S = 30.0
+# Only levels where every read overlaps every acknowledged write in at least one replica: the commit
+# timestamp proof and the exact counts (stats, reclaim) rest on it. ONE, TWO, ANY... would let a read miss
+# a committed head or block.
+CONSISTENCY_LEVELS = ("QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Everything needed to open a session; picklable, so Spark executors get a copy."""
+
+    hosts: tuple[str, ...]
+    port: int
+    embedded: bool
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    ssl_ca: str | None = None
+    local_dc: str | None = None
+    consistency: str = "QUORUM"
+
+    @property
+    def description(self) -> str:
+        return ",".join(f"{h}:{self.port}" for h in self.hosts)
+
+
+def endpoint_from_env() -> Endpoint:
+    """The cluster the environment names (see the module docstring).
+
+    Example: with ``CASSTOR_NODES=10.0.0.1,10.0.0.2:9142`` the endpoint's
+    hosts are both addresses, port 9142. A malformed ``CASSTOR_NODES`` or
+    ``CASSTOR_PORT``, or a ``CASSTOR_CONSISTENCY`` outside
+    :data:`CONSISTENCY_LEVELS`, raises CasstorError (exit 2, one line).
+    """
+    local_dc = os.environ.get("CASSTOR_LOCAL_DC") or None
+    consistency = os.environ.get("CASSTOR_CONSISTENCY", "LOCAL_QUORUM" if local_dc else "QUORUM").strip().upper()
+    if consistency not in CONSISTENCY_LEVELS:
+        raise CasstorError(f"CASSTOR_CONSISTENCY={consistency}: casstor needs {', '.join(CONSISTENCY_LEVELS[:-1])} "
+                           f"or {CONSISTENCY_LEVELS[-1]} (weaker levels break its commit proof and exact counts)",
+                           EXIT_USAGE)
+    nodes = os.environ.get("CASSTOR_NODES", "").strip()
+    if not nodes:
+        from casstor_ops.cluster.launcher import LocalCluster  # the embedded node only: a remote store never loads it
+
+        local = LocalCluster()
+        return Endpoint(tuple(local.contact_points), local.ports.cql, True,
+                        local_dc=local_dc, consistency=consistency)
+    hosts, ports = [], set()
+    for item in nodes.split(","):
+        host, _, port = item.strip().partition(":")
+        if not host or (port and not (port.isascii() and port.isdigit())):
+            raise CasstorError(f"CASSTOR_NODES={nodes!r}: expected host[:port],host[:port],...", EXIT_USAGE)
+        hosts.append(host)
+        if port:
+            ports.add(require_range(f"CASSTOR_NODES={nodes!r}: port {port}", int(port), 1, MAX_PORT))
+    if len(ports) > 1:
+        raise CasstorError(f"CASSTOR_NODES={nodes!r}: all hosts must use one CQL port", EXIT_USAGE)
+    port = ports.pop() if ports else env_port("CASSTOR_PORT", 9042)
+    return Endpoint(tuple(hosts), port, False, os.environ.get("CASSTOR_USERNAME"),
+                    os.environ.get("CASSTOR_PASSWORD"), os.environ.get("CASSTOR_SSL_CA"),
+                    local_dc, consistency)
+
+
+def ensure_running(endpoint: Endpoint) -> None:
+    """Start the embedded local node if the endpoint is embedded and nothing answers."""
+    if not endpoint.embedded:
+        return
+    from casstor_ops.cluster.launcher import LocalCluster
+
+    cluster = LocalCluster()
+    if not cluster.is_up():
+        print("casstor: the local Cassandra node is not running; starting it "
+              "(first start takes ~15 s; stop it with 'casstor cluster stop')", file=sys.stderr)
+        cluster.start(log=lambda msg: print(f"casstor: {msg}", file=sys.stderr))
+
+
+def open_cluster(endpoint: Endpoint) -> Cluster:
+    """A driver ``Cluster`` for the endpoint (not yet connected)."""
+    # libev costs half the client CPU per MB of asyncio; protocol v4 avoids v5's per-frame CRC cost and
+    # driver 3.30.1's v5 "CRC mismatch on header" failures with varied blob sizes (docs/driver.md).
+    # libev reports ConnectionBusy past ~64 in-flight 64 KiB requests: casstor_ops.store.inflight bounds them.
+    profile = ExecutionProfile(
+        load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=endpoint.local_dc)),
+        consistency_level=ConsistencyLevel.name_to_value[endpoint.consistency],
+        request_timeout=REQUEST_TIMEOUT_S,
+    )
+    ssl_context = None
+    if endpoint.ssl_ca:
+        try:
+            ssl_context = ssl.create_default_context(cafile=endpoint.ssl_ca)
+        except OSError as err:  # a missing or unreadable CA file is a setting to fix, not an unreachable host
+            raise CasstorError(f"CASSTOR_SSL_CA={endpoint.ssl_ca}: {err.strerror or err}", EXIT_USAGE) from None
+    auth = PlainTextAuthProvider(endpoint.username, endpoint.password) if endpoint.username else None
+    cluster = Cluster(
+        contact_points=list(endpoint.hosts), port=endpoint.port,
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        connection_class=LibevConnection, protocol_version=ProtocolVersion.V4,
+        auth_provider=auth, ssl_context=ssl_context,
+        reconnection_policy=ExponentialReconnectionPolicy(0.5, 10.0),
+        connect_timeout=10, control_connection_timeout=10.0,
+    )
+    _endpoints[cluster] = endpoint
+    return cluster
+
+
+# The endpoint each cluster was opened for, so a failed request names the hosts and the fix as a failed connect
+# does; weak, so a cluster is not kept alive by it.
+_endpoints: "weakref.WeakKeyDictionary[Cluster, Endpoint]" = weakref.WeakKeyDictionary()
+
+
+def endpoint_of(session: Session) -> Endpoint:
+    """The endpoint ``session`` was opened for (:func:`open_cluster`), else one built from its contact points.
+
+    Example: ``endpoint_of(connect()).description`` -> ``'127.0.0.1:9042'``. Never fails.
+    """
+    cluster = session.cluster
+    return _endpoints.get(cluster) or Endpoint(tuple(map(str, cluster.contact_points)), cluster.port, False)
+
+
+def connect(endpoint: Endpoint | None = None, start: bool = True) -> Session:
+    """Open a session (starting the embedded node first when ``start``).
+
+    Example: ``connect().execute("SELECT release_version FROM system.local")``.
+    Failing to connect raises the one-line CasstorError of
+    :func:`connect_error`; an error it does not recognise propagates as is.
+    """
+    endpoint = endpoint or endpoint_from_env()
+    if start:
+        ensure_running(endpoint)
+    cluster = None
+    with reported_as_user_errors(endpoint):
+        try:
+            cluster = open_cluster(endpoint)
+            return cluster.connect()
+        except Exception:
+            if cluster is not None:
+                cluster.shutdown()
+            raise
+
+
+@contextlib.contextmanager
+def reported_as_user_errors(endpoint: Endpoint, doing: str | None = None) -> Iterator[None]:
+    """Raise the one-line error of :func:`connect_error` for what fails inside; anything else as it is.
+
+    ``doing`` None: opening a session; else the request, e.g. ``"read the store's settings"``.
+
+    Example::
+
+        >>> with reported_as_user_errors(endpoint_of(session), "read the store's settings"):  # doctest: +SKIP
+        ...     session.execute(statement)
+    """
+    try:
+        yield
+    except Exception as err:
+        user_error = connect_error(err, endpoint, doing)
+        if user_error is None:
+            raise
+        raise user_error from None
+
+
+def connect_error(err: Exception, endpoint: Endpoint, doing: str | None = None) -> CasstorError | None:
+    """The one-line error, with its exit code, for a failure to open a session, or of a request when ``doing``
+    names it; None if it is not one.
+
+    Checked in this order over the failure (or, for ``NoHostAvailable``, each
+    host's failure): credentials refused (``EXIT_AUTH``); permission refused
+    (``EXIT_UNAUTHORISED``: "not authorised to <doing>"); no answer in time,
+    from the client or the coordinator (``EXIT_TIMEOUT``); every host refused,
+    reset, unresolvable or failed TLS, or for a request no host up at all
+    (``EXIT_UNREACHABLE``). Anything else (a protocol error, a bug) is None,
+    so the caller re-raises it with its traceback.
+
+    Example::
+
+        >>> refused = NoHostAvailable("Unable to connect", {"127.0.0.1:1": ConnectionRefusedError(111, "refused")})
+        >>> connect_error(refused, Endpoint(("127.0.0.1",), 1, False)).exit_code
+        6
+    """
+    causes = list(err.errors.values()) if isinstance(err, NoHostAvailable) else [err]
+    where = endpoint.description
+    refused = next((cause for cause in causes if isinstance(cause, AuthenticationFailed)), None)
+    if refused is not None:
+        return CasstorError(f"Cassandra at {where} refused the credentials: {refused}; "
+                            f"check CASSTOR_USERNAME and CASSTOR_PASSWORD", EXIT_AUTH)
+    denied = next((cause for cause in causes if isinstance(cause, Unauthorized)), None)
+    if denied is not None:
+        return CasstorError(f"not authorised to {doing or 'connect'}: {denied}; grant the role "
+                            f"{endpoint.username or '(anonymous)'} the permission, or use another "
+                            f"CASSTOR_USERNAME", EXIT_UNAUTHORISED)
+    late = next((cause for cause in causes if isinstance(cause, (OperationTimedOut, Timeout))), None)
+    if late is not None:
+        action = f" to {doing}" if doing else ""
+        return CasstorError(f"Cassandra at {where} did not answer in time{action}: {late}; the node may be "
+                            f"overloaded or still starting, or a firewall drops the packets: retry, or see the "
+                            f"node's log", EXIT_TIMEOUT)
+    unreachable = (ConnectionException, OSError, UnresolvableContactPoints)  # OSError covers refused, reset, TLS
+    # A request finds no host at all when the driver has marked every one down (a connect always tries some).
+    all_down = doing is not None and isinstance(err, NoHostAvailable) and not causes
+    if all_down or (causes and all(isinstance(cause, unreachable) for cause in causes)):
+        fix = ("check the hosts or unset CASSTOR_NODES to use the local node" if not endpoint.embedded
+               else "run 'casstor cluster status' and see the node's log")
+        reason = ("no host is up" if all_down else
+                  "no host name resolves" if isinstance(err, UnresolvableContactPoints) else causes[0])
+        return CasstorError(f"cannot reach Cassandra at {where}: {reason}; {fix}", EXIT_UNREACHABLE)
+    return None

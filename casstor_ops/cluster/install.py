@@ -1,0 +1,177 @@
+"""``make setup``'s second half: server jars, cassandra-stress, Spark config.
+
+Run as ``.venv/bin/python -m casstor_ops.cluster.install`` (the Makefile does, after
+creating the venv). Each step is skipped when its result is already in the
+cache, so a second run takes about a second. Downloads go to a temporary
+directory and are renamed into place, so an interrupted run never leaves a
+half-filled cache that later runs would trust.
+
+Fails with a one-line :class:`~casstor_ops.errors.CasstorError` when Maven or
+Java 17 is missing or Maven Central cannot be reached.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from casstor_ops.cluster import paths as layout
+from casstor_ops.errors import CasstorError
+from casstor_ops.cluster.jvm import java17_home
+
+_SERVER_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>casstor</groupId><artifactId>cassandra-server</artifactId><version>1</version>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.cassandra</groupId><artifactId>cassandra-all</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+def _mvn(args: list[str], cwd: Path) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise CasstorError("Maven not found: install it with 'apt-get install maven'")
+    env = {**__import__("os").environ, "JAVA_HOME": str(java17_home())}
+    proc = subprocess.run([mvn, "-B", "-q", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        raise CasstorError(f"mvn {args[0]} failed: {' | '.join(tail)}")
+
+
+def install_cassandra_jars() -> Path:
+    """Copy ``cassandra-all`` and its runtime dependencies into the cache."""
+    lib = layout.cassandra_lib_dir()
+    if (lib / f"cassandra-all-{layout.CASSANDRA_VERSION}.jar").exists():
+        return lib
+    print(f"setup: downloading Cassandra {layout.CASSANDRA_VERSION} jars from Maven Central")
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
+        (Path(tmp) / "pom.xml").write_text(_SERVER_POM.format(version=layout.CASSANDRA_VERSION))
+        _mvn(["dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory=lib"], Path(tmp))
+        (Path(tmp) / "lib").rename(lib)
+    return lib
+
+
+def install_stress() -> Path:
+    """Unpack the real cassandra-stress (4.0-alpha2 tools) and add jaxb-api for ``-log hdrfile=``."""
+    home = layout.stress_home()
+    jaxb = home / "tools" / "lib" / "jaxb-api-2.3.1.jar"
+    if jaxb.exists():
+        return home
+    print("setup: downloading cassandra-stress (apache-cassandra 4.0-alpha2 tools) from Maven Central")
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=home.parent) as tmp:
+        _mvn(["dependency:unpack", f"-Dartifact={layout.STRESS_DIST}", f"-DoutputDirectory={tmp}/out"], Path(tmp))
+        unpacked = Path(tmp) / "out" / layout.STRESS_DIR_NAME
+        _mvn(["dependency:copy", f"-Dartifact={layout.JAXB_API}",
+              f"-DoutputDirectory={unpacked / 'tools' / 'lib'}"], Path(tmp))
+        if home.exists():
+            shutil.rmtree(home)
+        unpacked.rename(home)
+    return home
+
+
+def spark_conf_dir() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "conf"
+
+
+def write_spark_defaults(connector_jars: list[Path] | None) -> Path:
+    """Make plain ``spark-submit`` and notebook sessions get the connector and the venv's Python.
+
+    Once the connector is resolved, its jars are named directly
+    (``spark.jars``): no Ivy resolution and no Ivy report at every start.
+    """
+    conf = spark_conf_dir()
+    conf.mkdir(exist_ok=True)
+    python = sys.executable
+    jars = (f"spark.jars {','.join(str(j) for j in connector_jars)}\n" if connector_jars else
+            f"spark.jars.packages {layout.SPARK_CONNECTOR}\nspark.jars.ivy {layout.ivy_dir()}\n")
+    (conf / "spark-defaults.conf").write_text(
+        "# Written by casstor's 'make setup'.\n"
+        + jars +
+        "spark.sql.extensions com.datastax.spark.connector.CassandraSparkExtensions\n"
+        "spark.driver.host 127.0.0.1\n"
+        "spark.driver.bindAddress 127.0.0.1\n"
+        f"spark.pyspark.python {python}\n"
+        f"spark.pyspark.driver.python {python}\n"
+        "spark.sql.shuffle.partitions 8\n"
+        "spark.ui.showConsoleProgress false\n"
+    )
+    (conf / "spark-env.sh").write_text(
+        "# Written by casstor's 'make setup'.\n"
+        f"export JAVA_HOME={java17_home()}\n"
+        f"export PYSPARK_PYTHON={python}\n"
+        "export SPARK_LOCAL_IP=127.0.0.1\n"
+    )
+    (conf / "log4j2.properties").write_text(
+        "# Written by casstor's 'make setup': Spark's INFO chatter hides job output.\n"
+        "rootLogger.level = warn\n"
+        "rootLogger.appenderRef.stdout.ref = console\n"
+        "appender.console.type = Console\n"
+        "appender.console.name = console\n"
+        "appender.console.target = SYSTEM_ERR\n"
+        "appender.console.layout.type = PatternLayout\n"
+        "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n\n"
+        "logger.ivy.name = org.apache.spark.deploy\n"
+        "logger.ivy.level = error\n"
+    )
+    return conf
+
+
+def pin_spark_scripts_python() -> None:
+    """Make ``.venv/bin/spark-submit`` work from any shell, venv activated or not.
+
+    pyspark's ``find-spark-home`` runs ``find_spark_home.py`` with
+    ``$PYSPARK_PYTHON`` or else a bare ``python3``: outside the venv that is a
+    Python without pyspark, and spark-submit fails with ``/bin/spark-class:
+    No such file``. Its default becomes this venv's Python.
+    """
+    script = Path(sys.executable).parent / "find-spark-home"
+    text = script.read_text()
+    pinned = text.replace('"${PYSPARK_PYTHON:-"python3"}"', f'"${{PYSPARK_PYTHON:-"{sys.executable}"}}"')
+    if pinned != text:
+        script.write_text(pinned)
+
+
+def resolve_spark_connector() -> list[Path]:
+    """Resolve the connector into the Ivy cache once (by starting a local session); its jars."""
+    jars_dir = layout.ivy_dir() / "jars"
+    marker = jars_dir / "com.datastax.spark_spark-cassandra-connector_2.12-3.5.1.jar"
+    if marker.exists():
+        return sorted(jars_dir.glob("*.jar"))
+    write_spark_defaults(None)
+    print(f"setup: resolving {layout.SPARK_CONNECTOR} from Maven Central")
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    spark.stop()
+    if not marker.exists():
+        raise CasstorError(f"Spark did not resolve {layout.SPARK_CONNECTOR} into {layout.ivy_dir()}")
+    return sorted(jars_dir.glob("*.jar"))
+
+
+def main() -> int:
+    try:
+        install_cassandra_jars()
+        install_stress()
+        write_spark_defaults(resolve_spark_connector())
+        pin_spark_scripts_python()
+    except CasstorError as err:
+        print(f"setup: {err}", file=sys.stderr)
+        return err.exit_code
+    print(f"setup: ready (cache {layout.cache_dir()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Where casstor keeps things, and the pinned versions of what it installs.
+
+Three places, none inside the git tree:
+
+* the cache (``$CASSTOR_CACHE``, default ``~/.cache/casstor``): downloaded
+  Cassandra jars, the cassandra-stress distribution, the Ivy cache of the
+  Spark Cassandra Connector. Safe to delete; ``make setup`` refills it.
+* the home (``$CASSTOR_HOME``, default ``~/.local/share/casstor``): node
+  data, logs, pid files of the local cluster. Deleting it deletes the store.
+* the project's ``plots/`` (figures) and ``bench/results/`` (raw numbers).
+
+Example::
+
+    >>> cassandra_lib_dir().name
+    'lib'
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CASSANDRA_VERSION = "5.0.9"
+STRESS_DIST = "org.apache.cassandra:apache-cassandra:4.0-alpha2:tar.gz:bin"
+STRESS_DIR_NAME = "apache-cassandra-4.0-alpha2"
+JAXB_API = "javax.xml.bind:jaxb-api:2.3.1"
+SPARK_CONNECTOR = "com.datastax.spark:spark-cassandra-connector_2.12:3.5.1"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CASSTOR_CACHE") or Path.home() / ".cache" / "casstor")
+
+
+def home_dir() -> Path:
+    return Path(os.environ.get("CASSTOR_HOME") or Path.home() / ".local" / "share" / "casstor")
+
+
+def cassandra_lib_dir() -> Path:
+    return cache_dir() / f"cassandra-{CASSANDRA_VERSION}" / "lib"
+
+
+def stress_home() -> Path:
+    return cache_dir() / STRESS_DIR_NAME
+
+
+def ivy_dir() -> Path:
+    return cache_dir() / "ivy"
+
+
+def project_root() -> Path:
+    return Path(__file__).resolve().parents[2]

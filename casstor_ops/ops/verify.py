@@ -1,0 +1,336 @@
+"""fsck for the store: re-hash every block, resolve every committed block list, diff the index.
+
+Shaped like Cassandra's row-level repair: find exactly the rows that
+differ, then fix only those. :func:`verify` reads the blob table through
+the connector's token-range splits (small pages, hashing in the
+executors: the driver never pages through content), compares, then
+*confirms* each difference with point reads on the executors before
+counting it (a store or a reclaim running meanwhile moves the tables
+between the scans; a difference that is gone is not reported) and, with
+``repair_index``, fixes the index rows that differ.
+
+Problem kinds (``VerifyReport.problems``):
+
+Corruption (exit :data:`~casstor_ops.errors.EXIT_CORRUPT`, never repaired here):
+
+* ``corrupt_blocks``: content whose BLAKE2b-256 is not its key, or whose
+  length is not its ``size`` (bit rot, a torn write);
+* ``missing_blocks``: blocks a committed version names that have no content row;
+* ``broken_block_lists``: committed versions whose block list does not add
+  up to the head's block count and size, or does not hash to the head's
+  file hash (:func:`~casstor_ops.store.hashing.file_hash`: a row altered, lost
+  or reordered), checked without reading a block. A version's list is
+  gathered in one executor (~40 bytes a block: 25 MB for a 30 GB file).
+
+Index (``existing_blocks`` vs ``blocks``; fixed by ``repair_index``):
+
+* ``index_without_block``: an index row whose block has no content row. The
+  store trusts the index, so it would never upload that block again. Repair
+  deletes the row, so the next store of that content uploads it; if a file
+  references the block it is *also* counted in ``missing_blocks`` (before
+  and after the repair): the corruption is reported, never hidden;
+* ``index_of_corrupt_block``: an index row vouching for a corrupt block.
+  Repair deletes it for the same reason: the next store of that content
+  overwrites the bad copy (the block stays in ``corrupt_blocks`` until then);
+* ``block_without_index``: an intact block without index row (a store or
+  reclaim killed between its two writes). Repair inserts the row;
+* ``index_size_mismatch``: an index row whose size is not the intact
+  block's length. Repair rewrites it.
+
+Example::
+
+    >>> report = verify(spark, repair_index=True)   # doctest: +SKIP
+    >>> print(report.table())                       # doctest: +SKIP
+    >>> report.exit_code                            # doctest: +SKIP
+    3
+
+Repairs and reclaim: ``repair_index`` holds the reclaim window, in online
+mode (:class:`~casstor_ops.store.reclaim_window.RepairWindow`: stores keep
+running, no reclaim starts). Reclaim deletes a block's index row, waits,
+then deletes its content at an older timestamp T; a repair in between
+sees "block without index", writes the row back at a fresh timestamp, and
+leaves it vouching for deleted content: later stores skip uploading that
+block and commit files that cannot be restored. Writing repairs at
+timestamps the reclaim's proof accounts for was the other way, and was
+rejected: the only timestamp known to be safe is the content row's write
+time, and an index row deleted after that (by a reclaim, or by hand)
+shadows such a repair, so the repair would silently do nothing. Holding
+the window is exact (an LWT) and costs a reclaim only a later start.
+
+Failures: an uninitialised store raises
+:class:`~casstor_ops.errors.CasstorError`; ``repair_index`` while a window
+is open (a reclaim running, or a crashed one to resume or clear) raises
+:class:`~casstor_ops.errors.MaintenanceError` (exit 5, one line), and a
+reclaim started during a repair is refused the same way. Problems found
+are returned, not raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from cassandra.cluster import Session
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from casstor_ops.cluster.connection import Endpoint, connect, endpoint_from_env
+from casstor_ops.errors import EXIT_CORRUPT
+from casstor_ops.spark.executor_store import store_for
+from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.reclaim_window import RepairWindow
+from casstor_ops.spark.references import block_rows, head_block_lists, missing_blocks, referenced_blocks, stored_blocks
+from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.schema import require_settings
+from casstor_ops.spark.session import read_table
+from casstor_ops.store.statements import Statements
+
+CORRUPTION = ("corrupt_blocks", "missing_blocks", "broken_block_lists")
+INDEX = ("index_without_block", "index_of_corrupt_block", "block_without_index", "index_size_mismatch")
+EXAMPLES = 5
+
+
+@dataclass
+class VerifyReport:
+    """Counts per problem kind (see the module docstring), examples, and what was repaired."""
+
+    blocks_checked: int
+    bytes_checked: int
+    problems: dict[str, int]
+    examples: dict[str, list[str]]
+    repaired: dict[str, int] = field(default_factory=dict)
+    damaged_files: int = 0
+    damaged_examples: list[str] = field(default_factory=list)
+
+    def remaining(self, kind: str) -> int:
+        return self.problems[kind] - self.repaired.get(kind, 0)
+
+    @property
+    def corrupt(self) -> bool:
+        return any(self.problems[k] for k in CORRUPTION)
+
+    @property
+    def exit_code(self) -> int:
+        """EXIT_CORRUPT for corruption or index rows left wrong, else 0."""
+        return EXIT_CORRUPT if self.corrupt or any(self.remaining(k) for k in INDEX) else 0
+
+    def as_dict(self) -> dict:
+        return {"blocks_checked": self.blocks_checked, "bytes_checked": self.bytes_checked,
+                "problems": self.problems, "repaired": self.repaired, "examples": self.examples,
+                "damaged_files": self.damaged_files, "damaged_examples": self.damaged_examples,
+                "exit_code": self.exit_code}
+
+    def table(self) -> str:
+        lines = [f"verify: {self.blocks_checked:,} blocks re-hashed ({self.bytes_checked:,} bytes)",
+                 f"  {'problem':26} {'found':>10} {'repaired':>10}  examples"]
+        for kind in (*CORRUPTION, *INDEX):
+            repaired = f"{self.repaired[kind]:,}" if kind in self.repaired else "-"
+            lines.append(f"  {kind:26} {self.problems[kind]:>10,} {repaired:>10}  "
+                         f"{', '.join(self.examples.get(kind, []))}")
+        if self.damaged_files:
+            lines.append(f"  files referencing missing or corrupt blocks: {self.damaged_files:,} "
+                         f"(e.g. {', '.join(self.damaged_examples)})")
+        if self.exit_code == 0:
+            lines.append("  no problems" if not any(self.problems.values()) else "  index repaired; no corruption")
+        elif not self.corrupt:
+            lines.append("  index rows differ from the blocks: run with --repair-index")
+        else:
+            lines.append("  CORRUPTION: restore affected files from another copy and store them again")
+        return "\n".join(lines)
+
+
+# -- reading and hashing ------------------------------------------------------------------------
+
+def _digest(content: bytes | None) -> bytes | None:
+    return None if content is None else block_hash(content)
+
+
+def is_intact(key: bytes, size: int | None, content: bytes | None) -> bool:
+    """The executors' re-check of one block row: the same test as :func:`block_status`."""
+    return content is not None and len(content) == size and block_hash(content) == key
+
+
+def block_status(spark: SparkSession) -> DataFrame:
+    """``(hash, size, length, intact)`` per block row: content re-hashed in the executors (a Python UDF)."""
+    digest = F.udf(_digest, T.BinaryType())
+    hashed = block_rows(spark, "hash", "size", "content").select("hash", "size", F.length("content").alias("length"),
+                                          digest("content").alias("digest"))
+    intact = (F.col("digest") == F.col("hash")) & (F.col("length") == F.col("size"))
+    return hashed.select("hash", "size", F.col("length").cast("long"), F.coalesce(intact, F.lit(False)).alias("intact"))
+
+
+# -- candidates and their confirmation on the executors -----------------------------------------
+
+_CANDIDATE = T.StructType([
+    T.StructField("kind", T.StringType()), T.StructField("hash", T.BinaryType()),
+    T.StructField("length", T.LongType()), T.StructField("id", T.StringType()),
+    T.StructField("version", T.StringType()), T.StructField("size", T.LongType()),
+    T.StructField("blocks", T.IntegerType())])
+
+
+def _as_candidates(kind: str | None, df: DataFrame) -> DataFrame:
+    """``df``'s rows in the common candidate shape (absent columns null; ``kind`` None: df has one)."""
+    columns = [(F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+               for f in _CANDIDATE.fields[1:]]
+    return df.select(F.lit(kind).alias("kind") if kind else F.col("kind"), *columns)
+
+
+def _nulls(**types: str) -> list[F.Column]:
+    return [F.lit(None).cast(t).alias(name) for name, t in types.items()]
+
+
+def _candidates(spark: SparkSession, status: DataFrame) -> DataFrame:
+    # Index rows and block rows side by side per hash: a union and a group-by, not a full outer join
+    # (the connector's direct join rewrote one into a right join that lost the index side's columns).
+    index = stored_blocks(spark).select("hash", F.col("size").cast("long").alias("index_size"),
+                                        F.lit(True).alias("indexed"), *_nulls(length="long", intact="boolean"))
+    blocks = status.select("hash", *_nulls(index_size="long", indexed="boolean"), "length", "intact")
+    both = index.unionByName(blocks).groupBy("hash").agg(
+        *[F.max(c).alias(c) for c in ("index_size", "indexed", "length", "intact")])
+    has_block, indexed = F.col("intact").isNotNull(), F.col("indexed").isNotNull()
+    lists = (head_block_lists(spark).groupBy("id", "version")
+             .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("size").cast("long")).alias("bytes"),
+                  F.sort_array(F.collect_list(F.struct("block_offset", "hash"))).alias("entries")))
+    heads = read_table(spark, META_KS, "files").select("id", "version", "size", "blocks", "hash")
+    broken = heads.join(lists, ["id", "version"], "left").where(
+        (F.coalesce("n", F.lit(0)) != F.coalesce("blocks", F.lit(0)))
+        | (F.coalesce("bytes", F.lit(0)) != F.coalesce("size", F.lit(0)))
+        | ~_list_hash("entries").eqNullSafe(F.col("hash")))
+    # One classification over the index/blocks join (each row differs in at most one way).
+    kind = (F.when(indexed & ~has_block, "index_without_block")
+            .when(indexed & ~F.col("intact"), "index_of_corrupt_block")
+            .when(~indexed & F.col("intact"), "block_without_index")
+            .when(indexed & ~F.col("index_size").eqNullSafe(F.col("length")), "index_size_mismatch"))
+    index_diffs = both.select(kind.alias("kind"), "hash", "length").where(F.col("kind").isNotNull())
+    return (_as_candidates("missing_blocks", missing_blocks(status, referenced_blocks(spark)))
+            .unionByName(_as_candidates("broken_block_lists", broken))
+            .unionByName(_as_candidates(None, index_diffs)))
+
+
+@F.udf(T.BinaryType())
+def _list_hash(entries: list | None) -> bytes:
+    """The file hash of a block list (``(block_offset, hash)`` structs in offset order; None: no rows)."""
+    return file_hash(bytes(entry.hash) for entry in entries or [])
+
+
+class _Checks:
+    """Point reads that confirm a candidate still differs, and the index writes that fix one."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.st = Statements.for_session(session)
+
+    def _index(self, key: bytes):
+        return self.session.execute(self.st.index_size, (key,)).one()
+
+    def _block(self, key: bytes):
+        return self.session.execute(self.st.block_row, (key,)).one()
+
+    def _list_differs(self, row) -> bool:
+        head = self.session.execute(self.st.head, (row.id,)).one()
+        if head is None or str(head.version) != row.version:
+            return False  # overwritten or removed since the scan: the old list is not a head's any more
+        rows = list(self.session.execute(self.st.file_blocks, (row.id, uuid.UUID(row.version))))
+        return ((len(rows), sum(r.size for r in rows)) != (head.blocks or 0, head.size or 0)
+                or file_hash(r.hash for r in rows) != head.hash)
+
+    def still_differs(self, row) -> bool:
+        if row.kind == "broken_block_lists":
+            return self._list_differs(row)
+        key = bytes(row.hash)
+        if row.kind == "missing_blocks":
+            return self._block(key) is None
+        index = self._index(key)
+        if row.kind == "block_without_index":
+            return index is None and self._block(key) is not None
+        if index is None:
+            return False
+        if row.kind == "index_size_mismatch":
+            return index.size != row.length
+        block = self._block(key)
+        if row.kind == "index_without_block":
+            return block is None
+        return block is not None and not is_intact(key, block.size, block.content)  # index_of_corrupt_block
+
+    def fix(self, row) -> bool:
+        key = bytes(row.hash)
+        if row.kind in ("index_without_block", "index_of_corrupt_block"):
+            self.session.execute(self.st.delete_index, (key,))
+        else:  # block_without_index, index_size_mismatch: the intact block's real length
+            self.session.execute(self.st.insert_existing, (key, row.length))
+        return True
+
+
+def _confirm(endpoint: Endpoint, repair: bool) -> Callable[[Iterable], Iterator[dict]]:
+    """A ``mapPartitions`` function: per partition, one summary ``{kind: [found, repaired, examples]}``."""
+
+    def run(rows: Iterable) -> Iterator[dict]:
+        checks: _Checks | None = None
+        summary: dict[str, list] = {}
+        for row in rows:
+            checks = checks or _Checks(store_for(endpoint).session)
+            if not checks.still_differs(row):
+                continue
+            entry = summary.setdefault(row.kind, [0, 0, []])
+            entry[0] += 1
+            entry[1] += int(repair and row.kind in INDEX and checks.fix(row))
+            if len(entry[2]) < EXAMPLES:
+                entry[2].append(row.id if row.id is not None else bytes(row.hash).hex())
+        yield summary
+
+    return run
+
+
+def _merge(summaries: Iterable[dict]) -> dict[str, list]:
+    merged: dict[str, list] = {}
+    for summary in summaries:
+        for kind, (found, repaired, examples) in summary.items():
+            entry = merged.setdefault(kind, [0, 0, []])
+            entry[0] += found
+            entry[1] += repaired
+            entry[2] = (entry[2] + examples)[:EXAMPLES]
+    return merged
+
+
+# -- driver -------------------------------------------------------------------------------------
+
+def verify(spark: SparkSession, repair_index: bool = False, endpoint: Endpoint | None = None) -> VerifyReport:
+    """Check every block, block list and index row (see the module docstring); repair the index if asked."""
+    endpoint = endpoint or endpoint_from_env()
+    session = connect(endpoint, start=False)
+    try:
+        require_settings(session)
+        with RepairWindow(session) if repair_index else contextlib.nullcontext():
+            return _verify(spark, endpoint, repair_index)
+    finally:
+        session.cluster.shutdown()
+
+
+def _verify(spark: SparkSession, endpoint: Endpoint, repair: bool) -> VerifyReport:
+    # The blob table is read once: everything after this uses the persisted status.
+    status = block_status(spark).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        checked = status.agg(F.count(F.lit(1)).alias("n"), F.sum("length").alias("bytes"),
+                             F.sum((~F.col("intact")).cast("long")).alias("corrupt")).first()
+        corrupt = status.where(~F.col("intact"))
+        candidates = _candidates(spark, status)
+        merged = _merge(candidates.rdd.mapPartitions(_confirm(endpoint, repair)).collect())
+        problems = {kind: merged.get(kind, [0])[0] for kind in (*CORRUPTION, *INDEX)}
+        problems["corrupt_blocks"] = checked.corrupt or 0
+        examples = {kind: entry[2] for kind, entry in merged.items()}
+        examples["corrupt_blocks"] = [bytes(r.hash).hex() for r in corrupt.limit(EXAMPLES).collect()]
+        report = VerifyReport(checked.n, checked.bytes or 0, problems, examples,
+                              repaired={k: merged.get(k, [0, 0])[1] for k in INDEX} if repair else {})
+        if problems["corrupt_blocks"] or problems["missing_blocks"]:
+            bad = corrupt.select("hash").unionByName(
+                missing_blocks(status, referenced_blocks(spark)).select("hash"))
+            damaged = head_block_lists(spark).join(bad, "hash", "left_semi").select("id").distinct()
+            report.damaged_files = damaged.count()
+            report.damaged_examples = [r.id for r in damaged.orderBy("id").limit(EXAMPLES).collect()]
+        return report
+    finally:
+        status.unpersist()

@@ -1,0 +1,82 @@
+"""The end of a bulk job: totals, failed files, a JSON report and the exit status.
+
+Shared by ``jobs/ingest.py`` and ``jobs/restore.py`` (and the notebook),
+which get a per-file results DataFrame from
+:mod:`casstor_ops.spark.bulk_ingest` and
+:mod:`casstor_ops.spark.bulk_restore` (rows of :func:`casstor_ops.spark.bulk_tasks.result_schema`).
+
+Example::
+
+    >>> code = finish(results, "ingest", "ingest.json")   # doctest: +SKIP
+    ingest: 120 files, 1234.5 MB: 100 stored, 20 skipped, 0 failed; 3.2 MB new in 10 new blocks
+
+Failures: a report file that cannot be written raises
+:class:`~casstor_ops.errors.CasstorError` (after the summary is printed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, CasstorError
+
+STORED, SKIPPED, RESTORED, FAILED, CORRUPT = "stored", "skipped", "restored", "failed", "corrupt"
+INGEST_STATUSES = (STORED, SKIPPED, FAILED)
+RESTORE_STATUSES = (RESTORED, FAILED, CORRUPT)
+MAX_ERRORS_SHOWN = 20
+
+
+def totals(results: DataFrame) -> dict[str, Any]:
+    """Files and bytes, the count of each status (zeros included) and, for an ingest, new blocks and bytes."""
+    ingest = "new_blocks" in results.columns
+    sums = [F.sum(c).alias(c) for c in ("bytes", "new_blocks", "new_bytes") if c in results.columns]
+    by_status = {r.status: r.asDict() for r in results.groupBy("status").agg(F.count("*").alias("files"), *sums)
+                 .collect()}
+    out: dict[str, Any] = {"files": sum(s["files"] for s in by_status.values()),
+                           "bytes": sum(s["bytes"] or 0 for s in by_status.values())}
+    for status in (INGEST_STATUSES if ingest else RESTORE_STATUSES):
+        out[status] = by_status.get(status, {}).get("files", 0)
+    if ingest:
+        for column in ("new_blocks", "new_bytes"):
+            out[column] = sum(s[column] or 0 for s in by_status.values())
+    return out
+
+
+def exit_code(results: DataFrame) -> int:
+    """0 when every file succeeded; EXIT_CORRUPT if a restore met corruption, else EXIT_PARTIAL."""
+    statuses = {row.status for row in results.select("status").distinct().collect()}
+    if CORRUPT in statuses:
+        return EXIT_CORRUPT
+    return EXIT_PARTIAL if FAILED in statuses else 0
+
+
+def summary_line(what: str, summary: dict[str, Any]) -> str:
+    statuses = ", ".join(f"{summary[s]} {s}" for s in (STORED, SKIPPED, RESTORED, FAILED, CORRUPT) if s in summary)
+    line = f"{what}: {summary['files']} files, {summary['bytes'] / 1e6:.1f} MB: {statuses}"
+    if "new_bytes" in summary:
+        line += f"; {summary['new_bytes'] / 1e6:.1f} MB new in {summary['new_blocks']} new blocks"
+    return line
+
+
+def finish(results: DataFrame, what: str, report_path: str | None = None) -> int:
+    """Print the summary (stdout) and the failures (stderr), write the report; the exit status."""
+    summary = totals(results)
+    print(summary_line(what, summary))
+    failed = results.where(F.col("status").isin(FAILED, CORRUPT)).orderBy("id")
+    for row in failed.limit(MAX_ERRORS_SHOWN).collect():
+        print(f"casstor: {row.id}: {row.error}", file=sys.stderr)
+    if summary.get(FAILED, 0) + summary.get(CORRUPT, 0) > MAX_ERRORS_SHOWN:
+        print("casstor: ... and more failed files (see --report)", file=sys.stderr)
+    if report_path:
+        report = {"summary": summary, "files": [r.asDict() for r in results.orderBy("id").collect()]}
+        try:
+            with open(report_path, "w") as out:
+                json.dump(report, out, indent=1)
+        except OSError as err:
+            raise CasstorError(f"cannot write the report {report_path!r}: {err.strerror}") from None
+    return exit_code(results)

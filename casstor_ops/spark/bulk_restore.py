@@ -1,0 +1,113 @@
+"""Parallel verified bulk restore: every file under a prefix (or a list of ids) restored by Spark executors.
+
+The driver lists the ids with their sizes and the shared runner
+(:mod:`casstor_ops.spark.bulk_tasks`) packs them into tasks; each
+executor restores its files to ``dest_dir/<id>`` (an id with escaped
+undecodable bytes back to the same bytes:
+:func:`~casstor_ops.spark.path_ids.id_to_path`) with
+:meth:`~casstor_ops.store.api.Store.restore` (written aside, every block
+and the file hash checked, then moved into place), exactly as
+``casstor restore``. Result rows: :data:`RESTORE_SCHEMA`, the common
+columns (``path`` is the restored file), ``status`` ``restored``,
+``failed`` or ``corrupt``.
+
+Example::
+
+    >>> restore_many(spark, "photos/", "/restore").where("status != 'restored'").count()  # doctest: +SKIP
+    0
+
+Failures: a file that exists in ``dest_dir`` (unless ``force``), cannot be
+written, is unknown or has an id that is not a safe relative path gets a
+``failed`` row; one whose blocks are missing or damaged gets ``corrupt``
+(:func:`casstor_ops.spark.bulk_report.exit_code` makes that
+:data:`~casstor_ops.errors.EXIT_CORRUPT`); the others go on. A prefix that
+names no file, an empty list of ids, a ``dest_dir`` that is a file, an
+uninitialised store or an unreachable cluster raise
+:class:`~casstor_ops.errors.CasstorError` before any task starts.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from operator import itemgetter
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+
+from casstor_ops.cluster.connection import Endpoint, endpoint_from_env
+from casstor_ops.errors import CasstorError
+from casstor_ops.spark.bulk_report import RESTORED
+from casstor_ops.spark.bulk_tasks import BulkJob, driver_store, result_schema, run_bulk
+from casstor_ops.spark.job_progress import JobProgress
+from casstor_ops.spark.path_ids import id_to_path, path_to_id
+from casstor_ops.store.api import Store
+
+RESTORE_SCHEMA = result_schema()
+
+
+def _restore_target(dest_dir: str, file_id: str) -> str:
+    """``dest_dir/<the id's path>`` (:func:`~casstor_ops.spark.path_ids.id_to_path`); escaping ids are refused."""
+    parts = PurePosixPath(id_to_path(file_id)).parts
+    if not parts or file_id.startswith("/") or any(p in ("..", ".") for p in parts):
+        raise CasstorError(f"id {file_id!r} is not a relative path: refusing to restore it outside {dest_dir}")
+    return os.path.join(dest_dir, *parts)
+
+
+def _describe(item: tuple[str, int]) -> dict[str, Any]:
+    return dict(id=item[0], path="")  # the target is known once the id is checked, on the executor
+
+
+def _restore_file(dest_dir: str, force: bool, store: Store, item: tuple[str, int], row: dict[str, Any],
+                  _scope: None) -> None:
+    file_id = item[0]
+    target = _restore_target(dest_dir, file_id)
+    row["path"] = path_to_id(target)  # text for Spark: an undecodable name shown escaped, as in its ID
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    result = store.restore(file_id, target, force=force)
+    row.update(bytes=result.bytes, blocks=result.blocks, status=RESTORED)
+
+
+def _restore_list(store: Store, prefix_or_ids: str | Sequence[str]) -> list[tuple[str, int]]:
+    if isinstance(prefix_or_ids, str):
+        found = [(info.id, info.size) for info in store.list(prefix_or_ids)]
+        if not found:
+            raise CasstorError(f"no file in the store has an id starting with {prefix_or_ids!r}")
+        return found
+    if not prefix_or_ids:
+        raise CasstorError("the list of ids to restore is empty")
+    listed = []
+    for file_id in dict.fromkeys(prefix_or_ids):
+        try:
+            listed.append((file_id, store.stat(file_id).size))
+        except CasstorError:  # unknown: the task reports it with the store's own message
+            listed.append((file_id, 0))
+    return listed
+
+
+def restore_many(spark: SparkSession, prefix_or_ids: str | Sequence[str], dest_dir: str | os.PathLike,
+                 force: bool = False, parallelism: int | None = None, endpoint: Endpoint | None = None,
+                 progress: Callable[[JobProgress], None] | None = None) -> DataFrame:
+    """Restore every file under a prefix (or the listed ids) to ``dest_dir/<id>``, verified.
+
+    Refuses to overwrite an existing file unless ``force``, as ``casstor
+    restore``. ``parallelism``: the number of tasks (default 2 per core).
+    Returns a DataFrame with :data:`RESTORE_SCHEMA`, one row per file.
+
+    Example::
+
+        >>> restore_many(spark, ["photos/a.jpg", "photos/b.jpg"], "/restore", force=True)  # doctest: +SKIP
+        DataFrame[id: string, path: string, bytes: bigint, blocks: bigint, seconds: double, status: string, error: string]
+
+    Failures: see the module docstring.
+    """
+    endpoint = endpoint or endpoint_from_env()
+    dest = Path(dest_dir).absolute()
+    if dest.exists() and not dest.is_dir():
+        raise CasstorError(f"{str(dest)!r} exists and is not a directory")
+    files = _restore_list(driver_store(endpoint), prefix_or_ids)
+    dest.mkdir(parents=True, exist_ok=True)
+    job = BulkJob("restore", RESTORE_SCHEMA, size=itemgetter(1), describe=_describe,
+                  work=partial(_restore_file, str(dest), force))
+    return run_bulk(spark, job, files, endpoint, parallelism, progress)

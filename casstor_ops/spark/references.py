@@ -1,0 +1,145 @@
+"""Which blocks the store holds and which blocks its files point at, as Spark DataFrames.
+
+Every figure comes from the light tables only: ``existing_blocks`` (the
+index), ``files`` (heads) and ``file_blocks`` (block lists). The blob table
+``blocks`` is read only by :func:`unindexed_blocks`, on request, with
+small pages (a full-page scan of 64 KiB blobs ran a node out of memory).
+
+* a *head* is a file's committed version (``files.id, files.version``);
+* a block is *referenced* when the block list of some head names it;
+* *stored* blocks are the index rows; *garbage* = stored - referenced;
+  *missing* = referenced - stored (a corruption, or an index row lost
+  by a crashed reclaim: :mod:`casstor_ops.ops.reclaim` tells the two apart).
+  Both are defined here once, as conditions on the :func:`block_inventory`
+  (stored and referenced blocks side by side), and reclaim's plan, verify
+  and the dedup report all use these definitions;
+* a *stale block list* is a ``file_blocks`` partition that is not a head
+  and whose version is older than a cut-off (superseded, or never committed).
+
+Example::
+
+    >>> referenced = referenced_blocks(spark)                      # doctest: +SKIP
+    >>> garbage = garbage_blocks(stored_blocks(spark), referenced)  # doctest: +SKIP
+    >>> garbage.agg(F.count("*"), F.sum("size")).first()            # doctest: +SKIP
+    Row(count(1)=12, sum(size)=593820)
+
+Every function is lazy (a DataFrame plan); Cassandra is read when an action
+runs. Failures are the connector's (``Py4JJavaError`` wrapping the driver
+error) and surface when that action runs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.spark.session import read_table
+
+# A blob page of this many rows is at most 64 MiB of 256 KiB blocks, and
+# ~3 MiB of typical 48 KiB ones, on the node that serves it.
+BLOB_SCAN_PAGE_ROWS = 64
+
+# A version-1 UUID counts 100 ns intervals since 1582-10-15; this is that
+# count at the Unix epoch.
+_UUID_EPOCH_OFFSET = 0x01B21DD213814000
+
+
+def version_millis(column: str = "version") -> F.Column:
+    """A timeuuid column (the connector reads it as text) as Unix milliseconds.
+
+    Pure SQL, so it runs in the JVM without Python round trips.
+    """
+    v = F.col(column)
+    ticks = F.conv(F.concat(F.substring(v, 16, 3), F.substring(v, 10, 4), F.substring(v, 1, 8)), 16, 10)
+    return ((ticks.cast("decimal(20,0)") - F.lit(_UUID_EPOCH_OFFSET)) / 10_000).cast("long")
+
+
+def heads(spark: SparkSession) -> DataFrame:
+    """``(id, version)`` of every committed file."""
+    return read_table(spark, META_KS, "files").select("id", "version")
+
+
+def head_block_lists(spark: SparkSession) -> DataFrame:
+    """``(id, version, block_offset, hash, size)``: the block lists of the heads, nothing else."""
+    lists = read_table(spark, META_KS, "file_blocks").select("id", "version", "block_offset", "hash", "size")
+    return lists.join(heads(spark), ["id", "version"], "inner")
+
+
+def referenced_blocks(spark: SparkSession) -> DataFrame:
+    """``(hash, size, refs)``: each block named by a head, and how many times it is named."""
+    return (head_block_lists(spark).groupBy("hash")
+            .agg(F.first("size").alias("size"), F.count(F.lit(1)).alias("refs")))
+
+
+def stored_blocks(spark: SparkSession) -> DataFrame:
+    """``(hash, size)`` of every indexed block (``existing_blocks``)."""
+    return read_table(spark, DATA_KS, "existing_blocks").select("hash", "size")
+
+
+def block_rows(spark: SparkSession, *columns: str) -> DataFrame:
+    """``columns`` of every row of the blob table, split by token range, in small pages.
+
+    The only reader of ``blocks``: pages are :data:`BLOB_SCAN_PAGE_ROWS`
+    rows, and only the named columns are fetched (leave out ``content``
+    unless it is needed), but every node still reads its blob SSTables.
+    """
+    return (spark.read.format("org.apache.spark.sql.cassandra")
+            .options(keyspace=DATA_KS, table="blocks",
+                     **{"spark.cassandra.input.fetch.sizeInRows": str(BLOB_SCAN_PAGE_ROWS)})
+            .load().select(*columns))
+
+
+def unindexed_blocks(spark: SparkSession) -> DataFrame:
+    """``(hash, size)`` of block content rows that have no index row.
+
+    A store killed between its content write and its index write, or a
+    reclaim killed between its index delete and its content delete, leaves
+    them. It scans the blob table (:func:`block_rows`), so it is opt-in.
+    """
+    return block_rows(spark, "hash", "size").join(stored_blocks(spark).select("hash"), "hash", "left_anti")
+
+
+def block_inventory(stored: DataFrame, referenced: DataFrame) -> DataFrame:
+    """``(hash, size, indexed, refs, ref_size)``: every block stored or referenced, once.
+
+    ``stored`` is ``(hash, size)`` with an optional boolean ``indexed``
+    (default true: an index row; false marks content found without one, as
+    reclaim's blob scan adds); ``referenced`` is :func:`referenced_blocks`.
+    ``size`` is null for a block only referenced, ``refs`` for one only stored.
+    """
+    if "indexed" not in stored.columns:
+        stored = stored.withColumn("indexed", F.lit(True))
+    return stored.join(referenced.select("hash", "refs", F.col("size").alias("ref_size")), "hash", "full_outer")
+
+
+def is_garbage() -> F.Column:
+    """On a :func:`block_inventory`: stored (content or index row) and named by no head."""
+    return F.col("size").isNotNull() & F.col("refs").isNull()
+
+
+def is_missing() -> F.Column:
+    """On a :func:`block_inventory`: named by a head and without an index row."""
+    return F.col("refs").isNotNull() & ~F.coalesce(F.col("indexed"), F.lit(False))
+
+
+def garbage_blocks(stored: DataFrame, referenced: DataFrame) -> DataFrame:
+    """``(hash, size)``: stored blocks no head names."""
+    return block_inventory(stored, referenced).where(is_garbage()).select("hash", "size")
+
+
+def missing_blocks(stored: DataFrame, referenced: DataFrame) -> DataFrame:
+    """``(hash, size, refs)``: blocks some head names that are not stored."""
+    return (block_inventory(stored, referenced).where(is_missing())
+            .select("hash", F.col("ref_size").alias("size"), "refs"))
+
+
+def stale_block_lists(spark: SparkSession, older_than: datetime) -> DataFrame:
+    """``(id, version, rows)``: block lists that are not a head and were started before ``older_than``."""
+    cutoff_ms = int(older_than.astimezone(timezone.utc).timestamp() * 1000)
+    lists = (read_table(spark, META_KS, "file_blocks").select("id", "version")
+             .groupBy("id", "version").agg(F.count(F.lit(1)).alias("rows")))
+    return (lists.join(heads(spark), ["id", "version"], "left_anti")
+            .where(version_millis() < F.lit(cutoff_ms)))

@@ -1,0 +1,226 @@
+"""What a bulk ingest reads: a directory, a glob or a list of paths, as (path, id, size).
+
+The listing runs once, on the driver, and only stats files (it never
+reads them): each :class:`SourceFile` carries the absolute path an
+executor opens, the store id (``prefix`` + the path relative to the
+source root, POSIX separators, like ``restic``/``borg`` archive paths,
+through :func:`~casstor_ops.spark.path_ids.path_to_id`, so a name that is
+not valid UTF-8 gets a lossless escaped id) and the size the work is
+split by.
+
+* a directory: every regular file below it (symlinks to files followed);
+  root = the directory;
+* a glob (``data/**/*.bin``, ``**`` recursive; as :func:`glob.glob`, a
+  wildcard does not match a leading ``.``): the regular files it matches,
+  and every file below a directory it matches; root = the longest
+  directory prefix of the pattern without wildcards;
+* a list of paths: each path as given, even if it does not exist (an
+  explicit list is a promise: a missing path is reported by the ingest as
+  a failed file with size -1, not silently dropped); root = ``root`` or
+  the deepest directory common to them all.
+
+Symlinked directories below the root are not entered unless
+``follow_symlinks`` (so a link cannot lead the ingest outside the tree);
+either way each directory is listed once, by ``(st_dev, st_ino)``, so a
+link cycle cannot loop and a directory reached by two links is listed
+under the first path.
+
+Example::
+
+    >>> [f.file_id for f in list_source("photos", prefix="p/")]          # doctest: +SKIP
+    ['p/2024/a.jpg', 'p/2024/b.jpg', 'p/locked/', 'p/readme.txt']
+
+Failures: a source that does not exist or cannot be listed, a glob
+matching nothing, a directory without files, an empty list, or a file
+outside ``root`` raise :class:`~casstor_ops.errors.CasstorError` with one
+line naming it. A directory below the root that cannot be listed
+(unreadable, or gone since its parent was read) is one entry, id
+``prefix/its/path/``, with its one-line ``error``: the ingest reports it
+as a failed path. Sockets, FIFOs and devices are skipped (reading a FIFO
+would block).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import stat
+from pathlib import Path
+from typing import Iterable, Iterator, NamedTuple, Sequence
+
+from casstor_ops.errors import CasstorError
+from casstor_ops.spark.path_ids import path_to_id
+
+UNKNOWN_SIZE = -1
+
+
+class SourceFile(NamedTuple):
+    path: str
+    file_id: str
+    size: int  # at listing time; UNKNOWN_SIZE when the path could not be stat'ed
+    error: str | None = None  # set for a directory that could not be listed: a failed path, not a file
+
+
+def _regular_size(path: str) -> int | None:
+    """The size of a regular file (following symlinks), None for anything else or nothing."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+class _Walker:
+    """Directory reads for one listing: symlinked directories entered only if asked, failures kept."""
+
+    def __init__(self, follow_symlinks: bool) -> None:
+        self.follow_symlinks = follow_symlinks
+        self.failed: dict[str, str] = {}  # directory -> one-line error
+
+    def entries(self, directory: str, visited: set[tuple], state: object = None) -> list[os.DirEntry]:
+        """The entries of ``directory`` by name; none if it was listed in this ``state`` before or cannot be.
+
+        The glob lists one directory once per pattern position (``state``):
+        finitely many, so a cycle still ends.
+        """
+        try:
+            info = os.stat(directory)
+            if (info.st_dev, info.st_ino, state) in visited:
+                return []
+            visited.add((info.st_dev, info.st_ino, state))
+            with os.scandir(directory) as found:
+                return sorted(found, key=lambda entry: entry.name)
+        except OSError as err:
+            self.failed[directory] = f"cannot list the directory: {err.strerror or err}"
+            return []
+
+    def enters(self, entry: os.DirEntry | str) -> bool:
+        """Whether a walk goes into ``entry``: a directory, and not a symlink unless following them."""
+        if isinstance(entry, str):
+            return os.path.isdir(entry) and (self.follow_symlinks or not os.path.islink(entry))
+        return entry.is_dir(follow_symlinks=self.follow_symlinks)
+
+    def files(self, directory: str, visited: set[tuple]) -> Iterator[str]:
+        """Every path below ``directory`` that is not a directory entered (a stack: no recursion limit)."""
+        pending = [directory]
+        while pending:
+            for entry in self.entries(pending.pop(), visited):
+                if self.enters(entry):
+                    pending.append(entry.path)
+                else:
+                    yield entry.path
+
+    def glob(self, root: str, segments: tuple[str, ...]) -> Iterator[str]:
+        """The paths below ``root`` matching the pattern ``segments`` (``**``: zero or more directories)."""
+        visited: set[tuple] = set()
+        pending = [(root, segments)] if os.path.isdir(root) else []  # no root: no match, not a failed directory
+        while pending:
+            directory, (segment, *rest) = pending.pop()
+            if not glob.has_magic(segment):
+                path = os.path.join(directory, segment)
+                if not rest and os.path.lexists(path):
+                    yield path
+                elif rest and self.enters(path):
+                    pending.append((path, tuple(rest)))
+                continue
+            if segment == "**":  # zero directories: the rest of the pattern applies here
+                if rest:
+                    pending.append((directory, tuple(rest)))
+                else:
+                    yield directory
+            for entry in self.entries(directory, visited, state=(segment, *rest)):
+                if entry.name.startswith(".") and not segment.startswith("."):
+                    continue  # as glob.glob: a wildcard does not match a leading dot
+                if segment == "**" and self.enters(entry):
+                    pending.append((entry.path, (segment, *rest)))
+                elif segment == "**" or fnmatch.fnmatchcase(entry.name, segment):
+                    if not rest:
+                        yield entry.path
+                    elif self.enters(entry):
+                        pending.append((entry.path, tuple(rest)))
+
+
+def _glob_split(pattern: str) -> tuple[str, tuple[str, ...]]:
+    """The longest directory prefix without wildcards, and the pattern's segments after it."""
+    parts = Path(pattern).parts
+    fixed = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    return (str(Path(*parts[:fixed])) if fixed else "."), parts[fixed:]
+
+
+def _file_id(prefix: str, root: str, path: str) -> str:
+    relative = os.path.relpath(path, root)
+    if relative == os.curdir or relative.startswith(os.pardir + os.sep) or relative == os.pardir:
+        raise CasstorError(f"{path!r} is not below the source root {root!r}")
+    return path_to_id(prefix + Path(relative).as_posix())
+
+
+def _listed(paths: Iterable[str], root: str, prefix: str, keep_missing: bool) -> list[SourceFile]:
+    files, seen = [], set()
+    for path in paths:
+        path = os.path.abspath(path)
+        size = _regular_size(path)
+        if size is None and not (keep_missing and not os.path.lexists(path)):
+            continue
+        file_id = _file_id(prefix, root, path)
+        if file_id not in seen:
+            seen.add(file_id)
+            files.append(SourceFile(path, file_id, UNKNOWN_SIZE if size is None else size))
+    return files
+
+
+def _failed_directories(walker: _Walker, root: str, prefix: str) -> list[SourceFile]:
+    """The directories that could not be listed, as failed entries; the root itself is the whole source failing."""
+    failed = []
+    for directory, error in sorted(walker.failed.items()):
+        path = os.path.abspath(directory)
+        if path == root:
+            raise CasstorError(f"{directory!r}: {error}")
+        failed.append(SourceFile(path, _file_id(prefix, root, path) + "/", UNKNOWN_SIZE, error))
+    return failed
+
+
+def _tree(walker: _Walker, paths: list[str], root: str, prefix: str, source: str) -> list[SourceFile]:
+    """The files of a directory or glob source, then its directories that could not be listed."""
+    files = _listed(sorted(paths), root, prefix, keep_missing=False) + _failed_directories(walker, root, prefix)
+    if not files:
+        raise CasstorError(f"{source!r} {'holds' if os.path.isdir(source) else 'matches'} no regular files: "
+                           f"nothing to ingest")
+    return files
+
+
+def list_source(source: str | os.PathLike | Sequence[str | os.PathLike], prefix: str = "",
+                root: str | os.PathLike | None = None, follow_symlinks: bool = False) -> list[SourceFile]:
+    """The files of ``source`` with their store ids (see the module docstring).
+
+    ``follow_symlinks``: enter symlinked directories below the root (each
+    directory still listed once, so a link cycle cannot loop).
+
+    Example::
+
+        >>> list_source("data/**/*.bin", prefix="d/")                    # doctest: +SKIP
+        [SourceFile(path='/home/me/data/x/a.bin', file_id='d/x/a.bin', size=1200, error=None)]
+
+    Failures: see the module docstring.
+    """
+    walker = _Walker(follow_symlinks)
+    if isinstance(source, (str, os.PathLike)):
+        text = os.fspath(source)
+        if os.path.isdir(text):
+            base = os.path.abspath(root or text)
+            return _tree(walker, list(walker.files(text, set())), base, prefix, text)
+        if os.path.isfile(text):
+            return _listed([text], os.path.abspath(root or os.path.dirname(text) or "."), prefix, False)
+        if not glob.has_magic(text):
+            raise CasstorError(f"{text!r}: no such file or directory")
+        glob_root, segments = _glob_split(text)
+        base = os.path.abspath(root or glob_root)
+        visited: set[tuple] = set()  # one set for all matches: a directory inside another match is listed once
+        expanded = [p for match in sorted(walker.glob(glob_root, segments))
+                    for p in (walker.files(match, visited) if walker.enters(match) else [match])]
+        return _tree(walker, expanded, base, prefix, text)
+    paths = [os.path.abspath(os.fspath(p)) for p in source]
+    if not paths:
+        raise CasstorError("the list of paths to ingest is empty")
+    base = os.path.abspath(root) if root else os.path.commonpath([os.path.dirname(p) for p in paths])
+    return _listed(paths, base, prefix, keep_missing=True)

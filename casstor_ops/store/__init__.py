@@ -1,0 +1,31 @@
+"""The store engine: files in, files out, each block stored once.
+
+Vocabulary (used with one meaning everywhere in casstor):
+
+* **block**: a content-defined chunk of a file (FastCDC), keyed by its
+  BLAKE2b-256 hash, stored once in ``casstor_data.blocks`` whatever the
+  number of files that contain it; its *index row* in ``existing_blocks``
+  says "this block is stored" and is written after the content.
+* **block list**: one version of a file as the ordered hashes of its
+  blocks (``casstor_meta.file_blocks``, keyed by file ID and version).
+* **head**: a file's committed version (``casstor_meta.files``): written
+  last, so readers see the old version or the new one, never a mix.
+* **claim**: a TTL row saying "this store is uploading this missing block",
+  so concurrent stores upload a shared new block once (:mod:`.claims`).
+* **lease**: a TTL row a running writer (or reclaim) refreshes with a
+  heartbeat, so reclaim can wait for writers and never runs twice (:mod:`.leases`).
+* **window**: the cluster-wide reclaim flag; *offline* stops writers,
+  *online* only excludes other reclaims (:mod:`.reclaim_window`).
+
+Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
+(the two pipelines; the store's parts are :mod:`.existence`, :mod:`.claims`,
+:mod:`.block_uploads` and :mod:`.commit`), :mod:`.statements` (every prepared
+CQL statement), :mod:`.schema` (tables and recorded settings), and their helpers.
+Lower layer: :mod:`casstor_ops.cluster` (connections); nothing here imports
+Spark, the lab or the CLI.
+
+Example::
+
+    >>> from casstor_ops.store.api import Store          # doctest: +SKIP
+    >>> Store().put("photo.jpg", "photos/photo.jpg").new_bytes  # doctest: +SKIP
+"""

@@ -1,0 +1,232 @@
+"""The store's Python API: ``Store`` (the same operations as the ``casstor`` file commands).
+
+Example::
+
+    >>> store = Store.open()                                       # doctest: +SKIP
+    >>> store.put("photo.jpg", "photos/2024/photo.jpg").new_bytes   # doctest: +SKIP
+    >>> store.restore("photos/2024/photo.jpg", "copy.jpg")          # doctest: +SKIP
+    >>> store.close()                                              # doctest: +SKIP
+
+``progress``, when given, is called with the number of bytes just read
+(``put``) or written (``restore``): ``tqdm.update`` fits (see
+:mod:`casstor_ops.store.progress`).
+
+Writers (``put``, ``remove``) hold a :class:`~casstor_ops.store.leases.WriterLease`
+(or use the caller's, ``lease=held``; ``lease=False``: none), so they refuse
+to start inside a reclaim window (:class:`~casstor_ops.errors.MaintenanceError`),
+and ``put`` fences its head write with it: a lease that may have lapsed
+(the process was paused or cut off for longer than the lease TTL) raises
+:class:`~casstor_ops.errors.LeaseLapsedError` and commits nothing.
+Bad input (a missing or unreadable source, a directory, an unknown ID, an
+existing destination without ``force``) raises
+:class:`~casstor_ops.errors.CasstorError`; a missing or damaged block,
+:class:`~casstor_ops.errors.CorruptionError`; a file overwritten or removed
+(and its old blocks reclaimed) during a restore,
+:class:`~casstor_ops.errors.FileChangedError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from cassandra.cluster import Session
+
+from casstor_ops.store import catalog
+from casstor_ops.cluster.connection import Endpoint, connect
+from casstor_ops.errors import EXIT_USAGE, CasstorError
+from casstor_ops.store.heartbeat import Fence, no_fence
+from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.progress import ProgressCallback
+from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult, StoreResult, StoreStats
+from casstor_ops.store.restore import Restore, restore_to_path
+from casstor_ops.store.schema import require_settings
+from casstor_ops.store.statements import Statements
+from casstor_ops.store.upload import Upload
+
+__all__ = ["Store", "StoreResult", "RestoreResult", "FileInfo", "FileAttributes", "StoreStats"]
+
+Source = str | os.PathLike | BinaryIO
+
+def _check_id(file_id: str, storing: bool = False) -> str:
+    """``file_id`` if it can name a file; ``storing`` adds the rules for a new ID.
+
+    Every ID must be a non-empty string without NUL. A new ID (``put``)
+    must also be restorable to one path of its own: no empty, ``.`` or
+    ``..`` segment between slashes (``a//b``, ``a/./b``, ``a/b/`` and
+    ``/a/b`` would all land on ``a/b``, ``a/../b`` on ``b``), no control character
+    (a newline would split every one-line listing and message) and no lone
+    surrogate (not encodable as UTF-8). IDs stored before these rules stay
+    readable and removable. Raises CasstorError (exit 2, one line).
+
+    Example::
+
+        >>> _check_id("photos/2024/a.jpg", storing=True)
+        'photos/2024/a.jpg'
+        >>> _check_id("photos//a.jpg", storing=True)          # doctest: +SKIP
+        CasstorError: file ID 'photos//a.jpg': empty, '.' and '..' path segments are refused ...
+    """
+    if not isinstance(file_id, str) or not file_id:
+        raise CasstorError("a file ID must be a non-empty string", EXIT_USAGE)
+    if "\x00" in file_id:
+        raise CasstorError(f"file ID {file_id!r} contains a NUL character", EXIT_USAGE)
+    if not storing:
+        return file_id
+    if any(segment in ("", ".", "..") for segment in file_id.split("/")):
+        raise CasstorError(f"file ID {file_id!r}: empty, '.' and '..' path segments are refused (a leading, "
+                           f"trailing or doubled '/' makes an empty one): they restore to the same path as "
+                           f"another ID", EXIT_USAGE)
+    bad = next((ch for ch in file_id if unicodedata.category(ch) in ("Cc", "Cs")), None)
+    if bad is not None:
+        what = "a lone surrogate (not valid UTF-8)" if unicodedata.category(bad) == "Cs" else "a control character"
+        raise CasstorError(f"file ID {file_id!r} contains {what} {bad!r}", EXIT_USAGE)
+    return file_id
+
+
+_NOT_REGULAR = [(stat.S_ISDIR, "is a directory (store files one by one)"), (stat.S_ISFIFO, "is a FIFO"),
+                (stat.S_ISSOCK, "is a socket"), (stat.S_ISCHR, "is a character device"),
+                (stat.S_ISBLK, "is a block device")]
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """An ``open()`` opener: a descriptor on a regular file only, found out without ever blocking.
+
+    Opening a FIFO without a writer blocks, so the open is non-blocking;
+    ``fstat`` of that very descriptor (not a ``stat`` of the name, which a
+    swap could race) then decides, and blocking reads are restored.
+    """
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        what = next((text for is_kind, text in _NOT_REGULAR if is_kind(mode)), None)
+        if what is not None:
+            hint = "" if stat.S_ISDIR(mode) else ": only regular files are stored by path (pipe it to - or --stdin)"
+            raise CasstorError(f"cannot store {path!r}: {what}{hint}")
+        os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextlib.contextmanager
+def open_source(src: Source) -> Iterator[tuple[BinaryIO, FileAttributes | None]]:
+    """A readable binary file for a path (a regular file only), with its attributes; a file object as is, with None.
+
+    The attributes are those of the opened file (``fstat``), taken before it is read.
+
+    Example::
+
+        >>> with open_source("photo.jpg") as (reader, attributes):    # doctest: +SKIP
+        ...     head = reader.read(16)
+
+    Failures: a path that is a directory, a FIFO, a socket or a device, or
+    cannot be opened, raises :class:`~casstor_ops.errors.CasstorError` with
+    one line, at once (a FIFO is never waited on); a file object (stdin for
+    ``-``/``--stdin``) is read whatever it is.
+    """
+    if not isinstance(src, (str, os.PathLike)):
+        yield src, None
+        return
+    path = os.fspath(src)
+    try:
+        reader = open(path, "rb", opener=_open_regular)
+    except OSError as err:
+        raise CasstorError(f"cannot read {path!r}: {err.strerror or err}") from None
+    with reader:
+        yield reader, FileAttributes.of(os.fstat(reader.fileno()))
+
+
+class Store:
+    """A deduplicating file store on a driver session (see the module docstring)."""
+
+    def __init__(self, session: Session, *, max_requests: int | None = None, read_window: int | None = None) -> None:
+        self.session = session
+        self.settings = require_settings(session)
+        self._st = Statements.for_session(session)
+        self._owns_cluster = False
+        self._upload_options = {"max_requests": max_requests} if max_requests else {}
+        self._restore_options = {"window": read_window} if read_window else {}
+
+    @classmethod
+    def open(cls, endpoint: Endpoint | None = None, **options) -> "Store":
+        """Connect (starting the embedded node if needed) and open the store; ``close()`` when done."""
+        session = connect(endpoint)
+        try:
+            store = cls(session, **options)
+        except BaseException:
+            session.cluster.shutdown()
+            raise
+        store._owns_cluster = True
+        return store
+
+    def close(self) -> None:
+        if self._owns_cluster:
+            self.session.cluster.shutdown()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _lease(self, kind: str, lease: WriterLease | bool) -> Iterator[Fence]:
+        """The fence of the writer's lease: a new one (True), the caller's, or none (False)."""
+        if lease is True:
+            with WriterLease(self.session, kind) as held:
+                yield held.fence
+        else:
+            yield lease.fence if lease else no_fence
+
+    def put(self, src: Source, file_id: str, progress: ProgressCallback | None = None,
+            lease: WriterLease | bool = True) -> StoreResult:
+        """Store a file (path or binary file object) under ``file_id``, replacing any previous version atomically.
+
+        A path's permission bits and mtime are recorded with it (a file object's are not).
+        """
+        _check_id(file_id, storing=True)
+        with open_source(src) as (reader, attributes), self._lease("store", lease) as fence:
+            upload = Upload(self.session, self.settings, self._st, progress=progress, fence=fence,
+                            **self._upload_options)
+            try:
+                return upload.run(reader, file_id, attributes)
+            except OSError as err:
+                raise CasstorError(f"cannot read {getattr(reader, 'name', 'the source')!r}: "
+                                   f"{err.strerror or err}") from None
+
+    def restore(self, file_id: str, dest: str | os.PathLike | BinaryIO, force: bool = False,
+                progress: ProgressCallback | None = None) -> RestoreResult:
+        """Write the committed version of ``file_id`` to a path (atomically, with its recorded mode and mtime)
+        or a binary file object."""
+        head = self.stat(file_id)
+        if isinstance(dest, (str, os.PathLike)) and str(dest) != "-":
+            return restore_to_path(self._restore(head, progress), Path(dest), force)
+        out = sys.stdout.buffer if isinstance(dest, (str, os.PathLike)) else dest
+        result = self._restore(head, progress).run(out)
+        out.flush()
+        return result
+
+    def _restore(self, head: FileInfo, progress: ProgressCallback | None) -> Restore:
+        return Restore(self.session, head, self._st, progress=progress, **self._restore_options)
+
+    def remove(self, file_id: str, lease: WriterLease | bool = True) -> FileInfo:
+        """Remove ``file_id`` (CasstorError if unknown); its blocks stay until reclaim."""
+        _check_id(file_id)
+        with self._lease("rm", lease):
+            return catalog.remove(self.session, self._st, file_id)
+
+    def list(self, prefix: str = "") -> Iterator[FileInfo]:
+        return iter(catalog.list_files(self.session, self._st, prefix))
+
+    def stat(self, file_id: str) -> FileInfo:
+        return catalog.head(self.session, self._st, _check_id(file_id))
+
+    def stats(self) -> StoreStats:
+        return catalog.stats(self.session, self._st)

@@ -1,0 +1,106 @@
+"""Block uploads: a block's content row, then its index row, each block once.
+
+A block this store is to write (it claimed it, :mod:`casstor_ops.store.claims`)
+goes to ``blocks`` first; once that write is acknowledged, its row in the
+``existing_blocks`` index follows, ``INDEX_BATCH`` rows to an unlogged batch.
+So the index never names a block whose content is not stored, and a store
+asking "do you have it?" (:mod:`casstor_ops.store.existence`) can trust it.
+
+Content is held from the moment a block is cut until it is *verified*: found
+by a check, or written and indexed. ``held_bytes`` is what the pipeline bounds;
+``verified`` (block → wall time its check or write was sent) is what the
+commit protocol relies on. ``new_blocks`` / ``new_bytes`` count the blocks this
+store wrote.
+
+Example::
+
+    >>> uploads = BlockUploads(window, statements, on_indexed=claims.indexed)  # doctest: +SKIP
+    >>> uploads.hold(digest, data); uploads.upload(digest)                     # doctest: +SKIP
+    >>> while window.busy or uploads.indexing: ...                            # doctest: +SKIP
+
+Failure behaviour: writes are retried by the request window; one that keeps
+failing raises from the window's ``poll``. A block written whose index row
+is not leaves an orphan content row (rewritten by the next store of it, or
+freed by reclaim), never an index row without content.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+
+from casstor_ops.store.inflight import Window
+from casstor_ops.store.statements import Statements
+
+INDEX_BATCH = 32  # existing_blocks rows per unlogged batch (~1.5 KiB: under the 5 KiB warn threshold)
+
+
+class BlockUploads:
+    """The content this store holds, its writes and index rows, and what is verified."""
+
+    def __init__(self, window: Window, statements: Statements,
+                 on_indexed: Callable[[list[bytes]], None]) -> None:
+        self._window = window
+        self._st = statements
+        self._on_indexed = on_indexed
+        self._pending: dict[bytes, memoryview | bytes] = {}  # hash -> content, until verified
+        self._verified: dict[bytes, float] = {}
+        self._to_index: list[tuple[bytes, float]] = []
+        self.held_bytes = 0
+        self.new_blocks = 0
+        self.new_bytes = 0
+
+    @property
+    def verified(self) -> Mapping[bytes, float]:
+        """Block -> wall time its check or write was sent."""
+        return self._verified
+
+    @property
+    def indexing(self) -> bool:
+        """Written blocks wait for their index rows to be sent."""
+        return bool(self._to_index)
+
+    def known(self, digest: bytes) -> bool:
+        """Verified, or held for a check or an upload already under way."""
+        return digest in self._verified or digest in self._pending
+
+    def hold(self, digest: bytes, data: memoryview | bytes) -> None:
+        """Keep ``data`` until the block is verified."""
+        self._pending[digest] = data
+        self.held_bytes += len(data)
+
+    def found(self, digest: bytes, sent: float) -> None:
+        """A check sent at ``sent`` found the block: its content need not be held."""
+        self._verify(digest, sent)
+
+    def _verify(self, digest: bytes, sent: float) -> int:
+        """Record the block as verified at ``sent``; the size of the content no longer held."""
+        self._verified[digest] = sent
+        size = len(self._pending.pop(digest, b""))
+        self.held_bytes -= size
+        return size
+
+    def upload(self, digest: bytes) -> None:
+        """Write a held block's content; its index row follows the acknowledgement."""
+        data = self._pending[digest]
+        self._window.submit(self._st.insert_block, (digest, len(data), data),
+                            partial(self._written, digest, time.time()))
+
+    def _written(self, digest: bytes, sent: float, _rows) -> None:
+        self._to_index.append((digest, sent))
+        if len(self._to_index) >= INDEX_BATCH:
+            self.send_index()
+
+    def send_index(self) -> None:
+        """Send the index rows of the blocks written so far."""
+        items, self._to_index = self._to_index, []
+        if items:
+            rows = [(digest, len(self._pending[digest])) for digest, _ in items]
+            self._window.submit_batch(self._st.insert_existing, rows, partial(self._indexed, items))
+
+    def _indexed(self, items: list[tuple[bytes, float]], _rows) -> None:
+        for digest, sent in items:
+            self.new_blocks += 1
+            self.new_bytes += self._verify(digest, sent)
+        self._on_indexed([digest for digest, _ in items])

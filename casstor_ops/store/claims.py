@@ -1,0 +1,142 @@
+"""Claims: of concurrent stores that all find a shared block missing, exactly one uploads it.
+
+A missing block is claimed before it is uploaded: ``INSERT … IF NOT EXISTS``
+into ``block_claims``, a TTL row naming this store (its *writer*), in one
+conditional batch per claims partition (:func:`~casstor_ops.store.schema.claim_bucket`),
+so one Paxos round covers many blocks. A batch applied means every block of
+it is ours to upload. A batch not applied returns the claims that exist:
+
+* ours: the first attempt of a retried batch timed out but was applied
+  (or an earlier claim of a block that vanished since): upload it;
+* another writer's: wait for its index row, checking again after pauses that
+  double (``AWAIT_FIRST_S`` to ``AWAIT_MAX_S``); still missing once that
+  claim has expired (``CLAIM_TTL_S``, the writer died) means claim it again;
+* none: claimed again, without the others.
+
+A claim is done when the block's index row is written (:meth:`Claims.indexed`).
+
+Example::
+
+    >>> claims = Claims(window, statements, checks, on_claimed=uploads.upload)  # doctest: +SKIP
+    >>> claims.claim(missing)                                                   # doctest: +SKIP
+    >>> while claims.awaiting: claims.check_awaited()                           # doctest: +SKIP
+
+Failure behaviour: a failing store calls :meth:`Claims.release`. Its window
+stops issuing work and lets what is in flight settle (bounded), then every
+claim this store holds or may hold is deleted with ``IF writer = ?``: a block
+is counted as possibly held from the moment its claim batch is submitted,
+not when the answer is handled, since a batch applied on the server may have
+its answer arrive late or never. Deleting a claim this store does not hold
+is a no-op. A store killed with -9 releases nothing: its claims delay the
+next store of those blocks until they expire.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from functools import partial
+
+from casstor_ops.store.existence import ExistenceChecks
+from casstor_ops.store.inflight import Window
+from casstor_ops.store.schema import claim_bucket
+from casstor_ops.store.statements import Statements
+
+# A claim must outlive one block's upload and index row (well under a second here, seconds on a loaded
+# node; one that outlives it costs a duplicate upload, nothing worse). It is also how long a store
+# killed with -9 can delay the next store of the blocks it had claimed (with 60 s, the re-run in
+# tests/test_cmd_files.py took 67 s).
+CLAIM_TTL_S = 20
+AWAIT_FIRST_S = 0.02   # first pause before checking again a block another writer claimed; doubles
+AWAIT_MAX_S = 1.0
+# How long a failing store waits for its requests in flight before releasing its claims: they normally
+# answer in milliseconds; a claim batch that lands later than this is left to its TTL.
+SETTLE_TIMEOUT_S = 5.0
+RELEASE_TIMEOUT_S = 5.0
+
+
+def _by_bucket(hashes: Iterable[bytes]) -> dict[int, list[bytes]]:
+    buckets: dict[int, list[bytes]] = {}
+    for digest in hashes:
+        buckets.setdefault(claim_bucket(digest), []).append(digest)
+    return buckets
+
+
+class Claims:
+    """The claims of one store: claim missing blocks, await other writers' blocks, release on failure."""
+
+    def __init__(self, window: Window, statements: Statements, checks: ExistenceChecks,
+                 on_claimed: Callable[[bytes], None], writer: uuid.UUID | None = None) -> None:
+        self._window = window
+        self._st = statements
+        self._checks = checks
+        self._on_claimed = on_claimed
+        self.writer = writer or uuid.uuid4()
+        self._possibly_held: set[bytes] = set()  # claims submitted, not yet indexed nor known to be another's
+        self._awaited: list[bytes] = []          # missing blocks another writer claimed
+        self._await_pause = AWAIT_FIRST_S
+
+    @property
+    def awaiting(self) -> bool:
+        """Blocks other writers claimed are waiting to be checked again."""
+        return bool(self._awaited)
+
+    def claim(self, hashes: list[bytes]) -> None:
+        """Claim missing blocks; ``on_claimed`` gets each one this store is to upload."""
+        self._claim(hashes, again=False)
+
+    def _claim(self, hashes: list[bytes], again: bool) -> None:
+        """``again``: blocks already awaited once, whose pauses keep growing."""
+        for bucket, group in _by_bucket(hashes).items():
+            self._send(bucket, group, again)
+
+    def _send(self, bucket: int, group: list[bytes], again: bool) -> None:
+        self._possibly_held.update(group)
+        rows = [(bucket, digest, self.writer, CLAIM_TTL_S) for digest in group]
+        self._window.submit_batch(self._st.claim_block, rows, partial(self._claimed, bucket, group, again))
+
+    def _claimed(self, bucket: int, group: list[bytes], again: bool, rows) -> None:
+        if rows[0][0]:  # [applied]: every claim of the batch is ours
+            for digest in group:
+                self._on_claimed(digest)
+            return
+        # Not applied: the rows returned are the claims that already exist, (applied, bucket, hash, writer).
+        holders = {row[2]: row[3] for row in rows}
+        rest = []
+        for digest in group:
+            holder = holders.get(digest)
+            if holder == self.writer:
+                self._on_claimed(digest)
+            elif holder is None:
+                rest.append(digest)
+            else:
+                self._possibly_held.discard(digest)
+                if not self._awaited and not again:
+                    self._await_pause = AWAIT_FIRST_S
+                self._awaited.append(digest)
+        if rest:
+            self._send(bucket, rest, again)
+
+    def check_awaited(self) -> None:
+        """After a pause (doubling), check again the blocks other writers claimed; claim those still missing."""
+        time.sleep(self._await_pause)
+        self._await_pause = min(AWAIT_MAX_S, self._await_pause * 2)
+        hashes, self._awaited = self._awaited, []
+        self._checks.check(hashes, on_missing=partial(self._claim, again=True))
+
+    def indexed(self, hashes: Iterable[bytes]) -> None:
+        """These blocks' index rows are written: their claims have done their job."""
+        self._possibly_held.difference_update(hashes)
+
+    def release(self) -> None:
+        """The store failed: stop its window's work, let what is in flight settle, then give up every claim
+        this store holds or may hold, so the next store need not wait for them to expire."""
+        self._window.cancel()
+        self._window.settle(SETTLE_TIMEOUT_S)
+        for bucket, group in _by_bucket(self._possibly_held).items():
+            rows = [(bucket, digest, self.writer) for digest in group]
+            self._window.submit_batch(self._st.release_claim, rows, lambda _rows: None)
+        # Best effort: the cluster may be what failed; unreleased claims expire after CLAIM_TTL_S.
+        self._window.settle(RELEASE_TIMEOUT_S)
+        self._possibly_held.clear()

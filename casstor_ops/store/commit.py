@@ -1,0 +1,185 @@
+"""The commit: a stored file's block list, then its head row, within the commit bound.
+
+Commit protocol (BRIEF; online reclaim relies on it):
+
+1. every block the commit relies on was verified (found by a check, or
+   written) less than the commit bound before the head write: blocks
+   verified more than half the bound ago are re-checked first, and missing
+   ones re-read from the (seekable) source and re-uploaded;
+2. the version timeuuid is made when the block list starts being written;
+   the list goes to ``file_blocks`` in single-partition batches sized from
+   the server's ``batch_size_fail_threshold``;
+3. the head row in ``files`` (with the source's mode and mtime, or nulls
+   when unknown) is written last, unless more than the bound
+   has passed since the version's time (then a retry with a new version, and
+   finally :class:`~casstor_ops.errors.CasstorError`), and only after the
+   writer's lease passed its fence (``fence``, before each attempt): a store
+   paused or cut off for longer than the lease TTL looked finished to an
+   offline reclaim, which may have deleted the blocks it verified.
+
+A store killed at any point before (3) leaves the previous head untouched;
+re-running it finds the blocks already there and completes.
+
+Example::
+
+    >>> commit = Commit(session, window, statements, hashes, sizes, uploads.verified, reverify,
+    ...                 lease.fence)                                                          # doctest: +SKIP
+    >>> commit.run(reader, "a.bin", size)                                                      # doctest: +SKIP
+
+Failure behaviour: a source that cannot be re-read (not seekable) or that
+changed, or a commit that cannot finish within the bound after
+``COMMIT_ATTEMPTS`` versions, raises :class:`~casstor_ops.errors.CasstorError`;
+a lapsed lease, :class:`~casstor_ops.errors.LeaseLapsedError` (from ``fence``);
+a head write that keeps timing out raises the driver's error. Either way the
+previous head stays the committed version.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from functools import partial
+from typing import BinaryIO
+
+from cassandra.cluster import Session
+from cassandra.util import uuid_from_time
+
+from casstor_ops.errors import CasstorError
+from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.heartbeat import Fence, no_fence
+from casstor_ops.store.inflight import RETRYABLE, RequestWindow
+from casstor_ops.store.records import FileAttributes
+from casstor_ops.store.schema import commit_bound_s
+from casstor_ops.store.statements import Statements
+
+COMMIT_ATTEMPTS = 3        # versions tried before the commit gives up
+HEAD_WRITE_ATTEMPTS = 5    # a timed-out head write is retried (the same upsert), within the bound
+HEAD_RETRY_FIRST_S = 0.2   # first pause before retrying the head write; doubles
+
+# Bytes one file_blocks row adds to a batch as Cassandra counts it against
+# batch_size_fail_threshold (PartitionUpdate.dataSize: clustering, liveness,
+# two cells with timestamps). Measured on 5.0: a 2-partition batch of 487
+# rows is the largest under 50 KiB, i.e. 105 bytes a row; 128 leaves room.
+FILE_BLOCK_ROW_BYTES = 128
+DEFAULT_BATCH_FAIL_BYTES = 50 * 1024
+_UNITS = {"B": 1, "KIB": 1024, "MIB": 1024 ** 2, "KB": 1024, "MB": 1024 ** 2}
+
+Reverify = Callable[[list[bytes], Callable[[bytes], bytes]], None]
+"""Check blocks again; upload again those missing, with content from the given reader of one block; return
+once all is settled."""
+
+
+def batch_fail_threshold(session: Session) -> int:
+    """The server's ``batch_size_fail_threshold`` in bytes (the default if it cannot be read)."""
+    try:
+        row = session.execute(Statements.for_session(session).server_setting, ("batch_size_fail_threshold",)).one()
+    except Exception:  # virtual tables absent (older servers) or not permitted: assume the default
+        return DEFAULT_BATCH_FAIL_BYTES
+    match = re.fullmatch(r"(\d+)\s*([A-Za-z]*)", (row.value if row else "").strip())
+    if not match:
+        return DEFAULT_BATCH_FAIL_BYTES
+    return int(match.group(1)) * _UNITS.get(match.group(2).upper() or "KIB", 1024)
+
+
+def block_list_batch_rows(session: Session) -> int:
+    """file_blocks rows per batch: three quarters of the fail threshold, computed from the row size."""
+    return max(1, batch_fail_threshold(session) * 3 // 4 // FILE_BLOCK_ROW_BYTES)
+
+
+_batch_rows: "weakref.WeakKeyDictionary[Session, int]" = weakref.WeakKeyDictionary()
+
+
+def _cached_batch_rows(session: Session) -> int:
+    """block_list_batch_rows, asked once per session (the threshold is node configuration)."""
+    if session not in _batch_rows:
+        _batch_rows[session] = block_list_batch_rows(session)
+    return _batch_rows[session]
+
+
+class Commit:
+    """The commit of one stored file whose blocks are all verified (not reusable)."""
+
+    def __init__(self, session: Session, window: RequestWindow, statements: Statements, hashes: list[bytes],
+                 sizes: list[int], verified: Mapping[bytes, float], reverify: Reverify,
+                 attributes: FileAttributes | None = None, fence: Fence = no_fence) -> None:
+        self._session = session
+        self._window = window
+        self._st = statements
+        self._hashes = hashes
+        self._sizes = sizes
+        self._verified = verified
+        self._reverify = reverify
+        self._attributes = (attributes.mode, attributes.mtime_ns) if attributes else (None, None)
+        self._fence = fence
+
+    def run(self, reader: BinaryIO, file_id: str, size: int) -> None:
+        """Commit the file under ``file_id`` (``reader`` is its source, re-read only for vanished blocks)."""
+        bound = float(commit_bound_s(self._session))
+        digest = file_hash(self._hashes)
+        for _ in range(COMMIT_ATTEMPTS):
+            self._recheck(reader, time.time() - bound / 2)
+            version_time = time.time()
+            version = uuid_from_time(version_time)
+            self._write_block_list(file_id, version)
+            if self._write_head(file_id, version, version_time, bound, size, digest):
+                return
+        raise CasstorError(f"could not commit {file_id!r} within the commit bound ({bound:.0f} s): the cluster is "
+                           f"too slow; store it again")
+
+    def _recheck(self, reader: BinaryIO, older_than: float) -> None:
+        """Re-verify blocks checked before ``older_than``; re-upload any that vanished."""
+        stale = [h for h, t in self._verified.items() if t < older_than]
+        if stale:
+            self._reverify(stale, partial(self._reread, reader, self._locations()))
+
+    def _locations(self) -> dict[bytes, tuple[int, int]]:
+        """Each block's first offset in the source, and its size."""
+        found: dict[bytes, tuple[int, int]] = {}
+        for offset, digest, size in zip(itertools.accumulate([0] + self._sizes), self._hashes, self._sizes):
+            found.setdefault(digest, (offset, size))
+        return found
+
+    def _reread(self, reader: BinaryIO, locations: dict[bytes, tuple[int, int]], digest: bytes) -> bytes:
+        if not reader.seekable():
+            raise CasstorError(f"block {digest.hex()} vanished during the store (online reclaim?) and the "
+                               f"source cannot be re-read; store it again")
+        offset, size = locations[digest]
+        reader.seek(offset)
+        data = reader.read(size)
+        if block_hash(data) != digest:
+            raise CasstorError("the source changed while it was being stored; store it again")
+        return data
+
+    def _write_block_list(self, file_id: str, version) -> None:
+        rows_per_batch = _cached_batch_rows(self._session)
+        offsets = itertools.accumulate([0] + self._sizes)
+        rows = [(file_id, version, offset, digest, size)
+                for offset, digest, size in zip(offsets, self._hashes, self._sizes)]
+        for start in range(0, len(rows), rows_per_batch):
+            self._window.submit_batch(self._st.insert_file_block, rows[start:start + rows_per_batch],
+                                      lambda _rows: None)
+        self._window.drain()
+
+    def _write_head(self, file_id: str, version, version_time: float, bound: float, size: int,
+                    digest: bytes) -> bool:
+        """Write the head row unless the bound has passed; False when it has (a new version is needed)."""
+        attempt = 0
+        while True:
+            now = time.time()
+            oldest = min(self._verified.values(), default=now)
+            if now - version_time >= bound or now - oldest >= bound:
+                return False
+            self._fence(f"committing {file_id!r}")
+            try:
+                self._session.execute(self._st.insert_head, (file_id, version, size, digest, len(self._hashes),
+                                                             datetime.now(timezone.utc), *self._attributes))
+                return True
+            except RETRYABLE:
+                attempt += 1
+                if attempt == HEAD_WRITE_ATTEMPTS:
+                    raise
+                time.sleep(HEAD_RETRY_FIRST_S * 2 ** (attempt - 1))

@@ -1,0 +1,216 @@
+"""A window of concurrent driver requests, with retries, driven by the caller's thread.
+
+The driver completes requests on its event-loop thread; this module only
+queues completions there and runs every result handler in the caller's
+thread, so pipeline state needs no locks and a handler may submit more
+requests without re-entering the event loop. ``submit`` never blocks: past
+the window, requests wait in a backlog that completions drain. Callers bound
+their own memory (e.g. bytes held for upload) by calling :meth:`poll`.
+
+Timeouts and unavailability are retried with exponential backoff (the
+request is idempotent: every casstor write is an upsert of the same value);
+other errors, or a request that keeps failing, raise from :meth:`poll` /
+:meth:`drain`.
+
+A caller that fails gives up its window: :meth:`~RequestWindow.cancel` forgets
+what was not sent, and :meth:`~RequestWindow.settle` waits (bounded) for what
+was, running no handler, so nothing submits more work; the window can then
+carry the caller's clean-up requests (e.g. releasing claims), settled the same
+way. The parts of the store pipeline see a window only through :class:`Window`,
+so unit tests can give them a fake one.
+
+Example::
+
+    >>> window = RequestWindow(session, max_requests=32)          # doctest: +SKIP
+    >>> window.submit(insert, (h, len(data), data), lambda rows: None)  # doctest: +SKIP
+    >>> window.submit_batch(insert_existing, [(h, len(data))], lambda rows: None)  # doctest: +SKIP
+    >>> window.drain()                                             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import queue
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cassandra import OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, WriteTimeout
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, NoHostAvailable, Session
+from cassandra.connection import ConnectionBusy, ConnectionException
+from cassandra.protocol import OverloadedErrorMessage
+from cassandra.query import BatchStatement, BatchType
+
+from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
+
+# ReadFailure: an overloaded node drops queued reads and reports a failure (seen at load average 15);
+# a read is always safe to repeat.
+RETRYABLE = (OperationTimedOut, ReadTimeout, ReadFailure, WriteTimeout, Unavailable, NoHostAvailable,
+             ConnectionBusy, ConnectionException, OverloadedErrorMessage)
+ATTEMPTS = 5
+BACKOFF_S = 0.2
+BUSY_WAIT_S = 0.01
+BUSY_RETRIES = 1000  # ~10 s of a connection that never drains its write buffer, then the error is raised
+
+
+def _busy(exc: BaseException) -> bool:
+    """The driver refused to queue more on a full connection (libev raises ConnectionBusy, wrapped)."""
+    if isinstance(exc, ConnectionBusy):
+        return True
+    return isinstance(exc, NoHostAvailable) and bool(exc.errors) and all(
+        isinstance(e, ConnectionBusy) for e in exc.errors.values())
+
+
+class Window(Protocol):
+    """What the store pipeline's parts use of a :class:`RequestWindow` (unit tests pass a fake)."""
+
+    @property
+    def busy(self) -> bool: ...
+
+    def submit(self, statement: Any, params: Any, on_result: Callable[[Any], None]) -> None: ...
+
+    def submit_batch(self, statement: Any, rows: list[tuple], on_result: Callable[[Any], None]) -> None: ...
+
+    def poll(self, block: bool = True) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+    def settle(self, timeout_s: float) -> bool: ...
+
+
+@dataclass(order=True)
+class _Request:
+    due: float
+    seq: int
+    statement: Any = field(compare=False)
+    params: Any = field(compare=False)
+    on_result: Callable[[Any], None] = field(compare=False)
+    attempt: int = field(default=0, compare=False)
+    busy_retries: int = field(default=0, compare=False)
+
+
+class RequestWindow:
+    """At most ``max_requests`` requests in flight; results handled in the caller's thread.
+
+    ``execution_profile`` (a name or a profile) applies to every request, e.g.
+    :attr:`Statements.plain_rows <casstor_ops.store.statements.Statements.plain_rows>`.
+    """
+
+    def __init__(self, session: Session, max_requests: int, timeout_s: float = REQUEST_TIMEOUT_S,
+                 attempts: int = ATTEMPTS, execution_profile: Any = EXEC_PROFILE_DEFAULT) -> None:
+        self._session = session
+        self._profile = execution_profile
+        self.max_requests = max_requests
+        self._timeout = timeout_s
+        self._attempts = attempts
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._backlog: deque[_Request] = deque()
+        self._retries: list[_Request] = []  # heap by due time
+        self._seq = itertools.count()
+        self.in_flight = 0
+
+    @property
+    def busy(self) -> bool:
+        """Anything sent, waiting for a retry, or in the backlog."""
+        return bool(self.in_flight or self._retries or self._backlog)
+
+    def submit(self, statement: Any, params: Any, on_result: Callable[[Any], None]) -> None:
+        """Send now if the window has room, else queue; ``on_result(rows)`` runs in a later poll."""
+        request = _Request(0.0, next(self._seq), statement, params, on_result)
+        if self.in_flight < self.max_requests and not self._backlog:
+            self._send(request)
+        else:
+            self._backlog.append(request)
+
+    def submit_batch(self, statement: Any, rows: list[tuple], on_result: Callable[[Any], None]) -> None:
+        """:meth:`submit` of one unlogged batch: ``statement`` bound to each of ``rows``."""
+        batch = BatchStatement(BatchType.UNLOGGED)
+        for row in rows:
+            batch.add(statement, row)
+        self.submit(batch, None, on_result)
+
+    def _send(self, request: _Request) -> None:
+        future = self._session.execute_async(request.statement, request.params, timeout=self._timeout,
+                                             execution_profile=self._profile)
+        self.in_flight += 1
+        done = self._done
+        future.add_callbacks(lambda rows: done.put((request, rows, None)),
+                             lambda exc: done.put((request, None, exc)))
+
+    def _fill(self) -> None:
+        now = time.monotonic()
+        while self._retries and self._retries[0].due <= now and self.in_flight < self.max_requests:
+            self._send(heapq.heappop(self._retries))
+        while self._backlog and self.in_flight < self.max_requests:
+            self._send(self._backlog.popleft())
+
+    def poll(self, block: bool = True) -> bool:
+        """Handle one completion (waiting for it when ``block``); False if there was none."""
+        self._fill()
+        if not self.in_flight and not self._retries:
+            return False
+        try:
+            if not block:
+                item = self._done.get_nowait()
+            elif self.in_flight:
+                wait = (max(0.0, self._retries[0].due - time.monotonic()) + 0.001) if self._retries else None
+                item = self._done.get(timeout=wait)
+            else:  # only retries pending: sleep until the first is due
+                time.sleep(max(0.0, self._retries[0].due - time.monotonic()))
+                self._fill()
+                return True
+        except queue.Empty:  # a retry fell due
+            self._fill()
+            return block
+        request, rows, exc = item
+        self.in_flight -= 1
+        if exc is not None:
+            if _busy(exc) and request.busy_retries < BUSY_RETRIES:
+                # The connection's write buffer is full (back-pressure, not a failure): retry shortly.
+                request.busy_retries += 1
+                request.due = time.monotonic() + BUSY_WAIT_S
+            elif isinstance(exc, RETRYABLE) and request.attempt + 1 < self._attempts:
+                request.attempt += 1
+                request.due = time.monotonic() + BACKOFF_S * (2 ** (request.attempt - 1)) * (0.5 + random.random())
+            else:
+                raise exc
+            heapq.heappush(self._retries, request)
+        else:
+            request.on_result(rows)
+        self._fill()
+        return True
+
+    def drain(self) -> None:
+        """Wait for everything submitted (including what handlers submit meanwhile)."""
+        while self.busy:
+            self.poll()
+
+    def cancel(self) -> None:
+        """Forget every request not sent yet (backlog and retries): a failing caller issues no more work."""
+        self._backlog.clear()
+        self._retries.clear()
+
+    def settle(self, timeout_s: float) -> bool:
+        """Send what is queued and wait up to ``timeout_s`` for every request, retrying none and running no
+        handler (a failing caller's last requests: their answers could only start more work). True if all
+        were answered; either way the window is empty afterwards and answers arriving later are dropped."""
+        deadline = time.monotonic() + timeout_s
+        self._retries.clear()
+        self._fill()
+        while self.in_flight:
+            try:
+                self._done.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            self.in_flight -= 1
+            self._fill()
+        settled = not self.in_flight
+        # Requests still in flight answer into the old queue (each captured it when sent), never read again.
+        self._done = queue.SimpleQueue()
+        self.in_flight = 0
+        self._backlog.clear()
+        return settled

@@ -1,0 +1,14 @@
+"""The two keyspaces' names: the one thing both the DDL (:mod:`.schema`) and every statement (:mod:`.statements`) name.
+
+``casstor_data`` holds the bulk (block content, its index, claims);
+``casstor_meta`` the small, precious rows (heads, block lists, settings,
+leases, the reclaim window). Why two: see :mod:`casstor_ops.store.schema`.
+
+Example::
+
+    >>> f"SELECT hash FROM {DATA_KS}.existing_blocks"
+    'SELECT hash FROM casstor_data.existing_blocks'
+"""
+
+DATA_KS = "casstor_data"
+META_KS = "casstor_meta"

@@ -1,0 +1,227 @@
+"""The reclaim window: the cluster-wide flag that keeps two reclaims apart and, offline, stops writers.
+
+Reclaim holds a cluster-wide window: row ``name='reclaim'`` of
+``casstor_meta.maintenance``, taken with a lightweight transaction, so two
+reclaims can never run at once. An *offline* window also stops writers
+(:class:`~casstor_ops.store.leases.WriterLease` refuses to start, and reclaim
+waits for the running ones); an *online* one only excludes other reclaims
+(online reclaim is safe beside writers, see :mod:`casstor_ops.ops.reclaim`).
+``verify --repair-index`` holds an online window too (:class:`RepairWindow`),
+so that no reclaim deletes what it repairs.
+
+A running reclaim also refreshes a TTL heartbeat row of its own
+(``name='reclaim.alive:<holder>'``, a :class:`~casstor_ops.store.heartbeat.Heartbeat`).
+A window without its holder's live heartbeat was left by a reclaim that
+crashed: a new reclaim resumes it (:class:`ReclaimWindow`),
+``--clear-window`` clears it (:func:`clear_window`); while the heartbeat
+lives both refuse. One row per holder, so a reclaim that lapsed and was
+taken over can neither revive nor delete its successor's heartbeat.
+
+So the holder whose heartbeat lapsed may find its window taken over: it
+calls :meth:`ReclaimWindow.fence` before each delete step, which raises
+:class:`~casstor_ops.errors.LeaseLapsedError` unless its row surely lives on.
+
+Example::
+
+    >>> with ReclaimWindow(session, OFFLINE) as window:  # doctest: +SKIP
+    ...     wait_for_writers(session, timeout_s=3600)
+    ...     window.set_state("sweeping")
+    ...     window.fence("deleting block content")       # then delete
+    >>> clear_window(session)                            # doctest: +SKIP
+
+Failures: :class:`~casstor_ops.errors.MaintenanceError` (exit 5) when a
+writer starts inside an offline window, or a window is requested (or
+cleared) while a live reclaim holds one;
+:class:`~casstor_ops.errors.CasstorError` when a holder records a state in a
+window that was cleared under it;
+:class:`~casstor_ops.errors.LeaseLapsedError` (exit 11) from ``fence`` once
+the holder's heartbeat may have lapsed. A reclaim that fails keeps its
+window open (see :class:`ReclaimWindow`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from cassandra.cluster import Session
+
+from casstor_ops.errors import CasstorError, MaintenanceError
+from casstor_ops.store.heartbeat import Heartbeat, LeaseHolder, lease_timing
+from casstor_ops.store.statements import Statements
+
+WINDOW = "reclaim"
+ALIVE = "reclaim.alive"
+OFFLINE = "offline"
+ONLINE = "online"
+RESUME_HINT = ("re-run 'spark-submit jobs/reclaim.py' to resume it, or clear it with "
+               "'spark-submit jobs/reclaim.py --clear-window'")
+
+
+@dataclass(frozen=True)
+class Window:
+    holder: str
+    mode: str
+    state: str
+    since: datetime | None
+
+    def describe(self) -> str:
+        since = f"{self.since:%Y-%m-%d %H:%M:%S} UTC" if self.since else "an unknown time"
+        return f"{self.mode} reclaim window held by {self.holder} since {since} (state {self.state})"
+
+
+def _read(session: Session, name: str) -> Window | None:
+    row = session.execute(Statements.for_session(session).window_row, (name,)).one()
+    return Window(row.holder, row.mode, row.state, row.since) if row else None
+
+
+def current_window(session: Session) -> Window | None:
+    """The open reclaim window, or None."""
+    return _read(session, WINDOW)
+
+
+def _alive_row(holder: str) -> str:
+    return f"{ALIVE}:{holder}"
+
+
+def holder_alive(session: Session, window: Window) -> bool:
+    """Whether the reclaim holding ``window`` still refreshes its heartbeat."""
+    return _read(session, _alive_row(window.holder)) is not None
+
+
+def refuse_writers_in_offline_window(session: Session) -> None:
+    """Raise MaintenanceError if an offline window is open (a writer calls it after registering its lease)."""
+    window = current_window(session)
+    if window is not None and window.mode != ONLINE:
+        raise MaintenanceError(
+            f"writes are refused during the {window.describe()}; wait for it to end. If that reclaim crashed, "
+            f"{RESUME_HINT}")
+
+
+def open_window(session: Session, holder: str, mode: str) -> Window:
+    """Take the reclaim window with an LWT; refuses if anyone holds it."""
+    now = datetime.now(timezone.utc)
+    result = session.execute(Statements.for_session(session).open_window, (WINDOW, holder, mode, "opened", now))
+    if not result.was_applied:
+        existing = current_window(session)
+        if existing is not None:
+            raise MaintenanceError(f"another reclaim holds the store: {existing.describe()}")
+        return open_window(session, holder, mode)  # it closed between our LWT and our read
+    return Window(holder, mode, "opened", now)
+
+
+def set_window_state(session: Session, holder: str, state: str) -> None:
+    """Record the reclaim's step in the window ``holder`` holds; CasstorError if it no longer does."""
+    result = session.execute(Statements.for_session(session).set_window_state, (state, WINDOW, holder))
+    if not result.was_applied:
+        raise CasstorError(f"the reclaim window is no longer held by {holder} (was it cleared with --clear-window?)")
+
+
+def close_window(session: Session, holder: str | None = None) -> bool:
+    """End the window (only if ``holder`` holds it, when given); True if one was closed."""
+    st = Statements.for_session(session)
+    if holder is None:
+        result = session.execute(st.close_any_window, (WINDOW,))
+    else:
+        result = session.execute(st.close_held_window, (WINDOW, holder))
+    return bool(result.was_applied)
+
+
+def clear_window(session: Session) -> Window | None:
+    """Clear a window left by a crashed reclaim; returns it (None if there was none).
+
+    Refuses (MaintenanceError) while the reclaim holding it is alive.
+    """
+    window = current_window(session)
+    if window is None:
+        return None
+    if holder_alive(session, window):
+        raise MaintenanceError(f"the {window.describe()} belongs to a running reclaim (its heartbeat is "
+                               f"fresh); stop that reclaim first, or wait {lease_timing().ttl_s} s if it was killed")
+    close_window(session, window.holder)
+    return window
+
+
+class ReclaimWindow(LeaseHolder):
+    """Holds the reclaim window (taking it, or resuming one whose holder died) with a heartbeat.
+
+    On a clean exit the window closes. On an exception it stays open
+    (offline: writers stay stopped, as the sweep may be half done) and the
+    heartbeat is withdrawn, so the next reclaim resumes at once.
+    ``resumed`` is the crashed window this one took over, if any.
+    """
+
+    # A reclaim resumes a crashed window, and leaves its own for the next one to resume.
+    resumable = True
+    kind = "reclaim"
+
+    def __init__(self, session: Session, mode: str) -> None:
+        self._session = session
+        self._st = Statements.for_session(session)
+        self.mode = mode
+        self.holder = f"{self.kind}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.resumed: Window | None = None
+        self._heartbeat: Heartbeat | None = None
+
+    def _beat(self, ttl_s: int) -> None:
+        self._session.execute(self._st.window_heartbeat,
+                              (_alive_row(self.holder), self.holder, datetime.now(timezone.utc), ttl_s))
+
+    def _take_over(self, crashed: Window) -> None:
+        result = self._session.execute(self._st.take_over_window,
+                                       (self.holder, self.mode, datetime.now(timezone.utc), WINDOW, crashed.holder))
+        if not result.was_applied:
+            raise MaintenanceError("another reclaim took over the crashed reclaim window first")
+        self.resumed = crashed
+
+    def __enter__(self) -> "ReclaimWindow":
+        existing = current_window(self._session)
+        if existing is None:
+            open_window(self._session, self.holder, self.mode)
+        elif not self.resumable or holder_alive(self._session, existing):
+            raise MaintenanceError(self._refusal(existing))
+        else:
+            self._take_over(existing)
+        self._heartbeat = Heartbeat(
+            self._beat, "casstor-reclaim-window", f"the reclaim window's lease ({self.holder})",
+            f"nothing more was deleted; unless another reclaim took the window over, {RESUME_HINT}")
+        return self
+
+    def _refusal(self, existing: Window) -> str:
+        return f"another reclaim is running: {existing.describe()}"
+
+    def set_state(self, state: str) -> None:
+        set_window_state(self._session, self.holder, state)
+
+    def __exit__(self, exc_type: type | None, *exc: object) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        # A plain delete, like the heartbeat's writes: an LWT's timestamp need not order after them.
+        self._session.execute(self._st.delete_window_row, (_alive_row(self.holder),))
+        if exc_type is None or not self.resumable:
+            close_window(self._session, self.holder)
+
+
+class RepairWindow(ReclaimWindow):
+    """The window held by ``verify --repair-index``, online (stores keep running), so no reclaim runs beside it.
+
+    Reclaim deletes index rows on purpose, and a repair meanwhile would
+    write them back for blocks the reclaim then deletes (see
+    :mod:`casstor_ops.ops.verify`). It refuses any open window, a crashed
+    one included (that is a reclaim's to resume), and closes on every exit:
+    a repair has nothing to resume. Example: ``with RepairWindow(session):
+    ...``; MaintenanceError (exit 5, one line) when a window is open.
+    """
+
+    resumable = False
+    kind = "verify"
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session, ONLINE)
+
+    def _refusal(self, existing: Window) -> str:
+        return (f"verify --repair-index refuses to run during the {existing.describe()}: reclaim deletes index rows "
+                f"on purpose and a repair would undo it; run it afterwards")

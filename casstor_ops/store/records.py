@@ -1,0 +1,106 @@
+"""What the store's operations return (re-exported by :mod:`casstor_ops.store.api`).
+
+Example::
+
+    >>> StoreResult("a", 10, 1, 1, 10, 0.5).as_dict()["new_bytes"]
+    10
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    """One ``put``: logical bytes and blocks, and how many of them were new to the store."""
+
+    id: str
+    bytes: int
+    blocks: int
+    new_blocks: int
+    new_bytes: int
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    id: str
+    bytes: int
+    blocks: int
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FileAttributes:
+    """A stored file's permission bits (``st_mode & 0o7777``) and modification time, as its source had them.
+
+    Recorded when a file is stored from a path, applied when it is restored to one.
+
+    Example::
+
+        >>> FileAttributes.of(os.stat("notes.txt"))      # doctest: +SKIP
+        FileAttributes(mode=384, mtime_ns=1700000000123456789)
+    """
+
+    mode: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, status: os.stat_result) -> "FileAttributes":
+        return cls(stat.S_IMODE(status.st_mode), status.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A file's committed head: the version readers see.
+
+    ``attributes`` is None for a file stored from a stream (stdin, a file
+    object) or by a casstor that did not record them.
+    """
+
+    id: str
+    version: uuid.UUID
+    size: int
+    hash: bytes
+    blocks: int
+    committed_at: datetime | None
+    attributes: FileAttributes | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: hash as hex, version as text, time as ISO 8601 UTC, mode as octal text (``"0600"``)."""
+        attributes = self.attributes
+        return {"id": self.id, "version": str(self.version), "size": self.size, "hash": self.hash.hex(),
+                "blocks": self.blocks,
+                "committed_at": self.committed_at.isoformat() + "Z" if self.committed_at else None,
+                "mode": f"{attributes.mode:04o}" if attributes else None,
+                "mtime_ns": attributes.mtime_ns if attributes else None}
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """Store-wide totals; exact integers (summed in Python, never in a 32-bit CQL aggregate)."""
+
+    files: int
+    logical_bytes: int
+    unique_blocks: int
+    stored_bytes: int
+
+    @property
+    def dedup_ratio(self) -> float:
+        """Logical bytes per stored byte (1.0 for an empty store)."""
+        return self.logical_bytes / self.stored_bytes if self.stored_bytes else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "dedup_ratio": round(self.dedup_ratio, 6)}

@@ -1,0 +1,324 @@
+"""The restore pipeline: a committed version's blocks, fetched concurrently, written in order.
+
+The head row is read once; its version's block list (``file_blocks``) is
+paged, and blocks are fetched ``blocks_per_read`` at a time (``IN ?``)
+with at most ``window`` reads in flight and at most
+``2 x window x blocks_per_read`` blocks between the write position and the
+last block asked for, so memory is bounded by that many ``chunk_max``
+whatever the file size. A concurrent overwrite or removal does not
+disturb a restore by itself: it reads the version it started with, whose
+rows are never deleted eagerly. A reclaim (online) may free that version's
+blocks and block list meanwhile, though: a block found missing, or a list
+found short, is therefore checked against the head, re-read, and reported
+as :class:`~casstor_ops.errors.FileChangedError` ("the file changed during
+restore; run again", exit 12) when the head has moved, never as corruption.
+The restore does not hold a read lease that reclaim would respect instead:
+that would make every restore a writer (a lease row and its heartbeat),
+and an online reclaim would wait for the longest restore; re-reading the
+head costs one read, and only when something is missing.
+
+Every block is checked against its hash and size, and the block list
+against the head's file hash (:func:`~casstor_ops.store.hashing.file_hash`) at
+the end. A missing or damaged block stops the restore at once with
+:class:`~casstor_ops.errors.CorruptionError` naming the file, the offset
+and the block (FileChangedError instead when the file changed, above). A path destination is written to a temporary file beside
+it (flushed to disk in the background as it grows), fsynced and renamed
+into place only when everything checked out, so a failed restore leaves
+nothing at DEST.
+Requests time out (``timeout_s``) and are retried a few times; nothing
+waits forever.
+
+Example::
+
+    >>> with open("out.bin", "wb") as out:                              # doctest: +SKIP
+    ...     Restore(session, head).run(out)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import time
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import BinaryIO
+
+from cassandra.cluster import Session
+
+from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
+from casstor_ops.errors import CasstorError, CorruptionError, FileChangedError
+from casstor_ops.store.hashing import block_hash, file_hasher
+from casstor_ops.store.inflight import RequestWindow
+from casstor_ops.store.progress import ProgressCallback
+from casstor_ops.store.records import FileInfo, RestoreResult
+from casstor_ops.store.statements import Statements
+
+READ_WINDOW = 8        # concurrent block reads (see docs/driver.md)
+BLOCKS_PER_READ = 16   # distinct blocks per read (IN ? of 16: a third less client CPU per MB than 4)
+LIST_PAGE_ROWS = 2000  # file_blocks rows per page
+RECENT_BLOCKS = 64
+# Block checks run on worker threads (hashlib releases the GIL), one task per read, while this thread
+# dispatches and writes: hashing is the restore's own CPU cost.
+VERIFY_THREADS = 2
+# A path destination is flushed to disk in the background every this many bytes, so the fsync before
+# the rename only waits for the tail (it cost a restore of 268 MB ~0.25 s when it waited for it all).
+SYNC_EVERY_BYTES = 32 * 1024 * 1024
+
+
+def _first_damaged(blocks: list[tuple[bytes, bytes, int, int]]) -> tuple[int, bytes] | None:
+    """(offset, hash) of the first of ``(content, hash, offset, size)`` that fails its check, else None."""
+    for content, digest, offset, size in blocks:
+        if len(content) != size or block_hash(content) != digest:
+            return offset, digest
+    return None
+
+
+class Restore:
+    """One restore of one committed version (not reusable)."""
+
+    def __init__(self, session: Session, head: FileInfo, statements: Statements | None = None,
+                 window: int = READ_WINDOW, blocks_per_read: int = BLOCKS_PER_READ,
+                 timeout_s: float = REQUEST_TIMEOUT_S, progress: ProgressCallback | None = None) -> None:
+        self._session = session
+        self._head = head
+        self._st = statements or Statements.for_session(session)
+        self._window = RequestWindow(session, window, timeout_s=timeout_s, execution_profile=self._st.plain_rows)
+        self._per_read = blocks_per_read
+        # Twice the blocks in flight: a late block does not stall the window
+        # (memory: 2 x window x blocks_per_read x chunk_max at most).
+        self._ahead = 2 * window * blocks_per_read
+        self._progress = progress
+        self._ready: dict[int, tuple[bytes, bytes, Future]] = {}  # block index -> (content, hash, its read's check)
+        self._verifier: ThreadPoolExecutor | None = None
+        self._next = 0
+        self._group: list[tuple[bytes, int, int]] = []  # (hash, offset, size) for the next read
+        # A block repeated within a file (zeros, padding) is fetched once: later uses wait for the same
+        # read, or take the copy kept among the last RECENT_BLOCKS fetched ones.
+        self._waiting: dict[bytes, list[int]] = {}
+        self._recent: OrderedDict[bytes, tuple[bytes, bytes, Future]] = OrderedDict()
+
+    def _block_list(self):
+        statement = self._st.file_blocks.bind((self._head.id, self._head.version))
+        statement.fetch_size = LIST_PAGE_ROWS
+        return self._session.execute(statement)
+
+    def _corrupt(self, offset: int, digest: bytes, what: str) -> CorruptionError:
+        return CorruptionError(f"{self._head.id!r}: block {digest.hex()} at offset {offset} {what}; "
+                               f"the file cannot be restored")
+
+    def _unless_changed(self, error: CorruptionError) -> CasstorError:
+        """``error`` if the head still names the version being restored, else FileChangedError.
+
+        Only for what a reclaim does to a superseded version (blocks or block
+        list rows gone); content that fails its hash is corruption whatever the head says.
+        """
+        head = self._session.execute(self._st.head, (self._head.id,)).one()
+        if head is not None and head.version == self._head.version:
+            return error
+        return FileChangedError(f"{self._head.id!r}: the file changed during restore (overwritten or removed, and "
+                                f"the old version's blocks reclaimed); run again")
+
+    def _fetched(self, group: list[tuple[bytes, int, int]], rows) -> None:
+        found = dict(rows) if len(group) > 1 else {group[0][0]: row[0] for row in rows}
+        blocks = []
+        for digest, offset, size in group:
+            content = found.get(digest)
+            if content is None:
+                raise self._unless_changed(self._corrupt(offset, digest, "is missing"))
+            blocks.append((content, digest, offset, size))
+        check = self._verifier.submit(_first_damaged, blocks)  # one task per read, not per block
+        for content, digest, _, _ in blocks:
+            block = (content, digest, check)
+            for waiter in self._waiting.pop(digest):
+                self._ready[waiter] = block
+            self._recent[digest] = block
+            if len(self._recent) > RECENT_BLOCKS:
+                self._recent.popitem(last=False)
+
+    def _send_group(self) -> None:
+        group, self._group = self._group, []
+        if len(group) == 1:  # a single-key read is routed to a replica (token aware)
+            self._window.submit(self._st.read_block, (group[0][0],), partial(self._fetched, group))
+        elif group:
+            self._window.submit(self._st.read_blocks, ([g[0] for g in group], len(group)),
+                                partial(self._fetched, group))
+
+    def _request(self, index: int, digest: bytes, offset: int, size: int) -> None:
+        if digest in self._recent:
+            self._recent.move_to_end(digest)
+            self._ready[index] = self._recent[digest]
+        elif digest in self._waiting:
+            self._waiting[digest].append(index)
+        else:
+            self._waiting[digest] = [index]
+            self._group.append((digest, offset, size))
+            if len(self._group) >= self._per_read:
+                self._send_group()
+
+    def _wait(self, out: BinaryIO, file_hash: "hashlib._Hash") -> None:
+        self._send_group()  # a partial group must not wait for blocks behind the look-ahead limit
+        self._window.poll()
+        self._write_ready(out, file_hash)
+
+    def _write_ready(self, out: BinaryIO, file_hash: "hashlib._Hash") -> None:
+        ready = self._ready
+        while self._next in ready:
+            content, digest, check = ready.pop(self._next)
+            damaged = check.result()
+            if damaged is not None:
+                raise self._corrupt(*damaged, "does not match its hash")
+            out.write(content)
+            file_hash.update(digest)
+            if self._progress:
+                self._progress(len(content))
+            self._next += 1
+
+    def run(self, out: BinaryIO) -> RestoreResult:
+        """Write the version's bytes to ``out``; CorruptionError on any mismatch."""
+        started = time.perf_counter()
+        file_hash = file_hasher()
+        count = written = 0
+        try:
+            self._verifier = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="casstor-verify")
+            for index, (offset, digest, size) in enumerate(self._block_list()):
+                if offset != written:
+                    raise self._corrupt(offset, digest, f"is listed where offset {written} belongs")
+                self._write_ready(out, file_hash)
+                while index - self._next >= self._ahead:
+                    self._wait(out, file_hash)
+                self._request(index, digest, offset, size)
+                written += size
+                count = index + 1
+            self._write_ready(out, file_hash)
+            while self._next < count:
+                self._wait(out, file_hash)
+        finally:
+            self._verifier.shutdown(cancel_futures=True)
+        if count != self._head.blocks or written != self._head.size:
+            raise self._unless_changed(CorruptionError(
+                f"{self._head.id!r}: the block list has {count} blocks / {written} bytes, the head says "
+                f"{self._head.blocks} / {self._head.size}; the file cannot be restored"))
+        if file_hash.digest() != self._head.hash:
+            raise CorruptionError(f"{self._head.id!r}: the block list does not match the file hash "
+                                  f"{self._head.hash.hex()}")
+        return RestoreResult(self._head.id, written, count, round(time.perf_counter() - started, 6))
+
+
+def restore_to_path(restore: Restore, dest: Path, force: bool) -> RestoreResult:
+    """Restore into a temporary file beside ``dest``, fsync it, give it the recorded mode and mtime, then move it
+    into place.
+
+    Refuses an existing ``dest`` unless ``force`` (checked before and again
+    at the rename, which never replaces without ``force``). A head without
+    recorded attributes keeps the temporary file's mode (0666 less the umask).
+    """
+    check_destination(dest, force)
+    tmp: Path | None = None
+    try:
+        tmp, file = _create_temporary(dest.parent)
+        with file, _SyncingWriter(file) as out:
+            result = restore.run(out)
+            out.sync()
+        attributes = restore._head.attributes
+        if attributes is not None:
+            # Exact bits, not filtered by the umask; the mtime last, after every write.
+            os.chmod(tmp, attributes.mode)
+            os.utime(tmp, ns=(time.time_ns(), attributes.mtime_ns))
+        if force:
+            os.replace(tmp, dest)
+        else:
+            _move_no_clobber(tmp, dest)
+        _fsync_dir(dest.parent)
+        return result
+    except OSError as err:  # disk full, no permission: nothing is left at DEST
+        raise CasstorError(f"cannot write {dest}: {err.strerror or err}") from None
+    finally:
+        if tmp is not None:  # None: nothing was created, and a name another restore drew is not ours to delete
+            tmp.unlink(missing_ok=True)
+
+
+def _create_temporary(directory: Path) -> tuple[Path, BinaryIO]:
+    """A new empty file in ``directory`` with a unique name of a fixed 29 bytes, and the file open for writing.
+
+    The name does not include DEST's: any basename up to the file system's
+    limit (255 bytes) can be restored. ``xb`` never opens an existing file,
+    so a name drawn twice is drawn again rather than shared. Example:
+    ``_create_temporary(Path("/data"))`` -> ``(Path("/data/.casstor-1f0c9a7e5b3d2c41.tmp"), file)``;
+    an OSError (no permission, disk full) propagates.
+    """
+    while True:
+        tmp = directory / f".casstor-{secrets.token_hex(8)}.tmp"
+        try:
+            return tmp, open(tmp, "xb")
+        except FileExistsError:
+            continue
+
+
+class _SyncingWriter:
+    """Writes to ``file``, flushing what was written to disk in the background every ``every`` bytes."""
+
+    def __init__(self, file: BinaryIO, every: int = SYNC_EVERY_BYTES) -> None:
+        self._file = file
+        self._every = every
+        self._unsynced = 0
+        self._syncer = ThreadPoolExecutor(1, thread_name_prefix="casstor-sync")
+        self._sync: Future | None = None
+
+    def __enter__(self) -> "_SyncingWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._syncer.shutdown()
+
+    def write(self, data: bytes) -> int:
+        written = self._file.write(data)
+        self._unsynced += written
+        if self._unsynced >= self._every and (self._sync is None or self._sync.done()):
+            self._wait_for_sync()
+            self._file.flush()
+            self._sync = self._syncer.submit(os.fsync, self._file.fileno())
+            self._unsynced = 0
+        return written
+
+    def _wait_for_sync(self) -> None:
+        if self._sync is not None:
+            self._sync.result()  # a background fsync's OSError is raised here
+
+    def sync(self) -> None:
+        """Return once every byte written is on disk."""
+        self._file.flush()
+        self._wait_for_sync()
+        os.fsync(self._file.fileno())
+
+
+def _move_no_clobber(tmp: Path, dest: Path) -> None:
+    """Rename ``tmp`` to ``dest`` unless ``dest`` exists (a hard link fails atomically if it does)."""
+    try:
+        os.link(tmp, dest)
+    except FileExistsError:
+        raise CasstorError(f"{dest}: already exists (use --force to overwrite)") from None
+    except OSError:  # no hard links on this file system: check, then rename (a small race)
+        check_destination(dest, force=False)
+        os.replace(tmp, dest)
+        return
+    os.unlink(tmp)
+
+
+def check_destination(dest: Path, force: bool) -> None:
+    if dest.is_dir():
+        raise CasstorError(f"{dest}: is a directory; give a file path")
+    if dest.exists() and not force:
+        raise CasstorError(f"{dest}: already exists (use --force to overwrite)")
+    if not dest.parent.is_dir():
+        raise CasstorError(f"{dest.parent}: no such directory")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

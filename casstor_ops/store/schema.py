@@ -1,0 +1,320 @@
+"""The store's schema, its recorded settings, and ``casstor init``.
+
+Two keyspaces with their own replication, because blocks and metadata
+have different costs and different value per byte: ``casstor_data`` holds
+the bulk (block content) and its light index; ``casstor_meta`` holds the
+small, precious rows (files, block lists, settings, the reclaim window).
+
+``casstor_data``
+
+* ``blocks (hash blob PK, size int, content blob)``: one partition per
+  block, keyed by its 32-byte BLAKE2b digest. A hash is uniformly
+  distributed, so the key spreads load evenly over the ring; one block a
+  partition keeps reads and deletes of a block single-partition.
+* ``existing_blocks (hash blob PK, size int)``: the light index the store
+  asks "do you have it?". It has no content column, so existence checks
+  and full scans (stats, reclaim, verify) never touch blob SSTables (a
+  ``count(*)`` over ``blocks`` ran a 1 GiB-heap node out of memory). It is
+  written *after* the block, so an index row implies the block is there.
+  It lives beside ``blocks`` (same replication): it vouches for blocks.
+* ``block_claims ((bucket) PK, hash CK, writer uuid)``: which store is
+  uploading a missing block, taken with ``IF NOT EXISTS`` and a TTL, so
+  concurrent stores of shared new blocks upload each once
+  (:mod:`casstor_ops.store.upload`). ``CLAIM_BUCKETS`` partitions, chosen by the
+  hash, so one conditional batch (one Paxos round) claims many blocks:
+  measured here, 4,356 claims cost the node 0.8-1.2 CPU-seconds in
+  batches of ~16 against 5.5-9 one LWT each. More buckets spread claims
+  over more replicas and cost more rounds.
+
+``casstor_meta``
+
+* ``files (id text PK, version timeuuid, size bigint, hash blob, blocks int,
+  committed_at timestamp, mode int, mtime_ns bigint)``: the head row, the
+  commit point of a store. A store writes a new version's block list first
+  and then flips the head in one single-partition write, so readers see the
+  old version or the new one, never a mix, and a store killed at any moment
+  leaves the old head. ``mode`` (``st_mode & 0o7777``) and ``mtime_ns`` are
+  the source's, null when it was a stream; a restore to a path applies them.
+  They were added with ``ALTER TABLE ... ADD IF NOT EXISTS`` (run by every
+  ``casstor init``), so older stores gain them and their heads read as null.
+* ``file_blocks ((id, version) PK, block_offset bigint CK, hash blob, size
+  int)``: a version's block list, ordered by byte offset, paged on read.
+  Keyed by (id, version) so a new version never overwrites the rows of the
+  one readers may still be reading; superseded and never-committed lists
+  are garbage that reclaim removes after a grace period.
+* ``settings (name text PK, value text)``: the chunker, its sizes, the block
+  and file hash functions (:mod:`casstor_ops.store.hashing`) and the schema
+  version, written once with ``IF NOT EXISTS``.
+* ``maintenance (name text PK, …)``: the reclaim window flag (taken with a
+  lightweight transaction) and ``writer_leases``: running writers'
+  heartbeats (TTL rows), so reclaim can wait for them.
+
+Hashes are 32-byte blobs, not 64-character hex text: half the key bytes in
+every index, block list and bloom filter, and no encode/decode on the hot
+path (measured: see ``docs/schema.md``).
+
+DDL cannot be prepared; the only variable parts of it (replication factors
+and data-centre names) are validated here against ``[A-Za-z0-9_.-]`` and
+integers before they go into a statement. Everything else is prepared
+(:mod:`casstor_ops.store.statements`).
+
+Example::
+
+    >>> settings = init_store(session, Replication.simple(1), Replication.simple(1))  # doctest: +SKIP
+    >>> settings.chunk_avg
+    49152
+
+Failures: a conflicting re-init raises :class:`~casstor_ops.errors.CasstorError`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+
+from cassandra import ConsistencyLevel
+from cassandra.cluster import Session
+from cassandra.query import SimpleStatement
+
+from casstor_ops.cluster.connection import endpoint_of, reported_as_user_errors
+from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
+from casstor_ops.store.hashing import BLOCK_HASH, FILE_HASH
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.statements import Statements
+
+# 2: file hashes are BLAKE2b of the block hashes (1 hashed the whole content again).
+SCHEMA_VERSION = 2
+
+_TABLES = [
+    f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.blocks (
+        hash blob PRIMARY KEY, size int, content blob)""",
+    f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.existing_blocks (
+        hash blob PRIMARY KEY, size int)""",
+    # Claims only save work (a lost or revived claim costs one duplicate upload), and all expire:
+    # their tombstones need no ten-day grace.
+    f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.block_claims (
+        bucket int, hash blob, writer uuid, PRIMARY KEY (bucket, hash)) WITH gc_grace_seconds = 3600""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.settings (
+        name text PRIMARY KEY, value text)""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.files (
+        id text PRIMARY KEY, version timeuuid, size bigint, hash blob, blocks int,
+        committed_at timestamp)""",
+    # Added after the first release: stores created before get them here, with null in their existing heads.
+    f"ALTER TABLE {META_KS}.files ADD IF NOT EXISTS (mode int, mtime_ns bigint)",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.file_blocks (
+        id text, version timeuuid, block_offset bigint, hash blob, size int,
+        PRIMARY KEY ((id, version), block_offset))""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.maintenance (
+        name text PRIMARY KEY, holder text, mode text, state text, since timestamp)""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.writer_leases (
+        writer uuid PRIMARY KEY, kind text, host text, started_at timestamp)""",
+]
+
+CLAIM_BUCKETS = 16  # every writer must agree: a block's claim lives in one partition
+
+
+def claim_bucket(digest: bytes) -> int:
+    """The ``block_claims`` partition of a block."""
+    return digest[0] % CLAIM_BUCKETS
+
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class Replication:
+    """SimpleStrategy with one RF, or NetworkTopologyStrategy with an RF per data centre."""
+
+    strategy: str
+    factors: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def simple(cls, rf: int) -> "Replication":
+        if rf < 1:
+            raise CasstorError(f"replication factor {rf}: must be at least 1")
+        return cls("SimpleStrategy", (("replication_factor", rf),))
+
+    @classmethod
+    def parse_dcs(cls, spec: str) -> "Replication":
+        """``'MAINDC:3,BACKUPDC:1'`` -> NetworkTopologyStrategy."""
+        factors = []
+        for item in spec.split(","):
+            dc, _, rf = item.strip().partition(":")
+            if not _NAME.match(dc) or not rf.isdigit() or int(rf) < 1:
+                raise CasstorError(f"{spec!r}: expected DC:RF[,DC:RF...], e.g. MAINDC:3,BACKUPDC:1")
+            factors.append((dc, int(rf)))
+        return cls("NetworkTopologyStrategy", tuple(factors))
+
+    def cql(self) -> str:
+        parts = [f"'class': '{self.strategy}'"] + [f"'{k}': '{v}'" for k, v in self.factors]
+        return "{" + ", ".join(parts) + "}"
+
+    def as_map(self) -> dict[str, str]:
+        return {"class": f"org.apache.cassandra.locator.{self.strategy}", **{k: str(v) for k, v in self.factors}}
+
+    def __str__(self) -> str:
+        return f"{self.strategy}({', '.join(f'{k}={v}' for k, v in self.factors)})"
+
+
+# The ranges pyfastcdc's FastCDC 2020 accepts (it raises ValueError outside them, at the first store).
+CHUNK_LIMITS = {"chunk_min": (64, 1 << 20), "chunk_avg": (256, 4 << 20), "chunk_max": (1 << 10, 16 << 20)}
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """What a store was initialised with; every writer must use exactly these."""
+
+    hash: str = BLOCK_HASH
+    file_hash: str = FILE_HASH
+    chunker: str = "fastcdc-2020"
+    chunk_min: int = 16 * 1024
+    chunk_avg: int = 48 * 1024
+    chunk_max: int = 256 * 1024
+    normalized_chunking: int = 2
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in CHUNK_LIMITS.items():
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise CasstorError(f"{name.replace('_', ' ')} {value}: FastCDC 2020 takes {low} to {high} bytes")
+        if not self.chunk_min <= self.chunk_avg <= self.chunk_max:
+            raise CasstorError(f"chunk sizes min {self.chunk_min} / avg {self.chunk_avg} / max {self.chunk_max}: "
+                               "need min <= avg <= max")
+
+    def as_rows(self) -> dict[str, str]:
+        return {k: str(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_rows(cls, rows: dict[str, str]) -> "StoreSettings":
+        kwargs = {"file_hash": "blake2b-256"}  # schema 1 did not record it: whole-content BLAKE2b
+        for f in fields(cls):
+            if f.name in rows:
+                kwargs[f.name] = int(rows[f.name]) if f.type in ("int", int) else rows[f.name]
+        return cls(**kwargs)
+
+
+def default_rf(session: Session) -> int:
+    """RF 3 once three nodes are up (RF 2 cannot serve QUORUM with one down), else one per node."""
+    up = sum(1 for h in session.cluster.metadata.all_hosts() if h.is_up)
+    return 3 if up >= 3 else max(1, up)
+
+
+def replication_map(session: Session, keyspace: str) -> dict[str, str] | None:
+    """A keyspace's replication as Cassandra reports it, or None when it does not exist.
+
+    Example::
+
+        >>> replication_map(session, META_KS)   # doctest: +SKIP
+        {'class': 'org.apache.cassandra.locator.SimpleStrategy', 'replication_factor': '1'}
+
+    Failures: the driver's errors (an unreachable cluster) propagate.
+    """
+    row = session.execute(Statements.for_session(session).keyspace_replication, (keyspace,)).one()
+    return dict(row.replication) if row else None
+
+
+def _ensure_keyspace(session: Session, keyspace: str, wanted: Replication, explicit: bool) -> None:
+    existing = replication_map(session, keyspace)
+    if existing is None:
+        session.execute(SimpleStatement(
+            f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {wanted.cql()}",
+            consistency_level=ConsistencyLevel.ONE))
+        return
+    if explicit and existing != wanted.as_map():
+        raise CasstorError(
+            f"{keyspace} already exists with replication {existing}; refusing to change it to {wanted} "
+            f"(use ALTER KEYSPACE and 'nodetool repair' to change replication)")
+
+
+def read_settings(session: Session) -> StoreSettings | None:
+    """The recorded settings, or None when the store was never initialised: no ``casstor_meta`` keyspace, no
+    settings table in it (a keyspace made by something else, or an interrupted init), or no rows in the table.
+
+    Example::
+
+        >>> read_settings(session).chunk_avg           # doctest: +SKIP
+        49152
+
+    Failures: a refused permission, a timeout or an unreachable cluster raise
+    the one-line CasstorError of :func:`~casstor_ops.cluster.connection.connect_error`
+    (``EXIT_UNAUTHORISED``, ``EXIT_TIMEOUT``, ``EXIT_UNREACHABLE``); anything
+    else propagates with its traceback.
+    """
+    st = Statements.for_session(session)
+    with reported_as_user_errors(endpoint_of(session), "read the store's settings"):
+        # Asked first, so that reading the table never fails only because it is not there.
+        if session.execute(st.table_exists, (META_KS, "settings")).one() is None:
+            return None
+        found = {r.name: r.value for r in session.execute(st.all_settings)}
+    return StoreSettings.from_rows(found) if found else None
+
+
+def require_settings(session: Session) -> StoreSettings:
+    """The recorded settings of a store this casstor can use.
+
+    Example: ``Store(session)`` calls it first. Failures: a store that is not
+    initialised, or whose head table lacks ``mode`` (made before it), raises
+    CasstorError ``EXIT_NOT_INITIALISED``; another schema or hash, CasstorError
+    (1); a failed settings read, as :func:`read_settings`; a failed column
+    check, the driver's error.
+    """
+    settings = read_settings(session)
+    if settings is None:
+        raise CasstorError("the store is not initialised: run 'casstor init'", EXIT_NOT_INITIALISED)
+    found = (settings.schema_version, settings.hash, settings.file_hash)
+    if found != (SCHEMA_VERSION, BLOCK_HASH, FILE_HASH):
+        raise CasstorError(f"the store has schema {found[0]} (block hash {found[1]}, file hash {found[2]}); this "
+                           f"casstor reads schema {SCHEMA_VERSION} ({BLOCK_HASH}, {FILE_HASH}) only: restore its "
+                           f"files with the casstor that wrote them, and store them in a new store")
+    if session.execute(Statements.for_session(session).column_exists, (META_KS, "files", "mode")).one() is None:
+        raise CasstorError("the store's tables predate this casstor (casstor_meta.files has no mode column): "
+                           "run 'casstor init' to add the missing columns", EXIT_NOT_INITIALISED)
+    return settings
+
+
+def init_store(session: Session, data: Replication | None = None, meta: Replication | None = None,
+               settings: StoreSettings | None = None) -> StoreSettings:
+    """Create keyspaces and tables and record the settings; idempotent.
+
+    ``data``/``meta`` None means "the default for this cluster" and never
+    conflicts with an existing keyspace; an explicit value that differs from
+    the existing replication, or settings that differ from the recorded
+    ones, raise :class:`CasstorError` and change nothing.
+    """
+    rf = default_rf(session)
+    _ensure_keyspace(session, DATA_KS, data or Replication.simple(rf), data is not None)
+    _ensure_keyspace(session, META_KS, meta or Replication.simple(rf), meta is not None)
+    for ddl in _TABLES:
+        session.execute(SimpleStatement(ddl, consistency_level=ConsistencyLevel.ONE))
+    session.cluster.control_connection.wait_for_schema_agreement()
+    wanted = settings or StoreSettings()
+    record = Statements.for_session(session).record_setting
+    for name, value in wanted.as_rows().items():
+        session.execute(record, (name, value))
+    recorded = read_settings(session)
+    if recorded != wanted:
+        diffs = [f"{k}={v} (asked {getattr(wanted, k)})" for k, v in asdict(recorded).items()
+                 if getattr(wanted, k) != v]
+        raise CasstorError(f"the store is already initialised with {', '.join(diffs)}; refusing to change it "
+                           f"(blocks chunked or hashed differently would never deduplicate)")
+    return recorded
+
+
+# The commit bound is a tunable, not a recorded setting: changing it never
+# breaks dedup, and the tests shorten it. Stores enforce it (every block a
+# commit relies on was verified less than the bound ago); online reclaim
+# waits longer than it. Both read it from the same row, so they agree.
+DEFAULT_COMMIT_BOUND_S = 300
+
+
+def commit_bound_s(session: Session) -> int:
+    """Seconds a store may rely on an existence check before its commit."""
+    row = session.execute(Statements.for_session(session).setting, ("commit_bound_s",)).one()
+    return int(row.value) if row else DEFAULT_COMMIT_BOUND_S
+
+
+def set_commit_bound(session: Session, seconds: int) -> None:
+    if seconds < 1:
+        raise CasstorError(f"commit bound {seconds} s: must be at least 1 s")
+    session.execute(Statements.for_session(session).write_setting, ("commit_bound_s", str(seconds)))

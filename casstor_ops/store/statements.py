@@ -1,0 +1,164 @@
+"""Every CQL statement of casstor, prepared lazily, once per session.
+
+Every statement with user data is prepared (never formatted into CQL);
+DDL, which cannot be prepared, stays in :mod:`casstor_ops.store.schema`.
+``Statements.for_session`` keeps one registry per session (weakly, so a
+dropped session takes its registry with it), and each Store, job task,
+verify partition or test shares it. A statement is prepared the first time
+it is used, so a command only prepares what it runs (a store never
+prepares reclaim's or verify's statements); after that it is a plain
+attribute, with no lock or lookup on the hot path. Statement-level
+settings (SERIAL on the window read, QUORUM on recording the settings)
+are set here, once.
+
+``plain_rows`` is an execution profile returning rows as plain tuples
+(for the hot block reads and existence checks).
+
+Example::
+
+    >>> st = Statements.for_session(session)                    # doctest: +SKIP
+    >>> session.execute(st.head, ("photos/a.jpg",)).one()       # doctest: +SKIP
+
+Failures: preparing raises the driver's error (e.g. ``InvalidRequest`` for a
+table that does not exist yet) at the first use of that statement, and is
+tried again at the next use; ``ReferenceError`` if the session was garbage
+collected while its registry is still in use.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from cassandra import ConsistencyLevel
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Session
+from cassandra.query import PreparedStatement, tuple_factory
+
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+
+
+class _Prepared:
+    """A registry attribute prepared on first access (under the registry's lock), then stored on the instance.
+
+    A non-data descriptor: once the prepared statement is in the instance's
+    ``__dict__``, attribute lookup finds it there and never calls ``__get__`` again.
+    """
+
+    def __init__(self, cql: str, consistency_level: int | None = None) -> None:
+        self.cql = cql
+        self.consistency_level = consistency_level
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, registry: "Statements | None", owner: type | None = None) -> "PreparedStatement | _Prepared":
+        if registry is None:
+            return self
+        with registry._prepare_lock:
+            # Another thread may have prepared it while this one waited for the lock.
+            found = registry.__dict__.get(self.name)
+            if found is None:
+                found = registry._session.prepare(self.cql)
+                if self.consistency_level is not None:
+                    found.consistency_level = self.consistency_level
+                registry.__dict__[self.name] = found
+            return found
+
+# The write times tell whether mode and mtime_ns were written with this version (see catalog).
+_HEAD_COLUMNS = ("id, version, size, hash, blocks, committed_at, mode, mtime_ns, "
+                 "WRITETIME(version) AS head_written, WRITETIME(mtime_ns) AS attributes_written")
+
+
+class Statements:
+    """The prepared statements of one session: blocks, block lists, heads, settings, leases, window, jobs."""
+
+    _cache: "weakref.WeakKeyDictionary[Session, Statements]" = weakref.WeakKeyDictionary()
+    _lock = threading.Lock()
+
+    # -- blocks: the store's hot path
+    # LIMIT = the number of keys asked: explicit bound on the rows a check returns.
+    existing = _Prepared(f"SELECT hash FROM {DATA_KS}.existing_blocks WHERE hash IN ? LIMIT ?")
+    insert_block = _Prepared(f"INSERT INTO {DATA_KS}.blocks (hash, size, content) VALUES (?, ?, ?)")
+    claim_block = _Prepared(
+        f"INSERT INTO {DATA_KS}.block_claims (bucket, hash, writer) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?")
+    release_claim = _Prepared(f"DELETE FROM {DATA_KS}.block_claims WHERE bucket = ? AND hash = ? IF writer = ?")
+    insert_existing = _Prepared(f"INSERT INTO {DATA_KS}.existing_blocks (hash, size) VALUES (?, ?)")
+    read_block = _Prepared(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?")
+    read_blocks = _Prepared(f"SELECT hash, content FROM {DATA_KS}.blocks WHERE hash IN ? LIMIT ?")
+    existing_sizes = _Prepared(f"SELECT size FROM {DATA_KS}.existing_blocks")
+
+    # -- block lists and heads
+    insert_file_block = _Prepared(
+        f"INSERT INTO {META_KS}.file_blocks (id, version, block_offset, hash, size) VALUES (?, ?, ?, ?, ?)")
+    file_blocks = _Prepared(f"SELECT block_offset, hash, size FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
+    # mode and mtime_ns are always bound (None for a stream): an unset value would keep the previous version's.
+    insert_head = _Prepared(f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, committed_at, mode, "
+                            f"mtime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+    head = _Prepared(f"SELECT {_HEAD_COLUMNS} FROM {META_KS}.files WHERE id = ?")
+    all_heads = _Prepared(f"SELECT {_HEAD_COLUMNS} FROM {META_KS}.files")
+    delete_head = _Prepared(f"DELETE FROM {META_KS}.files WHERE id = ?")
+
+    # -- settings (casstor's and the server's) and replication
+    keyspace_replication = _Prepared("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?")
+    table_exists = _Prepared(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?")
+    column_exists = _Prepared("SELECT column_name FROM system_schema.columns "
+                              "WHERE keyspace_name = ? AND table_name = ? AND column_name = ?")
+    all_settings = _Prepared(f"SELECT name, value FROM {META_KS}.settings")
+    setting = _Prepared(f"SELECT value FROM {META_KS}.settings WHERE name = ?")
+    # QUORUM whatever CASSTOR_CONSISTENCY says: the settings are written once and every writer must agree on them.
+    record_setting = _Prepared(f"INSERT INTO {META_KS}.settings (name, value) VALUES (?, ?) IF NOT EXISTS",
+                               ConsistencyLevel.QUORUM)
+    write_setting = _Prepared(f"INSERT INTO {META_KS}.settings (name, value) VALUES (?, ?)")
+    server_setting = _Prepared("SELECT value FROM system_views.settings WHERE name = ?")
+    # ONE: system.local is the node's own table, and the request is sent to the node whose clock is asked.
+    node_clock = _Prepared("SELECT toUnixTimestamp(now()) AS now_ms FROM system.local", ConsistencyLevel.ONE)
+
+    # -- writer leases (TTL bound per call: it is a setting, CASSTOR_LEASE_TTL_S, not the statement's)
+    insert_lease = _Prepared(
+        f"INSERT INTO {META_KS}.writer_leases (writer, kind, host, started_at) VALUES (?, ?, ?, ?) USING TTL ?")
+    delete_lease = _Prepared(f"DELETE FROM {META_KS}.writer_leases WHERE writer = ?")
+    lease_writers = _Prepared(f"SELECT writer FROM {META_KS}.writer_leases")
+
+    # -- the reclaim window
+    # SERIAL: an LWT that just committed (a window opened or taken over) is seen.
+    window_row = _Prepared(f"SELECT holder, mode, state, since FROM {META_KS}.maintenance WHERE name = ?",
+                           ConsistencyLevel.SERIAL)
+    open_window = _Prepared(
+        f"INSERT INTO {META_KS}.maintenance (name, holder, mode, state, since) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS")
+    take_over_window = _Prepared(
+        f"UPDATE {META_KS}.maintenance SET holder = ?, mode = ?, since = ? WHERE name = ? IF holder = ?")
+    set_window_state = _Prepared(f"UPDATE {META_KS}.maintenance SET state = ? WHERE name = ? IF holder = ?")
+    close_any_window = _Prepared(f"DELETE FROM {META_KS}.maintenance WHERE name = ? IF EXISTS")
+    close_held_window = _Prepared(f"DELETE FROM {META_KS}.maintenance WHERE name = ? IF holder = ?")
+    window_heartbeat = _Prepared(
+        f"INSERT INTO {META_KS}.maintenance (name, holder, since) VALUES (?, ?, ?) USING TTL ?")
+    delete_window_row = _Prepared(f"DELETE FROM {META_KS}.maintenance WHERE name = ?")
+
+    # -- reclaim and verify: key checks and repairs
+    index_size = _Prepared(f"SELECT size FROM {DATA_KS}.existing_blocks WHERE hash = ?")
+    block_size = _Prepared(f"SELECT size FROM {DATA_KS}.blocks WHERE hash = ?")
+    block_row = _Prepared(f"SELECT size, content FROM {DATA_KS}.blocks WHERE hash = ?")
+    delete_index = _Prepared(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?")
+    delete_index_at = _Prepared(f"DELETE FROM {DATA_KS}.existing_blocks USING TIMESTAMP ? WHERE hash = ?")
+    delete_block_at = _Prepared(f"DELETE FROM {DATA_KS}.blocks USING TIMESTAMP ? WHERE hash = ?")
+    delete_block_list = _Prepared(f"DELETE FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
+
+    def __init__(self, session: Session) -> None:
+        # Weak: the registry is the value of a WeakKeyDictionary keyed by this session; a strong
+        # reference would keep the session (and its entry) alive for ever.
+        self._session = weakref.proxy(session)
+        self._prepare_lock = threading.Lock()
+        # The session's profile with plain tuples for rows: the default named-tuple factory builds a
+        # namedtuple class for every result, ~15 % of the driver thread's time in a restore (py-spy).
+        self.plain_rows = session.execution_profile_clone_update(EXEC_PROFILE_DEFAULT, row_factory=tuple_factory)
+
+    @classmethod
+    def for_session(cls, session: Session) -> "Statements":
+        """The session's registry, created on first use (nothing is prepared until a statement is used)."""
+        with cls._lock:
+            found = cls._cache.get(session)
+            if found is None:
+                found = cls._cache[session] = cls(session)
+            return found

@@ -1,0 +1,188 @@
+"""The store pipeline: read once, chunk, hash, deduplicate, upload, commit.
+
+One pass over the source, in segments (:mod:`casstor_ops.store.chunking`). The
+caller's thread cuts blocks; two worker threads hash them; the driver's
+thread moves bytes. The file hash is computed from the block hashes
+(:func:`~casstor_ops.store.hashing.file_hash`), so every byte is hashed once.
+
+:class:`Upload` drives the parts, which share one request window
+(:class:`~casstor_ops.store.inflight.RequestWindow`) and run their handlers in
+the caller's thread:
+
+* distinct hashes not yet known to this store are checked in batches while
+  chunking continues (:mod:`casstor_ops.store.existence`);
+* a missing block is claimed, so of concurrent stores exactly one uploads it,
+  and the others wait for its index row (:mod:`casstor_ops.store.claims`);
+* a claimed block's content is written, then its index row
+  (:mod:`casstor_ops.store.block_uploads`), so ``new_blocks`` counts the
+  blocks this store wrote;
+* once every block is verified, the block list and the head row are written
+  under the commit protocol (:mod:`casstor_ops.store.commit`), the head
+  only after the writer's lease passed ``fence``.
+
+Bytes held for checks and uploads are bounded (``max_held_bytes``), and so
+is the number of requests in flight (``max_requests``).
+
+Example::
+
+    >>> result = Upload(session, settings).run(open("a.bin", "rb"), "a.bin")  # doctest: +SKIP
+    >>> result.new_bytes                                                       # doctest: +SKIP
+
+Failure behaviour: whatever fails (an error, Ctrl-C), the store stops issuing
+work and gives up the claims it holds or may hold (:meth:`Claims.release
+<casstor_ops.store.claims.Claims.release>`), then the error propagates. A
+store failing or killed at any point before its head write leaves the
+previous version committed; re-running it finds the blocks already there and
+completes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import BinaryIO
+
+from cassandra.cluster import Session
+
+from casstor_ops.store.block_uploads import BlockUploads
+from casstor_ops.store.chunking import Segment, chunks, segments
+from casstor_ops.store.claims import Claims
+from casstor_ops.store.commit import Commit
+from casstor_ops.store.existence import CHECK_BATCH, ExistenceChecks
+from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.heartbeat import Fence, no_fence
+from casstor_ops.store.inflight import RequestWindow
+from casstor_ops.store.progress import ProgressCallback
+from casstor_ops.store.records import FileAttributes, StoreResult
+from casstor_ops.store.schema import StoreSettings
+from casstor_ops.store.statements import Statements
+
+MAX_REQUESTS = 32          # concurrent requests (see docs/driver.md)
+MAX_HELD_BYTES = 96 * 1024 * 1024
+# Block hashes are computed by worker threads (hashlib releases the GIL) while the caller's thread
+# chunks the next segment: the hash is the limit.
+HASH_THREADS = 2
+
+
+class Upload:
+    """One store of one file (not reusable)."""
+
+    def __init__(self, session: Session, settings: StoreSettings, statements: Statements | None = None,
+                 max_requests: int = MAX_REQUESTS, max_held_bytes: int = MAX_HELD_BYTES,
+                 check_batch: int = CHECK_BATCH, progress: ProgressCallback | None = None,
+                 fence: Fence = no_fence) -> None:
+        self._session = session
+        self._settings = settings
+        self._st = statements or Statements.for_session(session)
+        self._window = RequestWindow(session, max_requests, execution_profile=self._st.plain_rows)
+        self._max_held = max_held_bytes
+        self._progress = progress
+        self._fence = fence
+        self._hashes: list[bytes] = []          # the file's blocks, in order
+        self._sizes: list[int] = []
+        self._to_check: list[bytes] = []
+        # A claim is done once its block's index row is written; the two parts refer to each other.
+        self._uploads = BlockUploads(self._window, self._st, on_indexed=lambda hashes: self._claims.indexed(hashes))
+        self._checks = ExistenceChecks(self._window, self._st, on_found=self._uploads.found, batch=check_batch)
+        self._claims = Claims(self._window, self._st, self._checks, on_claimed=self._uploads.upload)
+
+    @property
+    def new_blocks(self) -> int:
+        """Blocks this store wrote (not those another store or an earlier version had)."""
+        return self._uploads.new_blocks
+
+    @property
+    def new_bytes(self) -> int:
+        """Bytes of the blocks this store wrote."""
+        return self._uploads.new_bytes
+
+    def _add(self, data: memoryview, digest: bytes) -> None:
+        self._hashes.append(digest)
+        self._sizes.append(len(data))
+        if self._uploads.known(digest):
+            return
+        self._uploads.hold(digest, data)
+        self._to_check.append(digest)
+        if len(self._to_check) >= self._checks.batch:
+            self._send_check()
+
+    def _send_check(self) -> None:
+        hashes, self._to_check = self._to_check, []
+        self._checks.check(hashes, on_missing=self._claims.claim)
+
+    def _settle(self) -> None:
+        """Wait for every check, upload and index row submitted so far, and for blocks other writers claimed."""
+        self._send_check()
+        while self._window.busy or self._uploads.indexing or self._claims.awaiting:
+            if self._window.busy:
+                self._window.poll()
+            elif self._uploads.indexing:
+                self._uploads.send_index()
+            else:
+                self._claims.check_awaited()
+
+    def _limit_held(self) -> None:
+        while self._window.poll(block=False):
+            pass
+        while self._uploads.held_bytes > self._max_held:
+            if self._to_check:
+                self._send_check()
+            if self._uploads.indexing and self._window.in_flight < self._window.max_requests:
+                self._uploads.send_index()
+            if not self._window.poll():
+                if not self._claims.awaiting:
+                    break
+                self._claims.check_awaited()
+
+    def _reverify(self, hashes: list[bytes], read: Callable[[bytes], bytes]) -> None:
+        """Check ``hashes`` again; upload again those missing, their content from ``read(digest)``."""
+        def reupload(missing: list[bytes]) -> None:
+            for digest in missing:
+                self._uploads.hold(digest, read(digest))
+            self._claims.claim(missing)
+
+        self._checks.check(hashes, on_missing=reupload)
+        self._settle()
+
+    def _take(self, segment: Segment, digests: Future) -> None:
+        for data, digest in zip(segment.chunks, digests.result()):
+            self._add(data, digest)
+        if self._progress:
+            self._progress(segment.fresh_bytes)
+        self._limit_held()
+
+    def run(self, reader: BinaryIO, file_id: str, attributes: FileAttributes | None = None) -> StoreResult:
+        """Store everything ``reader`` yields under ``file_id`` (with the source's ``attributes``, when known);
+        the new head is the commit point."""
+        started = time.perf_counter()
+        size = 0
+        hashing: deque[tuple[Segment, Future]] = deque()
+        try:
+            with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="casstor-hash") as pool:
+                for segment in segments(reader, self._settings):
+                    size += segment.fresh_bytes
+                    hashing.append((segment, pool.submit(_block_hashes, segment.chunks)))
+                    if len(hashing) > HASH_THREADS:
+                        self._take(*hashing.popleft())
+                while hashing:
+                    self._take(*hashing.popleft())
+            self._settle()
+            Commit(self._session, self._window, self._st, self._hashes, self._sizes, self._uploads.verified,
+                   self._reverify, attributes, self._fence).run(reader, file_id, size)
+        except BaseException:
+            self._claims.release()
+            raise
+        return StoreResult(file_id, size, len(self._hashes), self.new_blocks, self.new_bytes,
+                           round(time.perf_counter() - started, 6))
+
+
+def _block_hashes(blocks: list[memoryview]) -> list[bytes]:
+    return [block_hash(c) for c in blocks]
+
+
+def source_file_hash(source: BinaryIO | str | os.PathLike, settings: StoreSettings) -> bytes:
+    """The file hash a store of ``source`` would record (reads, cuts and hashes it; writes nothing)."""
+    return file_hash(block_hash(c) for c in chunks(source, settings))

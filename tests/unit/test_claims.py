@@ -1,0 +1,187 @@
+"""The claims protocol against a fake request window over an in-memory block_claims / existing_blocks."""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from types import SimpleNamespace
+
+import pytest
+
+from casstor_ops.store import claims as claims_module
+from casstor_ops.store.claims import AWAIT_FIRST_S, CLAIM_TTL_S, Claims
+from casstor_ops.store.existence import ExistenceChecks
+from casstor_ops.store.schema import CLAIM_BUCKETS
+
+STATEMENTS = SimpleNamespace(existing="existing", claim_block="claim_block", release_claim="release_claim")
+
+
+class FakeWindow:
+    """Requests answer in submission order, one per poll, from a tiny model of the two tables.
+
+    Like the real window: ``settle`` lets what is in flight reach the server but runs no handler.
+    """
+
+    def __init__(self) -> None:
+        self.claims: dict[bytes, uuid.UUID] = {}   # block_claims: hash -> writer
+        self.indexed: set[bytes] = set()           # existing_blocks
+        self.submitted: list[str] = []              # every statement submitted, in order
+        self._in_flight: deque = deque()
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._in_flight)
+
+    def submit(self, statement, params, on_result) -> None:
+        self.submitted.append(statement)
+        self._in_flight.append((statement, params, on_result))
+
+    def submit_batch(self, statement, rows, on_result) -> None:
+        self.submit(statement, rows, on_result)
+
+    def poll(self, block: bool = True) -> bool:
+        if not self._in_flight:
+            return False
+        statement, params, on_result = self._in_flight.popleft()
+        on_result(self._apply(statement, params))
+        return True
+
+    def drain(self) -> None:
+        while self.poll():
+            pass
+
+    def cancel(self) -> None:
+        """Nothing waits unsent here: every request is in flight as soon as it is submitted."""
+
+    def settle(self, timeout_s: float) -> bool:
+        while self._in_flight:
+            statement, params, _ = self._in_flight.popleft()
+            self._apply(statement, params)  # the server applies it; its answer is dropped
+        return True
+
+    def _apply(self, statement: str, params):
+        if statement == "existing":
+            hashes, limit = params
+            return [(digest,) for digest in hashes if digest in self.indexed][:limit]
+        if statement == "claim_block":  # a conditional batch: all or nothing
+            assert all(ttl == CLAIM_TTL_S for _, _, _, ttl in params)
+            existing = [(False, bucket, digest, self.claims[digest]) for bucket, digest, _, _ in params
+                        if digest in self.claims]
+            if existing:
+                return existing
+            self.claims.update((digest, writer) for _, digest, writer, _ in params)
+            return [(True,)]
+        assert statement == "release_claim"
+        for _, digest, writer in params:
+            if self.claims.get(digest) == writer:
+                del self.claims[digest]
+        return [(True,)]
+
+
+def block(bucket: int, n: int) -> bytes:
+    """A hash in claims partition ``bucket`` (the bucket is the first byte modulo CLAIM_BUCKETS)."""
+    return bytes([bucket]) + n.to_bytes(31, "big")
+
+
+@pytest.fixture()
+def window() -> FakeWindow:
+    return FakeWindow()
+
+
+@pytest.fixture()
+def pauses(monkeypatch) -> list[float]:
+    slept: list[float] = []
+    monkeypatch.setattr(claims_module.time, "sleep", slept.append)
+    return slept
+
+
+class Harness:
+    def __init__(self, window: FakeWindow, on_claimed=None) -> None:
+        self.found: list[bytes] = []
+        self.claimed: list[bytes] = []
+        checks = ExistenceChecks(window, STATEMENTS, on_found=lambda digest, sent: self.found.append(digest))
+        self.claims = Claims(window, STATEMENTS, checks, on_claimed=on_claimed or self.claimed.append)
+
+
+def test_applied_claims_are_uploaded(window):
+    h = Harness(window)
+    blocks = [block(b, n) for b in (0, 1, CLAIM_BUCKETS - 1) for n in range(3)]
+    h.claims.claim(blocks)
+    assert window.submitted == ["claim_block"] * 3  # one conditional batch per claims partition
+    window.drain()
+    assert sorted(h.claimed) == sorted(blocks)
+    assert window.claims == {digest: h.claims.writer for digest in blocks}
+    assert not h.claims.awaiting
+
+
+def test_a_block_another_writer_claimed_is_awaited_then_checked_again(window, pauses):
+    h = Harness(window)
+    theirs, mine = block(3, 1), block(3, 2)
+    other = uuid.uuid4()
+    window.claims[theirs] = other
+    h.claims.claim([theirs, mine])
+    window.drain()
+    assert h.claimed == [mine]  # the rest of the batch claimed again without the other writer's block
+    assert h.claims.awaiting
+
+    h.claims.check_awaited()  # not indexed yet, claim still held: awaited again, a longer pause
+    window.drain()
+    h.claims.check_awaited()
+    window.drain()
+    assert pauses == [AWAIT_FIRST_S, 2 * AWAIT_FIRST_S] and h.claims.awaiting
+
+    window.indexed.add(theirs)  # the other writer finished
+    h.claims.check_awaited()
+    window.drain()
+    assert h.found == [theirs] and h.claimed == [mine] and not h.claims.awaiting
+
+
+def test_a_block_whose_claim_expired_unindexed_is_claimed_again(window, pauses):
+    h = Harness(window)
+    digest = block(5, 1)
+    window.claims[digest] = uuid.uuid4()
+    h.claims.claim([digest])
+    window.drain()
+    del window.claims[digest]  # the other writer died; its claim expired
+    h.claims.check_awaited()
+    window.drain()
+    assert h.claimed == [digest] and window.claims[digest] == h.claims.writer
+
+
+def test_our_own_claims_from_a_timed_out_retried_batch_are_recognised(window):
+    h = Harness(window)
+    first, second = block(7, 1), block(7, 2)
+    window.claims[first] = h.claims.writer  # a first attempt timed out on the client but was applied
+    h.claims.claim([first, second])
+    window.drain()
+    assert sorted(h.claimed) == sorted([first, second])
+    assert not h.claims.awaiting
+    assert window.submitted == ["claim_block", "claim_block"]  # the second one without our own block
+
+
+def test_a_failing_store_releases_every_claim_even_with_answers_in_flight(window):
+    """Three claim batches in flight; the store fails while handling the second answer; the third answer
+    arrives late (after the failure). Every claim but the indexed block's is released, and nothing but
+    releases is submitted after the failure."""
+    handled: list[bytes] = []
+
+    def upload(digest: bytes) -> None:
+        if handled:
+            raise KeyboardInterrupt  # Ctrl-C during the second batch's answer
+        handled.append(digest)
+
+    h = Harness(window, on_claimed=upload)
+    indexed = block(0, 1)
+    held_by_other = block(2, 9)
+    window.claims[held_by_other] = other = uuid.uuid4()
+    h.claims.claim([indexed, block(1, 1), block(1, 2), block(2, 1), held_by_other])
+    assert window.poll() and handled == [indexed]
+    h.claims.indexed([indexed])
+    with pytest.raises(KeyboardInterrupt):
+        window.drain()
+    failed_at = len(window.submitted)
+
+    h.claims.release()
+
+    assert window.claims == {indexed: h.claims.writer, held_by_other: other}
+    assert window.submitted[failed_at:] and set(window.submitted[failed_at:]) == {"release_claim"}

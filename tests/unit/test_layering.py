@@ -1,0 +1,69 @@
+"""The package's import graph: no cycles, and no subpackage imports one above it.
+
+Layers, lowest first: ``errors`` < ``cluster`` < ``store`` < ``spark`` and ``lab``
+(side by side, neither imports the other) < ``ops`` < ``cli``. Read from the
+source with :mod:`ast`, so a lazy import inside a function counts too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "casstor_ops"
+LAYERS = {"errors": 0, "cluster": 1, "store": 2, "spark": 3, "lab": 3, "ops": 4, "cli": 5}
+
+
+def _module(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("casstor_ops"):
+            found |= {f"{node.module}.{a.name}" if node.module == "casstor_ops" else node.module for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("casstor_ops")}
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            found.add(f"relative import in {path.name}")
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module(p): _imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def _top(module: str) -> str:
+    return module.split(".")[1] if "." in module else "casstor_ops"
+
+
+def test_every_module_belongs_to_a_known_layer() -> None:
+    assert {_top(m) for m in _graph()} - {"casstor_ops"} == set(LAYERS)
+
+
+def test_no_subpackage_imports_a_layer_above_it_or_its_sibling() -> None:
+    wrong = sorted((m, t) for m, targets in _graph().items() for t in targets
+                   if _top(m) in LAYERS and (LAYERS.get(_top(t), 99) > LAYERS[_top(m)]
+                                             or {_top(m), _top(t)} == {"spark", "lab"}))
+    assert wrong == []
+
+
+def test_imports_are_absolute() -> None:
+    assert not [t for targets in _graph().values() for t in targets if t.startswith("relative import")]
+
+
+def test_no_import_cycles() -> None:
+    graph = _graph()
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, f"import cycle: {' -> '.join(path + (module,))}"
+        if module in done:
+            return
+        for target in graph.get(module, ()):
+            visit(target, path + (module,))
+        done.add(module)
+
+    for module in graph:
+        visit(module, ())
