@@ -9,6 +9,7 @@
 * :func:`chunk_hash_seconds`: one core reading, chunking and hashing files,
   no Cassandra: the CPU floor of a duplicate store;
 * :data:`MB` (10^6 bytes, the unit of every MB/s) and :data:`MIB`;
+* :func:`live_bytes`: the bytes on disk of a keyspace (or some of its tables) on the local nodes, after a flush;
 * :func:`publish`: print the report, write the results as JSON.
 
 Example::
@@ -111,6 +112,19 @@ def chunk_hash_seconds(paths: list[Path], settings: StoreSettings, rounds: int =
                 block_hash(chunk)
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def live_bytes(cluster: LocalCluster, keyspace: str, *tables: str) -> int:
+    """Bytes of the live SSTables of ``tables`` (default: all) of ``keyspace`` on every up node, memtables flushed
+    first."""
+    total = 0
+    for status in cluster.status():
+        if status.state == "up":
+            cluster.nodetool("flush", keyspace, *tables, node=status.index)
+            out = cluster.nodetool("tablestats", *([f"{keyspace}.{t}" for t in tables] or [keyspace]),
+                                   node=status.index)
+            total += sum(int(line.split(":")[1]) for line in out.splitlines() if "Space used (live)" in line)
+    return total
 
 
 def publish(results: dict, report: str, path: Path) -> int:

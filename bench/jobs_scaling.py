@@ -96,8 +96,8 @@ def write_store(session: Session, blocks: int) -> None:
             window.submit(statement, params, lambda _: None)
         window.drain()
 
-    run(st.insert_block, [(k, BLOCK_BYTES, c) for k, c in zip(keys, contents)])
-    run(st.insert_existing, [(k, BLOCK_BYTES) for k in keys])
+    run(st.insert_block, [(k, BLOCK_BYTES, None, c) for k, c in zip(keys, contents)])
+    run(st.insert_existing, [(k, BLOCK_BYTES, BLOCK_BYTES) for k in keys])
     referenced = keys[:int(blocks * (1 - GARBAGE_SHARE))]
     files = [referenced[i:i + BLOCKS_PER_FILE] for i in range(0, len(referenced), BLOCKS_PER_FILE)]
     versions = [uuid.uuid1() for _ in files]

@@ -23,18 +23,13 @@ from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.connection import connect
 from casstor_ops.cluster.launcher import LocalCluster
 
+from bench.common import live_bytes
+
 KS = "casstor_bench_keys"
 
 
 def _keys(n: int) -> list[bytes]:
     return [hashlib.blake2b(i.to_bytes(8, "little"), digest_size=32).digest() for i in range(n)]
-
-
-def _table_bytes(cluster: LocalCluster, table: str) -> int:
-    cluster.nodetool("flush", KS, table)
-    out = cluster.nodetool("tablestats", f"{KS}.{table}")
-    line = next(l for l in out.splitlines() if "Space used (live)" in l)
-    return int(line.split(":")[1].strip())
 
 
 def main() -> None:
@@ -66,7 +61,7 @@ def main() -> None:
     if not os.environ.get("CASSTOR_NODES"):
         cluster = LocalCluster()
         for name in variants:
-            figures[name]["disk_bytes"] = _table_bytes(cluster, f"idx_{name}")
+            figures[name]["disk_bytes"] = live_bytes(cluster, KS, f"idx_{name}")
     session.execute(f"DROP KEYSPACE {KS}")
     session.cluster.shutdown()
     print(f"{args.rows} index rows, existence checks in IN batches of 100")

@@ -59,7 +59,6 @@ import argparse
 import contextlib
 import dataclasses
 import filecmp
-import json
 import os
 import shutil
 import sys

@@ -10,7 +10,7 @@ Symlinked directories below SRC are not entered unless
 ``--follow-symlinks`` (never the same directory twice, so no loop). A
 file name that is not valid UTF-8 is stored under an escaped ID that
 ``jobs/restore.py`` turns back into the same bytes
-(:mod:`casstor_ops.spark.path_ids`).
+(:mod:`casstor_ops.store.path_ids`).
 
 Exit status: 0 when every file was stored or skipped, 4 (EXIT_PARTIAL)
 when some failed, or a directory could not be listed (each named on

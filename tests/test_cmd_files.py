@@ -29,7 +29,7 @@ def test_store_restore_ls_stat_stats_rm(cql, tmp_path):
     proc = run_casstor("store", str(tmp_path / "src"), "cli/ü file", "--json")
     assert proc.returncode == 0 and proc.stderr == b""  # no progress bar when not on a terminal
     result = json.loads(proc.stdout)
-    assert set(result) == {"id", "bytes", "blocks", "new_blocks", "new_bytes", "seconds"}
+    assert set(result) == {"id", "bytes", "blocks", "new_blocks", "new_bytes", "seconds", "new_stored_bytes"}
     assert (result["id"], result["bytes"]) == ("cli/ü file", 500_000)
 
     proc = run_casstor("restore", "cli/ü file", "-")
@@ -44,8 +44,10 @@ def test_store_restore_ls_stat_stats_rm(cql, tmp_path):
     assert "cli/ü file" in run_casstor("ls", "cli/").stdout.decode()
     assert "size: 500000" in run_casstor("stat", "cli/ü file").stdout.decode()
     totals = json.loads(run_casstor("stats", "--json").stdout)
-    assert {"files", "logical_bytes", "unique_blocks", "stored_bytes", "dedup_ratio"} <= set(totals)
-    assert all(isinstance(totals[k], int) for k in ("files", "logical_bytes", "unique_blocks", "stored_bytes"))
+    assert {"files", "logical_bytes", "unique_blocks", "unique_bytes", "stored_bytes", "dedup_ratio",
+            "compression_ratio"} <= set(totals)
+    assert all(isinstance(totals[k], int)
+               for k in ("files", "logical_bytes", "unique_blocks", "unique_bytes", "stored_bytes"))
 
     assert run_casstor("rm", "cli/ü file").returncode == 0
     assert "no such file" in _one_line_error(run_casstor("stat", "cli/ü file"))

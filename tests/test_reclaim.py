@@ -294,12 +294,12 @@ def test_online_scan_keeps_content_indexed_during_the_wait(store, spark) -> None
     garbage = set(index_rows(cql)) - head_references(cql)
     late, orphan = (random.Random(13).randbytes(30 * KiB), random.Random(14).randbytes(30 * KiB))
     for content in (late, orphan):
-        cql.execute(st.insert_block, (block_hash(content), len(content), content))
+        cql.execute(st.insert_block, (block_hash(content), len(content), None, content))
     set_commit_bound(cql, 1)
 
     def index_late_block_during_the_wait(message: str) -> None:
         if message.startswith("waiting") and "for stores" in message:
-            cql.execute(st.insert_existing, (block_hash(late), len(late)))  # the client's clock: above T
+            cql.execute(st.insert_existing, (block_hash(late), len(late), len(late)))  # the client's clock: above T
 
     outcome = reclaim(spark, cql, online=True, scan_blocks=True, log=index_late_block_during_the_wait)
     assert outcome.plan.unindexed.blocks == 2 and outcome.stats.rescued.blocks == 1

@@ -65,7 +65,7 @@ def test_ingest_restore_and_resume(spark, store: Store, tree: Path, tmp_path: Pa
     assert seen[-1].files_done == len(TREE) and seen[-1].bytes_done == seen[-1].bytes_total
     stats_before = store.stats()
     assert stats_before.files == len(TREE)
-    assert stats_before.stored_bytes < stats_before.logical_bytes  # the copy deduplicated
+    assert stats_before.unique_bytes < stats_before.logical_bytes  # the copy deduplicated
 
     dest = tmp_path / "restored"
     restored = rows_by_id(restore_many(spark, "t/", dest))

@@ -130,7 +130,8 @@ def test_concurrent_stores_sharing_blocks_write_each_block_once(store, empty_sto
     assert totals.unique_blocks == len(unique)
     assert totals.logical_bytes == sum(len(d) for d in files.values())
     assert sum(r.new_blocks for r in results) == len(unique)  # each block uploaded by one store only
-    assert sum(r.new_bytes for r in results) == totals.stored_bytes
+    assert sum(r.new_bytes for r in results) == totals.unique_bytes
+    assert sum(r.new_stored_bytes for r in results) == totals.stored_bytes
 
 
 def test_overwrite_replaces_atomically(store, tmp_path):

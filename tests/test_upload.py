@@ -86,7 +86,7 @@ def test_a_failing_store_gives_up_its_claims(empty_store, monkeypatch):
     same content does not wait for it to expire (CLAIM_TTL_S)."""
     data = os.urandom(3_000_000)
 
-    def interrupted(self, digest, sent, rows):
+    def interrupted(self, *written):
         raise KeyboardInterrupt  # Ctrl-C right after a block's content was written
 
     monkeypatch.setattr(block_uploads.BlockUploads, "_written", interrupted)

@@ -1,10 +1,13 @@
-"""``casstor store | restore | rm | ls | stat | stats``: thin commands over :class:`~casstor_ops.store.api.Store`.
+"""``casstor store | restore | rm | ls | stat | stats``: thin commands over :class:`~casstor_ops.store.api.Store`
+and, for whole trees, :mod:`casstor_ops.store.tree`.
 
 Example::
 
     $ casstor store ./photo.jpg photos/2024/photo.jpg --json
+    $ casstor store ./photos photos/                 # a directory: every file below it, several at once
     $ producer | casstor store --stdin backups/stream.bin
     $ casstor restore photos/2024/photo.jpg - > copy.jpg
+    $ casstor restore photos/ ./restored             # an ID ending in /: every file under that prefix
     $ casstor stats --json
 """
 
@@ -19,6 +22,7 @@ from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.progress import progress_bar
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.api import Store
+from casstor_ops.store.tree import TREE_WORKERS, TreeReport, restore_tree, store_tree
 
 
 def _print_json(value: object) -> None:
@@ -40,8 +44,24 @@ def _store_source(args: argparse.Namespace) -> str:
     return "-" if args.stdin else args.src
 
 
+def _tree_done(report: TreeReport, args: argparse.Namespace) -> int:
+    """Print a tree command's summary (or JSON) and each failed file on one line; its exit status."""
+    if args.json:
+        _print_json({"summary": report.summary(), "exit_code": report.exit_code, "files": report.rows})
+    elif not args.quiet:
+        print(report.summary())
+    for row in report.failures:
+        print(f"casstor: {row['status']}: {row['id']}: {row['error']}", file=sys.stderr)
+    return report.exit_code
+
+
 def _store(args: argparse.Namespace) -> int:
     src_name = _store_source(args)
+    if src_name != "-" and os.path.isdir(src_name):
+        prefix = args.id if args.id.endswith("/") else args.id + "/"
+        with Store.open() as store, progress_bar("store", None, not args.quiet and not args.json) as progress:
+            report = store_tree(store, src_name, prefix, args.workers, args.follow_symlinks, progress)
+        return _tree_done(report, args)
     # Standard input is read whatever it is (a pipe, a FIFO redirected in); a named SRC must be a regular file.
     src = sys.stdin.buffer if src_name == "-" else src_name
     with Store.open() as store, progress_bar("store", _size_of(src_name), not args.quiet) as progress:
@@ -50,11 +70,16 @@ def _store(args: argparse.Namespace) -> int:
         _print_json(result.as_dict())
     elif not args.quiet:
         print(f"stored {result.id}: {result.bytes} bytes in {result.blocks} blocks "
-              f"({result.new_blocks} new, {result.new_bytes} new bytes) in {result.seconds:.2f} s")
+              f"({result.new_blocks} new, {result.new_bytes} new bytes stored in {result.new_stored_bytes}) "
+              f"in {result.seconds:.2f} s")
     return 0
 
 
 def _restore(args: argparse.Namespace) -> int:
+    if args.id.endswith("/"):
+        with Store.open() as store, progress_bar("restore", None, not args.quiet and not args.json) as progress:
+            report = restore_tree(store, args.id, args.dest, args.force, args.workers, progress)
+        return _tree_done(report, args)
     with Store.open() as store:
         size = store.stat(args.id).size
         with progress_bar("restore", size, not args.quiet) as progress:
@@ -105,21 +130,37 @@ def _stats(args: argparse.Namespace) -> int:
         return _print_record(store.stats().as_dict(), args.json)
 
 
+def _workers(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 64):
+        raise argparse.ArgumentTypeError(f"{text!r}: takes 1 to 64")
+    return int(text)
+
+
+def _tree_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=_workers, default=TREE_WORKERS, metavar="N",
+                   help=f"a directory or prefix: files at once (1-64, default {TREE_WORKERS})")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("store", help="store a local file under an ID (deduplicated)")
+    p = sub.add_parser("store", help="store a local file, or every file of a directory, under an ID (deduplicated)")
     p.add_argument("src", metavar="SRC", nargs="?",
-                   help="the local regular file to store, or - for stdin (a FIFO, socket or device is refused)")
-    p.add_argument("id", metavar="ID", help="the file's ID in the store (any text)")
+                   help="the local regular file to store, or - for stdin (a FIFO, socket or device is refused); "
+                        "a directory stores every file below it as ID/<relative path>, skipping unchanged ones")
+    p.add_argument("id", metavar="ID", help="the file's ID in the store (any text); for a directory, the prefix")
     p.add_argument("--stdin", action="store_true", help="read standard input instead of SRC (as SRC -)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
+    _tree_options(p)
+    p.add_argument("--follow-symlinks", action="store_true", help="a directory: enter symlinked directories too")
     p.set_defaults(func=_store)
 
-    p = sub.add_parser("restore", help="write a stored file back, byte-exact")
-    p.add_argument("id", metavar="ID")
-    p.add_argument("dest", metavar="DEST", help="destination path, or - for stdout")
-    p.add_argument("--force", action="store_true", help="overwrite an existing DEST")
+    p = sub.add_parser("restore", help="write a stored file (or every file under a prefix) back, byte-exact")
+    p.add_argument("id", metavar="ID", help="a file's ID; an ID ending in / restores every file under it")
+    p.add_argument("dest", metavar="DEST", help="destination path, or - for stdout; for a prefix, a directory")
+    p.add_argument("--force", action="store_true", help="overwrite an existing DEST (files below it, for a prefix)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
+    p.add_argument("--json", action="store_true", help="a prefix: print the result as one JSON object")
+    _tree_options(p)
     p.set_defaults(func=_restore)
 
     p = sub.add_parser("rm", help="remove a file (its blocks are freed by reclaim)")
@@ -136,6 +177,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_stat)
 
-    p = sub.add_parser("stats", help="store-wide totals: files, logical and stored bytes, dedup ratio")
+    p = sub.add_parser("stats", help="store-wide totals: files; logical, unique and stored bytes; dedup and "
+                                           "compression ratios")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_stats)

@@ -6,7 +6,8 @@ import argparse
 
 from casstor_ops.cluster.connection import connect
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.schema import Replication, StoreSettings, init_store, replication_map
+from casstor_ops.store.codec import DEFAULT_COMPRESSION, BlockCodec
+from casstor_ops.store.schema import Replication, StoreSettings, init_store, replication_map, set_compression
 
 
 def _replication(rf: int | None, dcs: str | None) -> Replication | None:
@@ -18,15 +19,19 @@ def _replication(rf: int | None, dcs: str | None) -> Replication | None:
 def _init(args: argparse.Namespace) -> int:
     # Bad arguments are reported before anything is started or connected.
     data, meta = _replication(args.data_rf, args.data_dc), _replication(args.meta_rf, args.meta_dc)
-    wanted = StoreSettings(chunk_min=args.chunk_min, chunk_avg=args.chunk_avg, chunk_max=args.chunk_max)
+    compression = BlockCodec.parse(args.compression).spec if args.compression else None
+    wanted = StoreSettings(chunk_min=args.chunk_min, chunk_avg=args.chunk_avg, chunk_max=args.chunk_max,
+                           compression=compression or DEFAULT_COMPRESSION)
     session = connect()
     try:
         settings = init_store(session, data, meta, wanted)
+        if compression and settings.compression != compression:  # an existing store switches
+            settings = set_compression(session, compression)
         for ks in (DATA_KS, META_KS):
             print(f"{ks}: {replication_map(session, ks)}")
         print(f"store settings: hash {settings.hash}, chunker {settings.chunker} "
               f"min/avg/max {settings.chunk_min}/{settings.chunk_avg}/{settings.chunk_max}, "
-              f"schema v{settings.schema_version}")
+              f"schema v{settings.schema_version}, new blocks compressed {settings.compression}")
     finally:
         session.cluster.shutdown()
     return 0
@@ -43,4 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk-min", type=int, default=defaults.chunk_min, help="FastCDC minimum chunk (bytes)")
     p.add_argument("--chunk-avg", type=int, default=defaults.chunk_avg, help="FastCDC average chunk (bytes)")
     p.add_argument("--chunk-max", type=int, default=defaults.chunk_max, help="FastCDC maximum chunk (bytes)")
+    p.add_argument("--compression", metavar="zstd:LEVEL|none",
+                   help=f"how new blocks are stored (default for a new store: {DEFAULT_COMPRESSION}; an existing "
+                        "store keeps its own unless given; stored blocks never change)")
     p.set_defaults(func=_init)

@@ -11,8 +11,11 @@ overflows past 2 GiB (the first prototype printed a negative total).
 Figures (``DedupReport.totals``):
 
 * ``files``: committed files (heads); ``logical_bytes``: the sum of their sizes;
-* ``unique_blocks`` / ``stored_bytes``: the index rows, i.e. what is stored once;
-* ``dedup_ratio`` = logical / stored bytes (1.0 for an empty store, as ``casstor stats``);
+* ``unique_blocks`` / ``unique_bytes``: the index rows, i.e. what is stored once (after dedup);
+* ``stored_bytes``: those blocks as kept (after compression; a block indexed
+  without its stored size counts as raw);
+* ``dedup_ratio`` = logical / unique bytes, ``compression_ratio`` = unique /
+  stored bytes (1.0 for an empty store, as ``casstor stats``);
 * ``referenced_blocks`` / ``block_references``: distinct blocks the heads name,
   and how many times they name them;
 * ``garbage_blocks`` / ``garbage_bytes``: stored blocks no head names (reclaim frees them);
@@ -102,14 +105,15 @@ def prefix_of(depth: int, column: str = "id") -> F.Column:
 
 def _totals(spark: SparkSession, files: DataFrame, stored: DataFrame, referenced: DataFrame) -> dict:
     f = files.agg(F.count(F.lit(1)).alias("n"), _long_sum("size")).first()
-    s = stored.agg(F.count(F.lit(1)).alias("n"), _long_sum("size")).first()
+    s = stored.agg(F.count(F.lit(1)).alias("n"), _long_sum("size"),
+                   F.sum(F.coalesce("stored_size", "size").cast("long")).alias("stored")).first()
     r = referenced.agg(F.count(F.lit(1)).alias("n"), _long_sum("refs")).first()
     g = garbage_blocks(stored, referenced).agg(F.count(F.lit(1)).alias("n"), _long_sum("size")).first()
     missing = missing_blocks(stored, referenced).count()
     non_heads = stale_block_lists(spark, datetime.now(timezone.utc)).count()
     # The same figures, and the same ratio, as the driver-side ``casstor stats``.
     return {
-        **StoreStats(f.n, f.size, s.n, s.size).as_dict(), "referenced_blocks": r.n, "block_references": r.refs,
+        **StoreStats(f.n, f.size, s.n, s.size, s.stored or 0).as_dict(), "referenced_blocks": r.n, "block_references": r.refs,
         "garbage_blocks": g.n, "garbage_bytes": g.size, "missing_blocks": missing,
         "non_head_block_lists": non_heads,
     }
@@ -133,8 +137,8 @@ def _prefixes(spark: SparkSession, files: DataFrame, depth: int) -> pd.DataFrame
     rows = per_files.join(per_blocks.withColumnRenamed("size", "unique_bytes"), "prefix", "left").collect()
     table = pd.DataFrame([{"prefix": r.prefix, "files": r.files, "logical_bytes": r.size,
                            "unique_blocks": r.unique_blocks or 0, "unique_bytes": r.unique_bytes or 0,
-                           "dedup_ratio": round(StoreStats(r.files, r.size, r.unique_blocks or 0,
-                                                           r.unique_bytes or 0).dedup_ratio, 3)} for r in rows],
+                           "dedup_ratio": round(r.size / r.unique_bytes, 3) if r.unique_bytes else 1.0}
+                          for r in rows],
                          columns=["prefix", "files", "logical_bytes", "unique_blocks", "unique_bytes",
                                   "dedup_ratio"])
     return table.sort_values(["logical_bytes", "prefix"], ascending=[False, True], ignore_index=True)
@@ -150,7 +154,7 @@ def compute(spark: SparkSession, top: int = 20, prefix_depth: int = 1, largest: 
     settings = settings or store_settings()
     # Each is read by several aggregations: scan the tables once.
     files = read_table(spark, META_KS, "files").select("id", "size", "blocks", "committed_at").persist()
-    stored = stored_blocks(spark).persist()
+    stored = stored_blocks(spark, "stored_size").persist()
     referenced = referenced_blocks(spark).persist()
     try:
         totals = _totals(spark, files, stored, referenced)
@@ -259,7 +263,8 @@ def render(report: DedupReport, out_dir: Path) -> list[Path]:
 
 _LABELS = {
     "files": "files (committed)", "logical_bytes": "logical bytes", "unique_blocks": "unique blocks (stored)",
-    "stored_bytes": "stored bytes", "dedup_ratio": "dedup ratio (logical/stored)",
+    "unique_bytes": "unique bytes (after dedup)", "stored_bytes": "stored bytes (after compression)",
+    "dedup_ratio": "dedup ratio (logical/unique)", "compression_ratio": "compression ratio (unique/stored)",
     "referenced_blocks": "referenced blocks", "block_references": "block references",
     "garbage_blocks": "garbage blocks (unreferenced)", "garbage_bytes": "garbage bytes",
     "missing_blocks": "missing blocks (referenced, not stored)",

@@ -389,7 +389,8 @@ def execute(spark: SparkSession, session: Session, plan: ReclaimPlan,
     started = time.monotonic()
     stamp = _delete_timestamp(plan.planned_at)
     stamped_hash = lambda r: (stamp, bytes(r.hash))  # noqa: E731  (pickled to the executors)
-    index_row = lambda r: (bytes(r.hash), r.size)  # noqa: E731
+    # The stored size is not carried through the plan: null counts as raw in stats until a verify repair.
+    index_row = lambda r: (bytes(r.hash), r.size, None)  # noqa: E731
 
     def step(before: str, df: DataFrame, statement_name: str, params: Callable[[object], tuple]) -> int:
         fence(before)

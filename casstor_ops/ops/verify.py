@@ -13,8 +13,9 @@ Problem kinds (``VerifyReport.problems``):
 
 Corruption (exit :data:`~casstor_ops.errors.EXIT_CORRUPT`, never repaired here):
 
-* ``corrupt_blocks``: content whose BLAKE2b-256 is not its key, or whose
-  length is not its ``size`` (bit rot, a torn write);
+* ``corrupt_blocks``: content that does not decode (by its codec,
+  :mod:`casstor_ops.store.codec`) to exactly its ``size`` bytes, or whose
+  plaintext's BLAKE2b-256 is not its key (bit rot, a torn write);
 * ``missing_blocks``: blocks a committed version names that have no content row;
 * ``broken_block_lists``: committed versions whose block list does not add
   up to the head's block count and size, or does not hash to the head's
@@ -35,7 +36,7 @@ Index (``existing_blocks`` vs ``blocks``; fixed by ``repair_index``):
 * ``block_without_index``: an intact block without index row (a store or
   reclaim killed between its two writes). Repair inserts the row;
 * ``index_size_mismatch``: an index row whose size is not the intact
-  block's length. Repair rewrites it.
+  block's plaintext length. Repair rewrites it (with the stored length).
 
 Example::
 
@@ -81,6 +82,7 @@ from pyspark.sql import types as T
 from casstor_ops.cluster.connection import Endpoint, connect, endpoint_from_env
 from casstor_ops.errors import EXIT_CORRUPT
 from casstor_ops.spark.executor_store import store_for
+from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.reclaim_window import RepairWindow
 from casstor_ops.spark.references import block_rows, head_block_lists, missing_blocks, referenced_blocks, stored_blocks
@@ -145,29 +147,39 @@ class VerifyReport:
 
 # -- reading and hashing ------------------------------------------------------------------------
 
-def _digest(content: bytes | None) -> bytes | None:
-    return None if content is None else block_hash(content)
+def _plain_digest(codec: str | None, content: bytes | None, size: int | None) -> bytes | None:
+    """The hash of a block row's plaintext, or None when it has no content or does not decode to ``size``."""
+    if content is None or size is None:
+        return None
+    try:
+        return block_hash(decode(codec, content, size))
+    except DamagedBlock:
+        return None
 
 
-def is_intact(key: bytes, size: int | None, content: bytes | None) -> bool:
+def is_intact(key: bytes, size: int | None, codec: str | None, content: bytes | None) -> bool:
     """The executors' re-check of one block row: the same test as :func:`block_status`."""
-    return content is not None and len(content) == size and block_hash(content) == key
+    return _plain_digest(codec, content, size) == key
 
 
 def block_status(spark: SparkSession) -> DataFrame:
-    """``(hash, size, length, intact)`` per block row: content re-hashed in the executors (a Python UDF)."""
-    digest = F.udf(_digest, T.BinaryType())
-    hashed = block_rows(spark, "hash", "size", "content").select("hash", "size", F.length("content").alias("length"),
-                                          digest("content").alias("digest"))
-    intact = (F.col("digest") == F.col("hash")) & (F.col("length") == F.col("size"))
-    return hashed.select("hash", "size", F.col("length").cast("long"), F.coalesce(intact, F.lit(False)).alias("intact"))
+    """``(hash, size, length, stored, intact)`` per block row: content decoded and re-hashed in the executors (a
+    Python UDF). ``length`` is the plaintext's (the size, for an intact block; null for a damaged one),
+    ``stored`` the content's length as stored (after compression)."""
+    digest = F.udf(_plain_digest, T.BinaryType())
+    hashed = block_rows(spark, "hash", "size", "codec", "content").select(
+        "hash", "size", F.length("content").cast("long").alias("stored"),
+        digest("codec", "content", "size").alias("digest"))
+    intact = F.coalesce(F.col("digest") == F.col("hash"), F.lit(False))
+    return hashed.select("hash", "size", F.when(intact, F.col("size")).cast("long").alias("length"), "stored",
+                         intact.alias("intact"))
 
 
 # -- candidates and their confirmation on the executors -----------------------------------------
 
 _CANDIDATE = T.StructType([
     T.StructField("kind", T.StringType()), T.StructField("hash", T.BinaryType()),
-    T.StructField("length", T.LongType()), T.StructField("id", T.StringType()),
+    T.StructField("length", T.LongType()), T.StructField("stored", T.LongType()), T.StructField("id", T.StringType()),
     T.StructField("version", T.StringType()), T.StructField("size", T.LongType()),
     T.StructField("blocks", T.IntegerType())])
 
@@ -187,10 +199,11 @@ def _candidates(spark: SparkSession, status: DataFrame) -> DataFrame:
     # Index rows and block rows side by side per hash: a union and a group-by, not a full outer join
     # (the connector's direct join rewrote one into a right join that lost the index side's columns).
     index = stored_blocks(spark).select("hash", F.col("size").cast("long").alias("index_size"),
-                                        F.lit(True).alias("indexed"), *_nulls(length="long", intact="boolean"))
-    blocks = status.select("hash", *_nulls(index_size="long", indexed="boolean"), "length", "intact")
+                                        F.lit(True).alias("indexed"),
+                                        *_nulls(length="long", stored="long", intact="boolean"))
+    blocks = status.select("hash", *_nulls(index_size="long", indexed="boolean"), "length", "stored", "intact")
     both = index.unionByName(blocks).groupBy("hash").agg(
-        *[F.max(c).alias(c) for c in ("index_size", "indexed", "length", "intact")])
+        *[F.max(c).alias(c) for c in ("index_size", "indexed", "length", "stored", "intact")])
     has_block, indexed = F.col("intact").isNotNull(), F.col("indexed").isNotNull()
     lists = (head_block_lists(spark).groupBy("id", "version")
              .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("size").cast("long")).alias("bytes"),
@@ -205,7 +218,7 @@ def _candidates(spark: SparkSession, status: DataFrame) -> DataFrame:
             .when(indexed & ~F.col("intact"), "index_of_corrupt_block")
             .when(~indexed & F.col("intact"), "block_without_index")
             .when(indexed & ~F.col("index_size").eqNullSafe(F.col("length")), "index_size_mismatch"))
-    index_diffs = both.select(kind.alias("kind"), "hash", "length").where(F.col("kind").isNotNull())
+    index_diffs = both.select(kind.alias("kind"), "hash", "length", "stored").where(F.col("kind").isNotNull())
     return (_as_candidates("missing_blocks", missing_blocks(status, referenced_blocks(spark)))
             .unionByName(_as_candidates("broken_block_lists", broken))
             .unionByName(_as_candidates(None, index_diffs)))
@@ -254,14 +267,14 @@ class _Checks:
         block = self._block(key)
         if row.kind == "index_without_block":
             return block is None
-        return block is not None and not is_intact(key, block.size, block.content)  # index_of_corrupt_block
+        return block is not None and not is_intact(key, block.size, block.codec, block.content)  # corrupt
 
     def fix(self, row) -> bool:
         key = bytes(row.hash)
         if row.kind in ("index_without_block", "index_of_corrupt_block"):
             self.session.execute(self.st.delete_index, (key,))
-        else:  # block_without_index, index_size_mismatch: the intact block's real length
-            self.session.execute(self.st.insert_existing, (key, row.length))
+        else:  # block_without_index, index_size_mismatch: the intact block's real lengths
+            self.session.execute(self.st.insert_existing, (key, row.length, row.stored))
         return True
 
 

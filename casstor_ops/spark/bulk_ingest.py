@@ -1,21 +1,19 @@
 """Parallel, resumable bulk ingest: every file of a tree stored by Spark executors.
 
-The driver lists the source (:mod:`casstor_ops.spark.source_listing`) and
+The driver lists the source (:mod:`casstor_ops.store.source_listing`) and
 the shared runner (:mod:`casstor_ops.spark.bulk_tasks`) packs the files
 into tasks; each task holds one :class:`~casstor_ops.store.leases.WriterLease`
 (so a reclaim window waits for it, and it refuses to start inside one) and
 stores its files with ``Store.put(..., lease=lease)``, so each head write is fenced by that lease.
 
-* **Resumable, idempotent**: a file whose id is already committed with the
-  same size, mode, mtime and content hash is ``skipped`` (read and hashed,
-  but no block, block list or head is written). The file hash is the one the
-  head row records anyway (BLAKE2b of the block hashes); size + mtime alone
-  is not trusted as a fingerprint, since mtime does not survive all copies
-  and can be set back. Chunking and hashing run at
-  ~0.6 GB/s a core, faster than storing (an existence check per block)
+* **Resumable, idempotent**: a file already committed unchanged is
+  ``skipped`` (the rule of :func:`~casstor_ops.store.tree_files.store_unless_unchanged`,
+  which ``casstor store DIR PREFIX`` follows too). Chunking and hashing run
+  at ~0.6 GB/s a core, faster than storing (an existence check per block)
   and write nothing.
 * **Result rows**: :data:`INGEST_SCHEMA`, the common columns plus
-  ``new_blocks`` and ``new_bytes`` (what the store did not hold yet);
+  ``new_blocks``, ``new_bytes`` (what the store did not hold yet) and
+  ``new_stored_bytes`` (those bytes as stored, after compression);
   ``status`` ``stored``, ``skipped`` or ``failed``.
 
 Example::
@@ -48,75 +46,22 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from casstor_ops.cluster.connection import Endpoint, endpoint_from_env
-from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.spark.bulk_report import SKIPPED, STORED
 from casstor_ops.spark.bulk_tasks import BulkJob, driver_store, result_schema, run_bulk
 from casstor_ops.spark.job_progress import JobProgress
-from casstor_ops.spark.path_ids import path_to_id
-from casstor_ops.spark.source_listing import UNKNOWN_SIZE, SourceFile, list_source
-from casstor_ops.store.api import FileInfo, Store, _check_id, open_source
+from casstor_ops.store.api import Store
 from casstor_ops.store.leases import WriterLease
-from casstor_ops.store.upload import source_file_hash
+from casstor_ops.store.path_ids import path_to_id
+from casstor_ops.store.source_listing import SourceFile, list_source
+from casstor_ops.store.tree_files import check_prefix, store_unless_unchanged
 
 INGEST_SCHEMA = result_schema(T.StructField("new_blocks", T.LongType(), False),
-                              T.StructField("new_bytes", T.LongType(), False))
-
-
-def _head(store: Store, file_id: str) -> FileInfo | None:
-    try:
-        return store.stat(file_id)
-    except CasstorError:  # not committed yet
-        return None
-
-
-def check_prefix(prefix: str) -> str:
-    """``prefix`` if the IDs it starts are valid by the store's own rules (``_check_id``); else one line, exit 2.
-
-    Example::
-
-        >>> check_prefix("photos/")
-        'photos/'
-        >>> check_prefix("/abs/")                                         # doctest: +SKIP
-        CasstorError: --prefix '/abs/' cannot start a file ID: file ID '/abs/x': empty, '.' and '..' ...
-
-    Checked before any Spark work, so a bad prefix is one error, not one failed row per file.
-    """
-    try:
-        _check_id(path_to_id(prefix) + "x", storing=True)  # "x": any valid name that could follow it
-    except CasstorError as err:
-        raise CasstorError(f"--prefix {prefix!r} cannot start a file ID: {err}", EXIT_USAGE) from None
-    return prefix
+                              T.StructField("new_bytes", T.LongType(), False),
+                              T.StructField("new_stored_bytes", T.LongType(), False))
 
 
 def _describe(entry: SourceFile) -> dict[str, Any]:
     # The path column is text for Spark: an undecodable name is shown escaped as in its ID.
     return dict(id=entry.file_id, path=path_to_id(entry.path), bytes=max(entry.size, 0))
-
-
-def _store_file(max_file_bytes: int | None, store: Store, entry: SourceFile, row: dict[str, Any],
-                lease: WriterLease) -> None:
-    """Store one file unless it is already committed unchanged; the task's ``lease`` fences its head write."""
-    if entry.error:
-        raise CasstorError(entry.error)
-    try:
-        size = row["bytes"] = os.stat(entry.path).st_size
-        if max_file_bytes is not None and size > max_file_bytes:
-            raise CasstorError(f"{size} bytes: larger than the limit of {max_file_bytes} bytes")
-        # Opened as a store opens it, so a FIFO swapped in after the listing is refused here instead of
-        # blocking the task; a chmod or touch alone is a change too: the head must carry the source's mode and mtime.
-        with open_source(entry.path) as (reader, attributes):
-            head = _head(store, entry.file_id)
-            if head is not None and head.size == size and head.attributes == attributes \
-                    and source_file_hash(reader, store.settings) == head.hash:
-                row.update(blocks=head.blocks, status=SKIPPED)
-                return
-        result = store.put(entry.path, entry.file_id, lease=lease)
-        row.update(bytes=result.bytes, blocks=result.blocks, new_blocks=result.new_blocks,
-                   new_bytes=result.new_bytes, status=STORED)
-    except FileNotFoundError:
-        # A listed size means the file existed when the driver looked; an explicit path may never have.
-        raise CasstorError("no such file" + (" (vanished since the listing)" if entry.size != UNKNOWN_SIZE
-                                             else "")) from None
 
 
 def _writer_lease(store: Store) -> WriterLease:
@@ -133,7 +78,7 @@ def ingest_job(max_file_bytes: int | None = None) -> BulkJob[SourceFile]:
     Failures: see the module docstring.
     """
     return BulkJob("ingest", INGEST_SCHEMA, size=attrgetter("size"), describe=_describe,
-                   work=partial(_store_file, max_file_bytes), task_scope=_writer_lease)
+                   work=partial(store_unless_unchanged, max_file_bytes=max_file_bytes), task_scope=_writer_lease)
 
 
 def ingest(spark: SparkSession, source: str | os.PathLike | Sequence[str | os.PathLike], prefix: str = "",
@@ -143,7 +88,7 @@ def ingest(spark: SparkSession, source: str | os.PathLike | Sequence[str | os.Pa
     """Store every file of ``source`` as ``prefix`` + its relative path; per-file results.
 
     ``source``: a directory, a glob or a list of paths, readable at the same
-    path on every executor (see :mod:`casstor_ops.spark.source_listing`).
+    path on every executor (see :mod:`casstor_ops.store.source_listing`).
     ``parallelism``: the number of tasks (default 2 per core).
     ``follow_symlinks``: enter symlinked directories below the source root
     (never twice the same directory). Returns a DataFrame with

@@ -23,11 +23,10 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, CasstorError
+from casstor_ops.errors import CasstorError
+from casstor_ops.store.tree_files import (CORRUPT, FAILED, INGEST_STATUSES, RESTORE_STATUSES, RESTORED, SKIPPED,
+                                          STORED, exit_status)
 
-STORED, SKIPPED, RESTORED, FAILED, CORRUPT = "stored", "skipped", "restored", "failed", "corrupt"
-INGEST_STATUSES = (STORED, SKIPPED, FAILED)
-RESTORE_STATUSES = (RESTORED, FAILED, CORRUPT)
 MAX_ERRORS_SHOWN = 20
 
 
@@ -49,10 +48,7 @@ def totals(results: DataFrame) -> dict[str, Any]:
 
 def exit_code(results: DataFrame) -> int:
     """0 when every file succeeded; EXIT_CORRUPT if a restore met corruption, else EXIT_PARTIAL."""
-    statuses = {row.status for row in results.select("status").distinct().collect()}
-    if CORRUPT in statuses:
-        return EXIT_CORRUPT
-    return EXIT_PARTIAL if FAILED in statuses else 0
+    return exit_status({row.status for row in results.select("status").distinct().collect()})
 
 
 def summary_line(what: str, summary: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ The driver lists the ids with their sizes and the shared runner
 (:mod:`casstor_ops.spark.bulk_tasks`) packs them into tasks; each
 executor restores its files to ``dest_dir/<id>`` (an id with escaped
 undecodable bytes back to the same bytes:
-:func:`~casstor_ops.spark.path_ids.id_to_path`) with
+:func:`~casstor_ops.store.path_ids.id_to_path`) with
 :meth:`~casstor_ops.store.api.Store.restore` (written aside, every block
 and the file hash checked, then moved into place), exactly as
 ``casstor restore``. Result rows: :data:`RESTORE_SCHEMA`, the common
@@ -31,28 +31,19 @@ from __future__ import annotations
 import os
 from functools import partial
 from operator import itemgetter
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
 from casstor_ops.cluster.connection import Endpoint, endpoint_from_env
 from casstor_ops.errors import CasstorError
-from casstor_ops.spark.bulk_report import RESTORED
 from casstor_ops.spark.bulk_tasks import BulkJob, driver_store, result_schema, run_bulk
 from casstor_ops.spark.job_progress import JobProgress
-from casstor_ops.spark.path_ids import id_to_path, path_to_id
 from casstor_ops.store.api import Store
+from casstor_ops.store.tree_files import files_to_restore, restore_below
 
 RESTORE_SCHEMA = result_schema()
-
-
-def _restore_target(dest_dir: str, file_id: str) -> str:
-    """``dest_dir/<the id's path>`` (:func:`~casstor_ops.spark.path_ids.id_to_path`); escaping ids are refused."""
-    parts = PurePosixPath(id_to_path(file_id)).parts
-    if not parts or file_id.startswith("/") or any(p in ("..", ".") for p in parts):
-        raise CasstorError(f"id {file_id!r} is not a relative path: refusing to restore it outside {dest_dir}")
-    return os.path.join(dest_dir, *parts)
 
 
 def _describe(item: tuple[str, int]) -> dict[str, Any]:
@@ -61,29 +52,7 @@ def _describe(item: tuple[str, int]) -> dict[str, Any]:
 
 def _restore_file(dest_dir: str, force: bool, store: Store, item: tuple[str, int], row: dict[str, Any],
                   _scope: None) -> None:
-    file_id = item[0]
-    target = _restore_target(dest_dir, file_id)
-    row["path"] = path_to_id(target)  # text for Spark: an undecodable name shown escaped, as in its ID
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    result = store.restore(file_id, target, force=force)
-    row.update(bytes=result.bytes, blocks=result.blocks, status=RESTORED)
-
-
-def _restore_list(store: Store, prefix_or_ids: str | Sequence[str]) -> list[tuple[str, int]]:
-    if isinstance(prefix_or_ids, str):
-        found = [(info.id, info.size) for info in store.list(prefix_or_ids)]
-        if not found:
-            raise CasstorError(f"no file in the store has an id starting with {prefix_or_ids!r}")
-        return found
-    if not prefix_or_ids:
-        raise CasstorError("the list of ids to restore is empty")
-    listed = []
-    for file_id in dict.fromkeys(prefix_or_ids):
-        try:
-            listed.append((file_id, store.stat(file_id).size))
-        except CasstorError:  # unknown: the task reports it with the store's own message
-            listed.append((file_id, 0))
-    return listed
+    restore_below(store, dest_dir, item[0], row, force)
 
 
 def restore_many(spark: SparkSession, prefix_or_ids: str | Sequence[str], dest_dir: str | os.PathLike,
@@ -106,7 +75,7 @@ def restore_many(spark: SparkSession, prefix_or_ids: str | Sequence[str], dest_d
     dest = Path(dest_dir).absolute()
     if dest.exists() and not dest.is_dir():
         raise CasstorError(f"{str(dest)!r} exists and is not a directory")
-    files = _restore_list(driver_store(endpoint), prefix_or_ids)
+    files = files_to_restore(driver_store(endpoint), prefix_or_ids)
     dest.mkdir(parents=True, exist_ok=True)
     job = BulkJob("restore", RESTORE_SCHEMA, size=itemgetter(1), describe=_describe,
                   work=partial(_restore_file, str(dest), force))

@@ -31,7 +31,7 @@ Example (what :func:`casstor_ops.spark.bulk_restore.restore_many` does)::
     >>> run_bulk(spark, job, [("a/x.bin", 1200), ("a/y.bin", 80)], endpoint)                  # doctest: +SKIP
     DataFrame[id: string, path: string, bytes: bigint, blocks: bigint, seconds: double, status: string, error: string]
 
-Failures: an item's own failure (:data:`FILE_ERRORS`: it vanished, cannot
+Failures: an item's own failure (:data:`~casstor_ops.store.tree_files.FILE_ERRORS`: it vanished, cannot
 be read or written, the store refused it, or a Cassandra request failed
 after the store's own retries, e.g. ``NoHostAvailable``,
 ``ConnectionException``, ``ConnectionBusy``, ``OperationTimedOut``) never
@@ -57,25 +57,20 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Generic, Iterable, Iterator, NamedTuple, Sequence, TypeVar
 
-from cassandra import DriverException
 from cassandra.cluster import NoHostAvailable
-from cassandra.connection import ConnectionBusy, ConnectionException
+from cassandra.connection import ConnectionException
 from pyspark import Accumulator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from casstor_ops.cluster.connection import Endpoint, connect_error, ensure_running
-from casstor_ops.errors import EXIT_UNREACHABLE, CasstorError, CorruptionError
-from casstor_ops.spark.bulk_report import CORRUPT, FAILED
+from casstor_ops.cluster.connection import Endpoint, ensure_running
+from casstor_ops.errors import EXIT_UNREACHABLE, CasstorError
 from casstor_ops.spark.executor_store import store_for
 from casstor_ops.spark.job_progress import JobProgress, ProgressMonitor
 from casstor_ops.store.api import Store
+from casstor_ops.store.tree_files import FAILED, FILE_ERRORS, failure_status, one_line, outage
 
 TASKS_PER_CORE = 2
-# Errors that belong to one file; anything else is a bug and fails the job with its traceback.
-# NoHostAvailable and the connection errors are no DriverException: they reach here once the store's
-# request window has used up its retries.
-FILE_ERRORS = (CasstorError, OSError, DriverException, NoHostAvailable, ConnectionException, ConnectionBusy)
 
 _IDENTITY = [T.StructField("id", T.StringType(), False), T.StructField("path", T.StringType(), False),
              T.StructField("bytes", T.LongType(), False), T.StructField("blocks", T.LongType(), False)]
@@ -156,22 +151,6 @@ def task_count(spark: SparkSession, items: int, parallelism: int | None = None) 
     return max(1, min(items, parallelism or TASKS_PER_CORE * spark.sparkContext.defaultParallelism))
 
 
-def one_line(err: BaseException) -> str:
-    """An error as the one line a result row keeps: an OSError's own text (no errno, no path), else its message.
-
-    Example::
-
-        >>> one_line(PermissionError(13, "Permission denied", "/data/x"))
-        'Permission denied'
-    """
-    if isinstance(err, OSError) and err.strerror:
-        return err.strerror
-    if isinstance(err, NoHostAvailable) and err.args:  # its str() is the repr of its arguments
-        causes = "; ".join(f"{host}: {one_line(cause)}" for host, cause in err.errors.items())
-        return f"NoHostAvailable: {err.args[0]}" + (f" ({causes})" if causes else "")
-    return " ".join(str(err).split()) or type(err).__name__
-
-
 def start_row(job: BulkJob[Item], item: Item) -> dict[str, Any]:
     """The row of ``item`` before its work: ``failed`` with no error, numbers 0, then ``job.describe(item)``.
 
@@ -204,31 +183,9 @@ def result_row(job: BulkJob[Item], store: Store, item: Item, scope: Any = None
         job.work(store, item, row, scope)
     except FILE_ERRORS as err:
         error = err
-        row.update(status=CORRUPT if isinstance(err, CorruptionError) else FAILED, error=one_line(err))
+        row.update(status=failure_status(err), error=one_line(err))
     row["seconds"] = time.monotonic() - started
     return row, error
-
-
-def outage(err: BaseException | None, endpoint: Endpoint) -> CasstorError | None:
-    """The one-line error when ``err`` says no Cassandra host could be reached at all, else None.
-
-    A busy connection, a timeout or a refused request are the item's own
-    failure; refused, reset or unresolvable connections to every host, or a
-    store that could not connect, are the cluster's.
-
-    Example::
-
-        >>> outage(NoHostAvailable("Unable to connect", {"h:9042": ConnectionRefusedError(111, "refused")}),
-        ...        endpoint).exit_code                                             # doctest: +SKIP
-        6
-    """
-    if isinstance(err, CasstorError):
-        found = err
-    elif isinstance(err, (NoHostAvailable, ConnectionException)):
-        found = connect_error(err, endpoint)
-    else:
-        return None
-    return found if found is not None and found.exit_code == EXIT_UNREACHABLE else None
 
 
 class TaskResult(NamedTuple):

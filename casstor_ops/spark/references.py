@@ -74,9 +74,9 @@ def referenced_blocks(spark: SparkSession) -> DataFrame:
             .agg(F.first("size").alias("size"), F.count(F.lit(1)).alias("refs")))
 
 
-def stored_blocks(spark: SparkSession) -> DataFrame:
-    """``(hash, size)`` of every indexed block (``existing_blocks``)."""
-    return read_table(spark, DATA_KS, "existing_blocks").select("hash", "size")
+def stored_blocks(spark: SparkSession, *extra: str) -> DataFrame:
+    """``(hash, size, *extra)`` of every indexed block (``existing_blocks``; e.g. ``extra`` ``"stored_size"``)."""
+    return read_table(spark, DATA_KS, "existing_blocks").select("hash", "size", *extra)
 
 
 def block_rows(spark: SparkSession, *columns: str) -> DataFrame:

@@ -17,10 +17,18 @@ Vocabulary (used with one meaning everywhere in casstor):
 * **window**: the cluster-wide reclaim flag; *offline* stops writers,
   *online* only excludes other reclaims (:mod:`.reclaim_window`).
 
+* **codec**: how a block's content is kept (zstd or raw); the hash is always
+  the plaintext's (:mod:`.codec`). *Logical* bytes are files' sizes,
+  *unique* bytes their blocks once each, *stored* bytes those blocks as kept.
+* **tree**: the files below a directory, or under an ID *prefix* ending in
+  ``/``, stored or restored with one command (:mod:`.tree`).
+
 Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
 (the two pipelines; the store's parts are :mod:`.existence`, :mod:`.claims`,
-:mod:`.block_uploads` and :mod:`.commit`), :mod:`.statements` (every prepared
-CQL statement), :mod:`.schema` (tables and recorded settings), and their helpers.
+:mod:`.block_uploads` and :mod:`.commit`), :mod:`.codec`, :mod:`.statements`
+(every prepared CQL statement), :mod:`.schema` (tables and recorded
+settings), the tree modules (:mod:`.source_listing`, :mod:`.path_ids`,
+:mod:`.tree_files`, :mod:`.tree`), and their helpers.
 Lower layer: :mod:`casstor_ops.cluster` (connections); nothing here imports
 Spark, the lab or the CLI.
 

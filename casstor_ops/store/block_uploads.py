@@ -1,7 +1,10 @@
 """Block uploads: a block's content row, then its index row, each block once.
 
 A block this store is to write (it claimed it, :mod:`casstor_ops.store.claims`)
-goes to ``blocks`` first; once that write is acknowledged, its row in the
+is encoded by the store's codec (compressed, or kept raw when that saves
+too little: :mod:`casstor_ops.store.codec`) in the caller's thread, only
+then: a block found stored costs no compression. It goes to ``blocks``
+first; once that write is acknowledged, its row in the
 ``existing_blocks`` index follows, ``INDEX_BATCH`` rows to an unlogged batch.
 So the index never names a block whose content is not stored, and a store
 asking "do you have it?" (:mod:`casstor_ops.store.existence`) can trust it.
@@ -10,11 +13,11 @@ Content is held from the moment a block is cut until it is *verified*: found
 by a check, or written and indexed. ``held_bytes`` is what the pipeline bounds;
 ``verified`` (block → wall time its check or write was sent) is what the
 commit protocol relies on. ``new_blocks`` / ``new_bytes`` count the blocks this
-store wrote.
+store wrote, ``new_stored_bytes`` what they take as stored.
 
 Example::
 
-    >>> uploads = BlockUploads(window, statements, on_indexed=claims.indexed)  # doctest: +SKIP
+    >>> uploads = BlockUploads(window, statements, BlockCodec.parse("zstd:3"), on_indexed=claims.indexed)  # doctest: +SKIP
     >>> uploads.hold(digest, data); uploads.upload(digest)                     # doctest: +SKIP
     >>> while window.busy or uploads.indexing: ...                            # doctest: +SKIP
 
@@ -30,6 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from functools import partial
 
+from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.inflight import Window
 from casstor_ops.store.statements import Statements
 
@@ -39,17 +43,19 @@ INDEX_BATCH = 32  # existing_blocks rows per unlogged batch (~1.5 KiB: under the
 class BlockUploads:
     """The content this store holds, its writes and index rows, and what is verified."""
 
-    def __init__(self, window: Window, statements: Statements,
+    def __init__(self, window: Window, statements: Statements, codec: BlockCodec,
                  on_indexed: Callable[[list[bytes]], None]) -> None:
         self._window = window
         self._st = statements
+        self._codec = codec
         self._on_indexed = on_indexed
         self._pending: dict[bytes, memoryview | bytes] = {}  # hash -> content, until verified
         self._verified: dict[bytes, float] = {}
-        self._to_index: list[tuple[bytes, float]] = []
+        self._to_index: list[tuple[bytes, float, int]] = []  # (hash, sent, stored size)
         self.held_bytes = 0
         self.new_blocks = 0
         self.new_bytes = 0
+        self.new_stored_bytes = 0
 
     @property
     def verified(self) -> Mapping[bytes, float]:
@@ -84,11 +90,12 @@ class BlockUploads:
     def upload(self, digest: bytes) -> None:
         """Write a held block's content; its index row follows the acknowledgement."""
         data = self._pending[digest]
-        self._window.submit(self._st.insert_block, (digest, len(data), data),
-                            partial(self._written, digest, time.time()))
+        codec, payload = self._codec.encode(data)
+        self._window.submit(self._st.insert_block, (digest, len(data), codec, payload),
+                            partial(self._written, digest, time.time(), len(payload)))
 
-    def _written(self, digest: bytes, sent: float, _rows) -> None:
-        self._to_index.append((digest, sent))
+    def _written(self, digest: bytes, sent: float, stored: int, _rows) -> None:
+        self._to_index.append((digest, sent, stored))
         if len(self._to_index) >= INDEX_BATCH:
             self.send_index()
 
@@ -96,11 +103,12 @@ class BlockUploads:
         """Send the index rows of the blocks written so far."""
         items, self._to_index = self._to_index, []
         if items:
-            rows = [(digest, len(self._pending[digest])) for digest, _ in items]
+            rows = [(digest, len(self._pending[digest]), stored) for digest, _, stored in items]
             self._window.submit_batch(self._st.insert_existing, rows, partial(self._indexed, items))
 
-    def _indexed(self, items: list[tuple[bytes, float]], _rows) -> None:
-        for digest, sent in items:
+    def _indexed(self, items: list[tuple[bytes, float, int]], _rows) -> None:
+        for digest, sent, stored in items:
             self.new_blocks += 1
             self.new_bytes += self._verify(digest, sent)
-        self._on_indexed([digest for digest, _ in items])
+            self.new_stored_bytes += stored
+        self._on_indexed([digest for digest, _, _ in items])

@@ -70,8 +70,9 @@ def stats(session: Session, st: Statements) -> StoreStats:
     for row in _scan(session, st.all_heads):
         files += 1
         logical += row.size or 0
-    unique = stored = 0
+    blocks = unique = stored = 0
     for row in _scan(session, st.existing_sizes):
-        unique += 1
-        stored += row.size or 0
-    return StoreStats(files, logical, unique, stored)
+        blocks += 1
+        unique += row.size or 0
+        stored += row.stored_size if row.stored_size is not None else (row.size or 0)  # null: kept raw (schema 2)
+    return StoreStats(files, logical, blocks, unique, stored)

@@ -2,8 +2,8 @@
 
 Example::
 
-    >>> StoreResult("a", 10, 1, 1, 10, 0.5).as_dict()["new_bytes"]
-    10
+    >>> StoreResult("a", 10, 1, 1, 10, 0.5, 4).as_dict()["new_stored_bytes"]
+    4
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class StoreResult:
-    """One ``put``: logical bytes and blocks, and how many of them were new to the store."""
+    """One ``put``: logical bytes and blocks, how many of them were new to the store, and the bytes those new
+    blocks take as stored (after compression)."""
 
     id: str
     bytes: int
@@ -26,6 +27,7 @@ class StoreResult:
     new_blocks: int
     new_bytes: int
     seconds: float
+    new_stored_bytes: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,17 +92,29 @@ class FileInfo:
 
 @dataclass(frozen=True)
 class StoreStats:
-    """Store-wide totals; exact integers (summed in Python, never in a 32-bit CQL aggregate)."""
+    """Store-wide totals; exact integers (summed in Python, never in a 32-bit CQL aggregate).
+
+    Three byte figures: ``logical_bytes`` (the committed files' sizes),
+    ``unique_bytes`` (their blocks once each: after dedup) and ``stored_bytes``
+    (those blocks as kept: after compression).
+    """
 
     files: int
     logical_bytes: int
     unique_blocks: int
+    unique_bytes: int
     stored_bytes: int
 
     @property
     def dedup_ratio(self) -> float:
-        """Logical bytes per stored byte (1.0 for an empty store)."""
-        return self.logical_bytes / self.stored_bytes if self.stored_bytes else 1.0
+        """Logical bytes per unique byte (1.0 for an empty store)."""
+        return self.logical_bytes / self.unique_bytes if self.unique_bytes else 1.0
+
+    @property
+    def compression_ratio(self) -> float:
+        """Unique bytes per stored byte (1.0 for an empty store)."""
+        return self.unique_bytes / self.stored_bytes if self.stored_bytes else 1.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "dedup_ratio": round(self.dedup_ratio, 6)}
+        return {**asdict(self), "dedup_ratio": round(self.dedup_ratio, 6),
+                "compression_ratio": round(self.compression_ratio, 6)}

@@ -17,7 +17,9 @@ that would make every restore a writer (a lease row and its heartbeat),
 and an online reclaim would wait for the longest restore; re-reading the
 head costs one read, and only when something is missing.
 
-Every block is checked against its hash and size, and the block list
+Every block is decoded (decompressed, by its recorded codec, on the
+worker threads that check it: :mod:`casstor_ops.store.codec`) and its
+plaintext checked against its hash and size, and the block list
 against the head's file hash (:func:`~casstor_ops.store.hashing.file_hash`) at
 the end. A missing or damaged block stops the restore at once with
 :class:`~casstor_ops.errors.CorruptionError` naming the file, the offset
@@ -50,6 +52,7 @@ from cassandra.cluster import Session
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.errors import CasstorError, CorruptionError, FileChangedError
+from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hasher
 from casstor_ops.store.inflight import RequestWindow
 from casstor_ops.store.progress import ProgressCallback
@@ -68,12 +71,19 @@ VERIFY_THREADS = 2
 SYNC_EVERY_BYTES = 32 * 1024 * 1024
 
 
-def _first_damaged(blocks: list[tuple[bytes, bytes, int, int]]) -> tuple[int, bytes] | None:
-    """(offset, hash) of the first of ``(content, hash, offset, size)`` that fails its check, else None."""
-    for content, digest, offset, size in blocks:
-        if len(content) != size or block_hash(content) != digest:
-            return offset, digest
-    return None
+def _decoded(blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> list[bytes] | tuple[int, bytes, str]:
+    """The checked plaintexts of ``(codec, stored content, hash, offset, size)`` blocks, in order; or ``(offset,
+    hash, what is wrong)`` of the first that does not decode to its size or does not match its hash."""
+    plain = []
+    for codec, payload, digest, offset, size in blocks:
+        try:
+            content = decode(codec, payload, size)
+        except DamagedBlock as err:
+            return offset, digest, str(err)
+        if block_hash(content) != digest:
+            return offset, digest, "does not match its hash"
+        plain.append(content)
+    return plain
 
 
 class Restore:
@@ -91,14 +101,15 @@ class Restore:
         # (memory: 2 x window x blocks_per_read x chunk_max at most).
         self._ahead = 2 * window * blocks_per_read
         self._progress = progress
-        self._ready: dict[int, tuple[bytes, bytes, Future]] = {}  # block index -> (content, hash, its read's check)
+        # block index -> (its place in its read, hash, the read's decode-and-check task)
+        self._ready: dict[int, tuple[int, bytes, Future]] = {}
         self._verifier: ThreadPoolExecutor | None = None
         self._next = 0
         self._group: list[tuple[bytes, int, int]] = []  # (hash, offset, size) for the next read
         # A block repeated within a file (zeros, padding) is fetched once: later uses wait for the same
         # read, or take the copy kept among the last RECENT_BLOCKS fetched ones.
         self._waiting: dict[bytes, list[int]] = {}
-        self._recent: OrderedDict[bytes, tuple[bytes, bytes, Future]] = OrderedDict()
+        self._recent: OrderedDict[bytes, tuple[int, bytes, Future]] = OrderedDict()
 
     def _block_list(self):
         statement = self._st.file_blocks.bind((self._head.id, self._head.version))
@@ -122,16 +133,16 @@ class Restore:
                                 f"the old version's blocks reclaimed); run again")
 
     def _fetched(self, group: list[tuple[bytes, int, int]], rows) -> None:
-        found = dict(rows) if len(group) > 1 else {group[0][0]: row[0] for row in rows}
+        found = {digest: (codec, content) for digest, codec, content in rows}
         blocks = []
         for digest, offset, size in group:
-            content = found.get(digest)
-            if content is None:
+            if digest not in found:
                 raise self._unless_changed(self._corrupt(offset, digest, "is missing"))
-            blocks.append((content, digest, offset, size))
-        check = self._verifier.submit(_first_damaged, blocks)  # one task per read, not per block
-        for content, digest, _, _ in blocks:
-            block = (content, digest, check)
+            blocks.append((*found[digest], digest, offset, size))
+        # One task per read, not per block: it decompresses (zstd releases the GIL) and hashes.
+        check = self._verifier.submit(_decoded, blocks)
+        for place, (_, _, digest, _, _) in enumerate(blocks):
+            block = (place, digest, check)
             for waiter in self._waiting.pop(digest):
                 self._ready[waiter] = block
             self._recent[digest] = block
@@ -166,10 +177,11 @@ class Restore:
     def _write_ready(self, out: BinaryIO, file_hash: "hashlib._Hash") -> None:
         ready = self._ready
         while self._next in ready:
-            content, digest, check = ready.pop(self._next)
-            damaged = check.result()
-            if damaged is not None:
-                raise self._corrupt(*damaged, "does not match its hash")
+            place, digest, check = ready.pop(self._next)
+            decoded = check.result()
+            if isinstance(decoded, tuple):
+                raise self._corrupt(*decoded)
+            content = decoded[place]
             out.write(content)
             file_hash.update(digest)
             if self._progress:

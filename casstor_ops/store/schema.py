@@ -7,16 +7,21 @@ small, precious rows (files, block lists, settings, the reclaim window).
 
 ``casstor_data``
 
-* ``blocks (hash blob PK, size int, content blob)``: one partition per
-  block, keyed by its 32-byte BLAKE2b digest. A hash is uniformly
+* ``blocks (hash blob PK, size int, content blob, codec text)``: one
+  partition per block, keyed by its 32-byte BLAKE2b digest of the
+  plaintext; ``size`` is the plaintext's, ``content`` what is stored
+  (compressed when ``codec`` is ``zstd``, raw when null:
+  :mod:`casstor_ops.store.codec`). A hash is uniformly
   distributed, so the key spreads load evenly over the ring; one block a
   partition keeps reads and deletes of a block single-partition.
-* ``existing_blocks (hash blob PK, size int)``: the light index the store
+* ``existing_blocks (hash blob PK, size int, stored_size int)``: the light index the store
   asks "do you have it?". It has no content column, so existence checks
   and full scans (stats, reclaim, verify) never touch blob SSTables (a
   ``count(*)`` over ``blocks`` ran a 1 GiB-heap node out of memory). It is
   written *after* the block, so an index row implies the block is there.
   It lives beside ``blocks`` (same replication): it vouches for blocks.
+  ``stored_size`` is the content's length as stored (null: as ``size``),
+  so stats count bytes after compression without reading content.
 * ``block_claims ((bucket) PK, hash CK, writer uuid)``: which store is
   uploading a missing block, taken with ``IF NOT EXISTS`` and a TTL, so
   concurrent stores of shared new blocks upload each once
@@ -44,7 +49,9 @@ small, precious rows (files, block lists, settings, the reclaim window).
   are garbage that reclaim removes after a grace period.
 * ``settings (name text PK, value text)``: the chunker, its sizes, the block
   and file hash functions (:mod:`casstor_ops.store.hashing`) and the schema
-  version, written once with ``IF NOT EXISTS``.
+  version, written once with ``IF NOT EXISTS``; and the compression of new
+  blocks, the one setting a later ``casstor init --compression`` may change
+  (:func:`set_compression`).
 * ``maintenance (name text PK, …)``: the reclaim window flag (taken with a
   lightweight transaction) and ``writer_leases``: running writers'
   heartbeats (TTL rows), so reclaim can wait for them.
@@ -78,18 +85,25 @@ from cassandra.query import SimpleStatement
 
 from casstor_ops.cluster.connection import endpoint_of, reported_as_user_errors
 from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
+from casstor_ops.store.codec import DEFAULT_COMPRESSION, NONE, BlockCodec
 from casstor_ops.store.hashing import BLOCK_HASH, FILE_HASH
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.statements import Statements
 
 # 2: file hashes are BLAKE2b of the block hashes (1 hashed the whole content again).
-SCHEMA_VERSION = 2
+# 3: blocks record their codec and may be compressed; index rows their stored size. A casstor that reads
+#    schema 2 would take a compressed block for a corrupt one, so it must refuse the store instead.
+SCHEMA_VERSION = 3
+UPGRADABLE = {2}  # schema versions 'casstor init' upgrades in place (by adding columns)
 
 _TABLES = [
     f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.blocks (
         hash blob PRIMARY KEY, size int, content blob)""",
     f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.existing_blocks (
         hash blob PRIMARY KEY, size int)""",
+    # Schema 3 (compressed blocks): stores of schema 2 gain them here; their blocks read as raw.
+    f"ALTER TABLE {DATA_KS}.blocks ADD IF NOT EXISTS codec text",
+    f"ALTER TABLE {DATA_KS}.existing_blocks ADD IF NOT EXISTS stored_size int",
     # Claims only save work (a lost or revived claim costs one duplicate upload), and all expire:
     # their tombstones need no ten-day grace.
     f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.block_claims (
@@ -172,8 +186,10 @@ class StoreSettings:
     chunk_max: int = 256 * 1024
     normalized_chunking: int = 2
     schema_version: int = SCHEMA_VERSION
+    compression: str = DEFAULT_COMPRESSION  # new blocks only; the one setting that may change (set_compression)
 
     def __post_init__(self) -> None:
+        BlockCodec.parse(self.compression)
         for name, (low, high) in CHUNK_LIMITS.items():
             value = getattr(self, name)
             if not low <= value <= high:
@@ -187,7 +203,8 @@ class StoreSettings:
 
     @classmethod
     def from_rows(cls, rows: dict[str, str]) -> "StoreSettings":
-        kwargs = {"file_hash": "blake2b-256"}  # schema 1 did not record it: whole-content BLAKE2b
+        # Schema 1 did not record the file hash (whole-content BLAKE2b); schema 2 had no compression.
+        kwargs = {"file_hash": "blake2b-256", "compression": NONE}
         for f in fields(cls):
             if f.name in rows:
                 kwargs[f.name] = int(rows[f.name]) if f.type in ("int", int) else rows[f.name]
@@ -254,22 +271,22 @@ def require_settings(session: Session) -> StoreSettings:
     """The recorded settings of a store this casstor can use.
 
     Example: ``Store(session)`` calls it first. Failures: a store that is not
-    initialised, or whose head table lacks ``mode`` (made before it), raises
+    initialised, or of a schema ``casstor init`` upgrades (2), raises
     CasstorError ``EXIT_NOT_INITIALISED``; another schema or hash, CasstorError
-    (1); a failed settings read, as :func:`read_settings`; a failed column
-    check, the driver's error.
+    (1); a failed settings read, as :func:`read_settings`.
     """
     settings = read_settings(session)
     if settings is None:
         raise CasstorError("the store is not initialised: run 'casstor init'", EXIT_NOT_INITIALISED)
+    if settings.schema_version in UPGRADABLE:
+        raise CasstorError(f"the store has schema {settings.schema_version}: run 'casstor init' to upgrade it to "
+                           f"schema {SCHEMA_VERSION} (adds columns; stored blocks stay as they are)",
+                           EXIT_NOT_INITIALISED)
     found = (settings.schema_version, settings.hash, settings.file_hash)
     if found != (SCHEMA_VERSION, BLOCK_HASH, FILE_HASH):
         raise CasstorError(f"the store has schema {found[0]} (block hash {found[1]}, file hash {found[2]}); this "
                            f"casstor reads schema {SCHEMA_VERSION} ({BLOCK_HASH}, {FILE_HASH}) only: restore its "
                            f"files with the casstor that wrote them, and store them in a new store")
-    if session.execute(Statements.for_session(session).column_exists, (META_KS, "files", "mode")).one() is None:
-        raise CasstorError("the store's tables predate this casstor (casstor_meta.files has no mode column): "
-                           "run 'casstor init' to add the missing columns", EXIT_NOT_INITIALISED)
     return settings
 
 
@@ -280,8 +297,12 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
     ``data``/``meta`` None means "the default for this cluster" and never
     conflicts with an existing keyspace; an explicit value that differs from
     the existing replication, or settings that differ from the recorded
-    ones, raise :class:`CasstorError` and change nothing.
+    ones, raise :class:`CasstorError` and change nothing. The compression of
+    ``settings`` applies to a new store only: an existing one keeps its own
+    (:func:`set_compression` changes it). A store of an upgradable schema is
+    upgraded once its new columns exist.
     """
+    before = read_settings(session)
     rf = default_rf(session)
     _ensure_keyspace(session, DATA_KS, data or Replication.simple(rf), data is not None)
     _ensure_keyspace(session, META_KS, meta or Replication.simple(rf), meta is not None)
@@ -289,16 +310,35 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
         session.execute(SimpleStatement(ddl, consistency_level=ConsistencyLevel.ONE))
     session.cluster.control_connection.wait_for_schema_agreement()
     wanted = settings or StoreSettings()
-    record = Statements.for_session(session).record_setting
-    for name, value in wanted.as_rows().items():
-        session.execute(record, (name, value))
+    st = Statements.for_session(session)
+    rows = wanted.as_rows()
+    if before is not None:
+        del rows["compression"]
+        if before.schema_version in UPGRADABLE:
+            session.execute(st.write_setting, ("schema_version", str(SCHEMA_VERSION)))
+    for name, value in rows.items():
+        session.execute(st.record_setting, (name, value))
     recorded = read_settings(session)
-    if recorded != wanted:
-        diffs = [f"{k}={v} (asked {getattr(wanted, k)})" for k, v in asdict(recorded).items()
-                 if getattr(wanted, k) != v]
+    diffs = [f"{k}={v} (asked {getattr(wanted, k)})" for k, v in asdict(recorded).items()
+             if k != "compression" and getattr(wanted, k) != v]
+    if diffs:
         raise CasstorError(f"the store is already initialised with {', '.join(diffs)}; refusing to change it "
                            f"(blocks chunked or hashed differently would never deduplicate)")
     return recorded
+
+
+def set_compression(session: Session, spec: str) -> StoreSettings:
+    """Write new blocks with ``spec`` (``"zstd:3"``, ``"none"``) from now on; blocks already stored stay as they
+    are (each records its codec). Returns the store's settings.
+
+    Example: ``set_compression(session, "zstd:6").compression`` -> ``'zstd:6'``.
+    Failures: a bad spec, or a store this casstor cannot use, as
+    :meth:`BlockCodec.parse <casstor_ops.store.codec.BlockCodec.parse>` and :func:`require_settings`.
+    """
+    spec = BlockCodec.parse(spec).spec
+    require_settings(session)
+    session.execute(Statements.for_session(session).write_setting, ("compression", spec))
+    return require_settings(session)
 
 
 # The commit bound is a tunable, not a recorded setting: changing it never

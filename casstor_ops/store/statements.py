@@ -79,14 +79,14 @@ class Statements:
     # -- blocks: the store's hot path
     # LIMIT = the number of keys asked: explicit bound on the rows a check returns.
     existing = _Prepared(f"SELECT hash FROM {DATA_KS}.existing_blocks WHERE hash IN ? LIMIT ?")
-    insert_block = _Prepared(f"INSERT INTO {DATA_KS}.blocks (hash, size, content) VALUES (?, ?, ?)")
+    insert_block = _Prepared(f"INSERT INTO {DATA_KS}.blocks (hash, size, codec, content) VALUES (?, ?, ?, ?)")
     claim_block = _Prepared(
         f"INSERT INTO {DATA_KS}.block_claims (bucket, hash, writer) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?")
     release_claim = _Prepared(f"DELETE FROM {DATA_KS}.block_claims WHERE bucket = ? AND hash = ? IF writer = ?")
-    insert_existing = _Prepared(f"INSERT INTO {DATA_KS}.existing_blocks (hash, size) VALUES (?, ?)")
-    read_block = _Prepared(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?")
-    read_blocks = _Prepared(f"SELECT hash, content FROM {DATA_KS}.blocks WHERE hash IN ? LIMIT ?")
-    existing_sizes = _Prepared(f"SELECT size FROM {DATA_KS}.existing_blocks")
+    insert_existing = _Prepared(f"INSERT INTO {DATA_KS}.existing_blocks (hash, size, stored_size) VALUES (?, ?, ?)")
+    read_block = _Prepared(f"SELECT hash, codec, content FROM {DATA_KS}.blocks WHERE hash = ?")
+    read_blocks = _Prepared(f"SELECT hash, codec, content FROM {DATA_KS}.blocks WHERE hash IN ? LIMIT ?")
+    existing_sizes = _Prepared(f"SELECT size, stored_size FROM {DATA_KS}.existing_blocks")
 
     # -- block lists and heads
     insert_file_block = _Prepared(
@@ -103,8 +103,6 @@ class Statements:
     keyspace_replication = _Prepared("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?")
     table_exists = _Prepared(
         "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?")
-    column_exists = _Prepared("SELECT column_name FROM system_schema.columns "
-                              "WHERE keyspace_name = ? AND table_name = ? AND column_name = ?")
     all_settings = _Prepared(f"SELECT name, value FROM {META_KS}.settings")
     setting = _Prepared(f"SELECT value FROM {META_KS}.settings WHERE name = ?")
     # QUORUM whatever CASSTOR_CONSISTENCY says: the settings are written once and every writer must agree on them.
@@ -139,7 +137,7 @@ class Statements:
     # -- reclaim and verify: key checks and repairs
     index_size = _Prepared(f"SELECT size FROM {DATA_KS}.existing_blocks WHERE hash = ?")
     block_size = _Prepared(f"SELECT size FROM {DATA_KS}.blocks WHERE hash = ?")
-    block_row = _Prepared(f"SELECT size, content FROM {DATA_KS}.blocks WHERE hash = ?")
+    block_row = _Prepared(f"SELECT size, codec, content FROM {DATA_KS}.blocks WHERE hash = ?")
     delete_index = _Prepared(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?")
     delete_index_at = _Prepared(f"DELETE FROM {DATA_KS}.existing_blocks USING TIMESTAMP ? WHERE hash = ?")
     delete_block_at = _Prepared(f"DELETE FROM {DATA_KS}.blocks USING TIMESTAMP ? WHERE hash = ?")

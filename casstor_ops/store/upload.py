@@ -13,7 +13,7 @@ the caller's thread:
   chunking continues (:mod:`casstor_ops.store.existence`);
 * a missing block is claimed, so of concurrent stores exactly one uploads it,
   and the others wait for its index row (:mod:`casstor_ops.store.claims`);
-* a claimed block's content is written, then its index row
+* a claimed block's content is compressed and written, then its index row
   (:mod:`casstor_ops.store.block_uploads`), so ``new_blocks`` counts the
   blocks this store wrote;
 * once every block is verified, the block list and the head row are written
@@ -50,6 +50,7 @@ from cassandra.cluster import Session
 from casstor_ops.store.block_uploads import BlockUploads
 from casstor_ops.store.chunking import Segment, chunks, segments
 from casstor_ops.store.claims import Claims
+from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.commit import Commit
 from casstor_ops.store.existence import CHECK_BATCH, ExistenceChecks
 from casstor_ops.store.hashing import block_hash, file_hash
@@ -85,7 +86,8 @@ class Upload:
         self._sizes: list[int] = []
         self._to_check: list[bytes] = []
         # A claim is done once its block's index row is written; the two parts refer to each other.
-        self._uploads = BlockUploads(self._window, self._st, on_indexed=lambda hashes: self._claims.indexed(hashes))
+        self._uploads = BlockUploads(self._window, self._st, BlockCodec.parse(settings.compression),
+                                     on_indexed=lambda hashes: self._claims.indexed(hashes))
         self._checks = ExistenceChecks(self._window, self._st, on_found=self._uploads.found, batch=check_batch)
         self._claims = Claims(self._window, self._st, self._checks, on_claimed=self._uploads.upload)
 
@@ -176,7 +178,7 @@ class Upload:
             self._claims.release()
             raise
         return StoreResult(file_id, size, len(self._hashes), self.new_blocks, self.new_bytes,
-                           round(time.perf_counter() - started, 6))
+                           round(time.perf_counter() - started, 6), self._uploads.new_stored_bytes)
 
 
 def _block_hashes(blocks: list[memoryview]) -> list[bytes]:

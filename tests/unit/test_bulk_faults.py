@@ -12,8 +12,9 @@ from pyspark.sql import types as T
 
 from casstor_ops.cluster.connection import Endpoint
 from casstor_ops.errors import EXIT_UNREACHABLE, EXIT_USAGE, CasstorError
-from casstor_ops.spark.bulk_ingest import check_prefix
-from casstor_ops.spark.bulk_tasks import BulkJob, outage, result_row, result_schema
+from casstor_ops.store.tree_files import check_prefix
+from casstor_ops.spark.bulk_tasks import BulkJob, result_row, result_schema
+from casstor_ops.store.tree_files import outage
 
 ENDPOINT = Endpoint(("127.0.0.1",), 19042, False)
 REFUSED = NoHostAvailable("Unable to connect to any servers",
@@ -68,7 +69,7 @@ def test_prefix_that_makes_invalid_ids_is_a_usage_error(prefix: str) -> None:
     with pytest.raises(CasstorError) as caught:
         check_prefix(prefix)
     assert caught.value.exit_code == EXIT_USAGE
-    assert str(caught.value).startswith(f"--prefix {prefix!r} cannot start a file ID") and "\n" not in str(caught.value)
+    assert str(caught.value).startswith(f"prefix {prefix!r} cannot start a file ID") and "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize("prefix", ["", "data/", "data", "naïve/x-", "caf\udce9/"])

@@ -48,7 +48,7 @@ def test_pack_by_size_with_more_bins_than_items_or_none() -> None:
 def test_result_schemas_share_the_common_columns() -> None:
     common = ["id", "path", "bytes", "blocks", "seconds", "status", "error"]
     assert RESTORE_SCHEMA.fieldNames() == common
-    assert INGEST_SCHEMA.fieldNames() == common[:4] + ["new_blocks", "new_bytes"] + common[4:]
+    assert INGEST_SCHEMA.fieldNames() == common[:4] + ["new_blocks", "new_bytes", "new_stored_bytes"] + common[4:]
     assert result_schema().fieldNames() == common
 
 

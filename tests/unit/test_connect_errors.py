@@ -91,7 +91,7 @@ def test_connect_keeps_the_traceback_of_a_bug(monkeypatch) -> None:
         def shutdown(self):
             BrokenCluster.shut_down = True
 
-    monkeypatch.setattr(connection, "open_cluster", lambda endpoint: BrokenCluster())
+    monkeypatch.setattr(connection, "open_cluster", lambda endpoint, schema_metadata=True: BrokenCluster())
     with pytest.raises(TypeError, match="bug inside connect"):
         connection.connect(REMOTE, start=False)
     assert BrokenCluster.shut_down

@@ -1,4 +1,4 @@
-"""Non-UTF-8 file names as IDs and back (spark.path_ids): lossless, collision-free, valid IDs."""
+"""Non-UTF-8 file names as IDs and back (store.path_ids): lossless, collision-free, valid IDs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import pytest
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.spark.path_ids import id_to_path, path_to_id
+from casstor_ops.store.path_ids import id_to_path, path_to_id
 from casstor_ops.store.api import _check_id
 
 

@@ -4,7 +4,7 @@ The listing runs once, on the driver, and only stats files (it never
 reads them): each :class:`SourceFile` carries the absolute path an
 executor opens, the store id (``prefix`` + the path relative to the
 source root, POSIX separators, like ``restic``/``borg`` archive paths,
-through :func:`~casstor_ops.spark.path_ids.path_to_id`, so a name that is
+through :func:`~casstor_ops.store.path_ids.path_to_id`, so a name that is
 not valid UTF-8 gets a lossless escaped id) and the size the work is
 split by.
 
@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.spark.path_ids import path_to_id
+from casstor_ops.store.path_ids import path_to_id
 
 UNKNOWN_SIZE = -1
 

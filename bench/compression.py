@@ -1,0 +1,232 @@
+"""Compressed blocks against restic: store and restore speed, and bytes on disk, on source releases and random data.
+
+Two corpora, each stored file by file with the CLI (one ``casstor store``
+process per file, as a user's loop or a cron job runs it) and the same
+files backed up file by file with ``restic backup``, in the same run:
+
+* *source*: consecutive releases of one large project as uncompressed tars
+  (:mod:`bench.source_corpus`; default 4 Django 5.0.x sdists, ~60 MB each);
+* *random*: incompressible files (:func:`os.urandom`), where compression
+  can only cost.
+
+casstor runs twice per corpus on an empty store: with ``--compression none``
+(blocks as the code before compressed blocks stored them) and with the
+default ``zstd:3``. Each store loop starts on quiet nodes; ``--repeat N``
+empties the store and stores again N times, and restores N times, keeping
+the best. Bytes on disk are the live SSTables of both casstor keyspaces
+after a flush (``nodetool tablestats``), against restic's repository
+directory. Every restore is compared byte for byte with its source.
+
+The bench runs its own throw-away node (a temporary ``CASSTOR_HOME`` on
+ports ``--port-base`` + 0/1/2), so emptying the store never touches a
+user's data; the node is stopped at the end.
+
+Example::
+
+    $ .venv/bin/python -m bench.compression --versions 4 --random-mb 64
+
+Figures are ratios (casstor / restic MB/s; casstor / restic bytes; zstd /
+none) with client and node CPU ms per MB beside them. Failures: restic or
+the corpus unavailable, or a restore that differs, end the run with one line
+(exit 1).
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cluster.launcher import LocalCluster
+from casstor_ops.errors import CasstorError, run_reporting_errors
+from casstor_ops.store.codec import DEFAULT_COMPRESSION
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.schema import set_compression
+
+from bench.common import MB, bench_session, live_bytes, publish, wait_for_quiet_nodes
+from bench.cpu import CpuMeter
+from bench.restic import ResticRepo
+from bench.source_corpus import release_tars
+
+CASSTOR = str(Path(sys.executable).with_name("casstor"))
+MODES = ("none", DEFAULT_COMPRESSION)
+TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_claims"), (META_KS, "files"),
+          (META_KS, "file_blocks"), (META_KS, "writer_leases")]
+
+
+def _loop(commands: list[list[str]]) -> None:
+    for command in commands:
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CasstorError(f"{' '.join(command[:2])} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
+
+
+class _Run:
+    """Timed loops of one bench run: best seconds and CPU per MB by name."""
+
+    def __init__(self, session, repeat: int, log: Callable[[str], None]) -> None:
+        self.session, self.repeat, self.log = session, repeat, log
+        self.cpu = CpuMeter([n.pid() for n in LocalCluster().nodes() if n.pid()])
+        self.figures: dict[str, dict] = {}
+
+    def measure(self, name: str, nbytes: int, before: Callable[[], None], loop: Callable[[], None]) -> None:
+        best = None
+        for _ in range(self.repeat):
+            before()
+            wait_for_quiet_nodes(self.session)
+            with self.cpu.measure() as cost:
+                started = time.perf_counter()
+                loop()
+                seconds = time.perf_counter() - started
+            if best is None or seconds < best[0]:
+                best = (seconds, cost.per_mb(nbytes))
+        self.figures[name] = {"mbps": nbytes / MB / best[0], "seconds": best[0], **best[1]}
+        self.log(f"  {name:<28} {self.figures[name]['mbps']:7.1f} MB/s  "
+                 f"client {best[1]['client_ms_per_mb']:.1f} ms/MB, node {best[1]['node_ms_per_mb']:.1f} ms/MB")
+
+
+def _empty_store(session) -> None:
+    for keyspace, table in TABLES:
+        session.execute(f"TRUNCATE {keyspace}.{table}")
+
+
+def _casstor(run: _Run, corpus: str, files: list[Path], work: Path, mode: str) -> dict:
+    nbytes = sum(f.stat().st_size for f in files)
+    ids = [f"{corpus}/{f.name}" for f in files]
+    set_compression(run.session, mode)
+    run.measure(f"{corpus}_{mode}_store", nbytes, lambda: _empty_store(run.session),
+                lambda: _loop([[CASSTOR, "store", str(f), i, "--quiet"] for f, i in zip(files, ids)]))
+    disk = live_bytes(LocalCluster(), DATA_KS) + live_bytes(LocalCluster(), META_KS)
+    out = work / f"restore-{corpus}-{mode}"
+    run.measure(f"{corpus}_{mode}_restore", nbytes, lambda: (shutil.rmtree(out, True), out.mkdir()),
+                lambda: _loop([[CASSTOR, "restore", i, str(out / f.name), "--quiet"] for f, i in zip(files, ids)]))
+    for f in files:
+        if not filecmp.cmp(f, out / f.name, shallow=False):
+            raise CasstorError(f"casstor restored {f.name} ({mode}) with different bytes")
+    shutil.rmtree(out)
+    stats = subprocess.run([CASSTOR, "stats", "--json"], capture_output=True, text=True, check=True).stdout
+    return {"disk_bytes": disk, "stats": stats}
+
+
+def _restic(run: _Run, corpus: str, files: list[Path], work: Path) -> dict:
+    nbytes = sum(f.stat().st_size for f in files)
+    state: dict = {}
+
+    def fresh_repo() -> None:
+        shutil.rmtree(work / "restic", True)
+        state["repo"] = ResticRepo(work / "restic")
+
+    def backups() -> None:
+        state["snapshots"] = [state["repo"].backup([f])[0] for f in files]
+
+    run.measure(f"{corpus}_restic_store", nbytes, fresh_repo, backups)
+    out = work / f"restore-{corpus}-restic"
+    run.measure(f"{corpus}_restic_restore", nbytes, lambda: shutil.rmtree(out, True),
+                lambda: [state["repo"].restore(s, out) for s in state["snapshots"]])
+    for f in files:
+        if not filecmp.cmp(f, out / str(f.resolve()).lstrip("/"), shallow=False):
+            raise CasstorError(f"restic restored {f.name} with different bytes")
+    shutil.rmtree(out)
+    return {"repo_bytes": state["repo"].repo_bytes(), "version": state["repo"].version()}
+
+
+def _ratios(figures: dict, disk: dict) -> dict:
+    ratios = {}
+    for corpus in ("source", "random"):
+        for op in ("store", "restore"):
+            restic = figures[f"{corpus}_restic_{op}"]["mbps"]
+            for mode in MODES:
+                ratios[f"{corpus}_{op}_{mode}_vs_restic"] = figures[f"{corpus}_{mode}_{op}"]["mbps"] / restic
+            ratios[f"{corpus}_{op}_zstd_vs_none"] = (figures[f"{corpus}_{MODES[1]}_{op}"]["mbps"]
+                                                     / figures[f"{corpus}_none_{op}"]["mbps"])
+        for mode in MODES:
+            ratios[f"{corpus}_disk_{mode}_vs_restic"] = disk[corpus][mode]["disk_bytes"] / disk[corpus]["restic"]
+    return ratios
+
+
+def _report(results: dict) -> str:
+    lines = [f"compressed blocks vs restic {results['restic_version']} (per-file CLI loops; best of "
+             f"{results['repeat']}; one throw-away local node; 2 shared cores: node and client compete)"]
+    for corpus, info in results["corpora"].items():
+        lines.append(f"  {corpus}: {info['files']} files, {info['bytes'] / MB:.1f} MB")
+    lines.append("ratios (speed: casstor MB/s / restic MB/s, >= 1 is faster; disk: casstor / restic bytes, "
+                 "<= 1 is smaller):")
+    lines += [f"  {name:<36} {value:6.3f}" for name, value in results["ratios"].items()]
+    lines.append("CPU ms per MB (client incl. child processes / node):")
+    lines += [f"  {name:<28} {f['client_ms_per_mb']:7.1f} / {f['node_ms_per_mb'] or 0:7.1f}   ({f['mbps']:.1f} MB/s)"
+              for name, f in results["figures"].items()]
+    return "\n".join(lines)
+
+
+def run_benchmark(source: list[Path], random_mb: int, random_files: int, repeat: int,
+                  log: Callable[[str], None] = print) -> dict:
+    """Every loop above on the environment's node, ``source`` as the source corpus; the results as a dict (see the
+    module docstring). It empties the store: :func:`main` gives it a node of its own."""
+    with tempfile.TemporaryDirectory(prefix="casstor-bench-compression-") as tmp:
+        work = Path(tmp)
+        corpora = {"source": source, "random": []}
+        for n in range(random_files):
+            path = work / "random" / f"random-{n}.bin"
+            path.parent.mkdir(exist_ok=True)
+            path.write_bytes(os.urandom(random_mb * (1 << 20) // random_files))
+            corpora["random"].append(path)
+        with bench_session(log) as (session, _endpoint, _started):
+            run = _Run(session, repeat, log)
+            disk: dict = {}
+            restic_version = ""
+            for corpus, files in corpora.items():
+                log(f"{corpus}: {len(files)} files")
+                disk[corpus] = {mode: _casstor(run, corpus, files, work, mode) for mode in MODES}
+                restic = _restic(run, corpus, files, work)
+                disk[corpus]["restic"], restic_version = restic["repo_bytes"], restic["version"]
+            set_compression(session, DEFAULT_COMPRESSION)
+        return {"repeat": repeat, "restic_version": restic_version, "figures": run.figures, "disk": disk,
+                "corpora": {c: {"files": len(f), "bytes": sum(p.stat().st_size for p in f)} for c, f in corpora.items()},
+                "ratios": _ratios(run.figures, disk)}
+
+
+def _own_node(home: Path, port_base: int) -> None:
+    """Point this process (and the casstor commands it runs) at a throw-away embedded node."""
+    os.environ.pop("CASSTOR_NODES", None)
+    os.environ.update(CASSTOR_HOME=str(home), CASSTOR_CQL_PORT=str(port_base),
+                      CASSTOR_STORAGE_PORT=str(port_base + 1), CASSTOR_JMX_PORT=str(port_base + 2))
+
+
+def main() -> None:
+    parser = OneLineParser(prog="python -m bench.compression", description=__doc__.splitlines()[0])
+    parser.add_argument("--versions", type=int, default=4, help="consecutive Django 5.0.x releases (1-8)")
+    parser.add_argument("--source", type=Path, help="a directory whose files are the source corpus instead")
+    parser.add_argument("--random-mb", type=int, default=64)
+    parser.add_argument("--random-files", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--port-base", type=int, default=19542)
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "casstor" / "corpus")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/compression.json"))
+    args = parser.parse_args()
+    if not 1 <= args.versions <= 8 or args.repeat < 1 or args.random_mb < 1 or args.random_files < 1:
+        parser.error("--versions takes 1-8; --repeat, --random-mb and --random-files at least 1")
+
+    def body() -> int:
+        if args.source:
+            source = sorted(p for p in args.source.iterdir() if p.is_file())
+            if not source:
+                raise CasstorError(f"--source {args.source}: no files")
+        else:
+            source = release_tars(args.cache, "Django", [f"5.0.{n}" for n in range(1, args.versions + 1)])
+        with tempfile.TemporaryDirectory(prefix="casstor-bench-node-") as home:
+            _own_node(Path(home), args.port_base)
+            results = run_benchmark(source, args.random_mb, args.random_files, args.repeat)
+        return publish(results, _report(results), args.out)
+
+    sys.exit(run_reporting_errors(body))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Whole trees in one process: ``casstor store DIR PREFIX`` and ``casstor restore PREFIX DIR``.
+
+What users of restic or borg expect for a tree that does not need Spark:
+the files of a directory (:mod:`casstor_ops.store.source_listing`: same
+IDs, same symlink rule as ``jobs/ingest.py``) stored ``workers`` at a time
+by threads sharing one :class:`~casstor_ops.store.api.Store` and one
+:class:`~casstor_ops.store.leases.WriterLease` (one lease LWT per command,
+not per file; it fences every head write), each file skipped when it is
+committed unchanged; or every file under a prefix restored below a
+directory. The per-file work is the Spark jobs' own
+(:mod:`casstor_ops.store.tree_files`); only the runner differs. Memory is
+bounded by ``workers`` stores' windows (each :data:`~casstor_ops.store.upload.MAX_HELD_BYTES`
+at most) or restores' read-ahead.
+
+Example::
+
+    >>> report = store_tree(store, "src/", prefix="src/")        # doctest: +SKIP
+    >>> report.summary()                                          # doctest: +SKIP
+    'store: 120 files, 45.2 MB: 118 stored, 2 skipped, 0 failed; 12.1 MB new, 3.0 MB as stored'
+    >>> report.exit_code                                          # doctest: +SKIP
+    0
+
+Failures: a file that fails (unreadable, vanished, a store error, a damaged
+block on restore) gets its row's status and one-line error and the others go
+on; :attr:`TreeReport.exit_code` is then ``EXIT_PARTIAL`` (4), or
+``EXIT_CORRUPT`` (3) when a restore met corruption. A source that cannot be
+listed, a prefix with no file, a lapsed lease (exit 11) or a cluster that
+becomes unreachable (exit 6: files not started are not tried; a re-run
+resumes, skipping what was stored) raise
+:class:`~casstor_ops.errors.CasstorError` once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from casstor_ops.cluster.connection import endpoint_of
+from casstor_ops.errors import EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, LeaseLapsedError
+from casstor_ops.store.api import Store
+from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.path_ids import path_to_id
+from casstor_ops.store.progress import ProgressCallback
+from casstor_ops.store.source_listing import list_source
+from casstor_ops.store.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, RESTORE_STATUSES,
+                                          check_prefix, exit_status, failure_status, files_to_restore, one_line,
+                                          outage,
+                                          restore_below, store_unless_unchanged)
+
+TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
+Item = TypeVar("Item")
+_COUNTS = ("bytes", "blocks", "new_blocks", "new_bytes", "new_stored_bytes")
+
+
+@dataclass
+class TreeReport:
+    """One row per file (``id``, ``path``, counts, ``status``, ``error``) and the command's wall time."""
+
+    what: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def total(self, name: str) -> int:
+        return sum(row[name] for row in self.rows)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_status({row["status"] for row in self.rows})
+
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        return sorted((row for row in self.rows if row["status"] in (FAILED, CORRUPT)), key=lambda r: r["id"])
+
+    def summary(self) -> str:
+        """One line: files, bytes, files per status, and (for a store) the new bytes before and after compression."""
+        statuses = INGEST_STATUSES if self.what == "store" else RESTORE_STATUSES
+        counts = ", ".join(f"{sum(r['status'] == s for r in self.rows)} {s}" for s in statuses)
+        line = f"{self.what}: {len(self.rows)} files, {self.total('bytes') / 1e6:.1f} MB: {counts}"
+        if self.what == "store":
+            line += (f"; {self.total('new_bytes') / 1e6:.1f} MB new, "
+                     f"{self.total('new_stored_bytes') / 1e6:.1f} MB as stored")
+        return f"{line} in {self.seconds:.1f} s"
+
+
+def _row(file_id: str, path: str) -> dict[str, Any]:
+    return {"id": file_id, "path": path, **dict.fromkeys(_COUNTS, 0), "status": FAILED, "error": None}
+
+
+def _run(store: Store, what: str, items: list[Item], describe: Callable[[Item], dict[str, Any]],
+         work: Callable[[Item, dict[str, Any]], None], workers: int, progress: ProgressCallback | None
+         ) -> TreeReport:
+    """Do ``work`` on every item, ``workers`` at a time; stop at a lapsed lease or a cluster outage."""
+    report, started = TreeReport(what), time.monotonic()
+
+    def one(item: Item) -> tuple[dict[str, Any], BaseException | None]:
+        row = describe(item)
+        try:
+            work(item, row)
+        except LeaseLapsedError:
+            raise
+        except FILE_ERRORS as err:
+            row.update(status=failure_status(err), error=one_line(err))
+            return row, err
+        return row, None
+
+    pending: set[Future] = set()
+    with ThreadPoolExecutor(workers, thread_name_prefix=f"casstor-{what}") as pool:
+        try:
+            for item in items:  # at most 2 x workers submitted: a huge tree is not held as futures
+                pending.add(pool.submit(one, item))
+                if len(pending) >= 2 * workers:
+                    pending = _collect(report, pending, progress, store)
+            while pending:
+                pending = _collect(report, pending, progress, store)
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _collect(report: TreeReport, pending: set[Future], progress: ProgressCallback | None, store: Store
+             ) -> set[Future]:
+    """Record the files finished (at least one); raise at the first that found the cluster unreachable."""
+    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+    for future in done:
+        row, err = future.result()
+        report.rows.append(row)
+        if progress:
+            progress(row["bytes"])
+        down = outage(err, endpoint_of(store.session)) if err is not None else None
+        if down is not None:
+            raise CasstorError(f"{report.what} stopped, Cassandra is unreachable ({len(report.rows)} files done; "
+                               f"what was committed is kept): {down}; run it again once it is back",
+                               EXIT_UNREACHABLE)
+    return pending
+
+
+def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", workers: int = TREE_WORKERS,
+               follow_symlinks: bool = False, progress: ProgressCallback | None = None) -> TreeReport:
+    """Store every file below ``source`` as ``prefix`` + its relative path, unchanged files skipped.
+
+    Example: ``store_tree(store, "photos", "photos/").exit_code`` -> ``0``. Failures: see the module docstring.
+    """
+    entries = list_source(source, check_prefix(prefix), follow_symlinks=follow_symlinks)
+    with WriterLease(store.session, "store") as lease:
+        return _run(store, "store", entries,
+                    describe=lambda e: _row(e.file_id, path_to_id(e.path)),
+                    work=lambda e, row: store_unless_unchanged(store, e, row, lease),
+                    workers=workers, progress=progress)
+
+
+def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: bool = False,
+                 workers: int = TREE_WORKERS, progress: ProgressCallback | None = None) -> TreeReport:
+    """Restore every committed file whose ID starts with ``prefix`` to ``dest_dir/<the rest of its ID as a path>``,
+    verified.
+
+    Example: ``restore_tree(store, "photos/", "/restore").exit_code`` -> ``0``. Failures: see the module
+    docstring; an existing file is refused (that file fails) unless ``force``.
+    """
+    if prefix and not prefix.endswith("/"):
+        raise CasstorError(f"prefix {prefix!r}: a tree's prefix ends with '/'", EXIT_USAGE)
+    dest = os.path.abspath(dest_dir)
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise CasstorError(f"{dest!r} exists and is not a directory")
+    files = files_to_restore(store, prefix)
+    os.makedirs(dest, exist_ok=True)
+    return _run(store, "restore", files, describe=lambda f: _row(f[0], ""),
+                work=lambda f, row: restore_below(store, dest, f[0], row, force, below=prefix),
+                workers=workers, progress=progress)

@@ -1,0 +1,204 @@
+"""One file of a tree: store it unless unchanged, or restore it below a directory.
+
+The per-file work of every whole-tree command, whichever runner drives it:
+``casstor store DIR PREFIX`` / ``casstor restore PREFIX DIR`` in one
+process (:mod:`casstor_ops.store.tree`) and the Spark jobs
+(:mod:`casstor_ops.spark.bulk_ingest`, :mod:`casstor_ops.spark.bulk_restore`).
+Each fills a *result row* (a dict: ``bytes``, ``blocks``, ``new_blocks``,
+``new_bytes``, ``new_stored_bytes``, ``status``) and raises for a file
+that fails; the runner records :data:`FILE_ERRORS` as that file's status
+(:func:`failure_status`) and :func:`one_line` error and goes on, stops
+when every file meets an :func:`outage`, and exits with :func:`exit_status`.
+
+* **Skip unchanged**: a file whose ID is already committed with the same
+  size, mode, mtime and content hash is ``skipped`` (read and hashed, but
+  no block, block list or head is written). The file hash is the one the
+  head row records anyway; size + mtime alone is not trusted as a
+  fingerprint, since mtime does not survive all copies and can be set back.
+* **Restore below a directory**: the file ID (the Spark job's whole ID;
+  ``casstor restore PREFIX/ DIR`` takes PREFIX off, as ``casstor store DIR
+  PREFIX`` put it on) is turned back into a path
+  (:func:`~casstor_ops.store.path_ids.id_to_path`) under the destination;
+  an ID that would escape it (``..``, absolute) is refused.
+
+Example::
+
+    >>> row = {}
+    >>> store_unless_unchanged(store, entry, row, lease)        # doctest: +SKIP
+    >>> row["status"]                                           # doctest: +SKIP
+    'skipped'
+
+Failures: a file that vanished, cannot be read, is no longer a regular file
+(a FIFO swapped in is refused, never read), or is larger than
+``max_file_bytes``, and any store error, raise
+:class:`~casstor_ops.errors.CasstorError` (or the driver's error) for the
+runner to record.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import PurePosixPath
+from typing import Any, Sequence
+
+from cassandra import DriverException
+from cassandra.cluster import NoHostAvailable
+from cassandra.connection import ConnectionBusy, ConnectionException
+
+from casstor_ops.cluster.connection import Endpoint, connect_error
+from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, CorruptionError
+from casstor_ops.store.api import FileInfo, Store, _check_id, open_source
+from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.path_ids import id_to_path, path_to_id
+from casstor_ops.store.source_listing import UNKNOWN_SIZE, SourceFile
+from casstor_ops.store.upload import source_file_hash
+
+STORED, SKIPPED, RESTORED, FAILED, CORRUPT = "stored", "skipped", "restored", "failed", "corrupt"
+INGEST_STATUSES = (STORED, SKIPPED, FAILED)
+RESTORE_STATUSES = (RESTORED, FAILED, CORRUPT)
+# Errors that belong to one file; anything else is a bug and fails the job with its traceback.
+# NoHostAvailable and the connection errors are no DriverException: they reach here once the store's
+# request window has used up its retries.
+FILE_ERRORS = (CasstorError, OSError, DriverException, NoHostAvailable, ConnectionException, ConnectionBusy)
+
+
+def one_line(err: BaseException) -> str:
+    """An error as the one line a result row keeps: an OSError's own text (no errno, no path), else its message.
+
+    Example::
+
+        >>> one_line(PermissionError(13, "Permission denied", "/data/x"))
+        'Permission denied'
+    """
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    if isinstance(err, NoHostAvailable) and err.args:  # its str() is the repr of its arguments
+        causes = "; ".join(f"{host}: {one_line(cause)}" for host, cause in err.errors.items())
+        return f"NoHostAvailable: {err.args[0]}" + (f" ({causes})" if causes else "")
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def outage(err: BaseException | None, endpoint: Endpoint) -> CasstorError | None:
+    """The one-line error when ``err`` says no Cassandra host could be reached at all, else None.
+
+    A busy connection, a timeout or a refused request are the item's own
+    failure; refused, reset or unresolvable connections to every host, or a
+    store that could not connect, are the cluster's.
+
+    Example::
+
+        >>> outage(NoHostAvailable("Unable to connect", {"h:9042": ConnectionRefusedError(111, "refused")}),
+        ...        endpoint).exit_code                                             # doctest: +SKIP
+        6
+    """
+    if isinstance(err, CasstorError):
+        found = err
+    elif isinstance(err, (NoHostAvailable, ConnectionException)):
+        found = connect_error(err, endpoint)
+    else:
+        return None
+    return found if found is not None and found.exit_code == EXIT_UNREACHABLE else None
+
+
+def failure_status(err: BaseException) -> str:
+    """The status of a file that failed with one of :data:`FILE_ERRORS`: ``corrupt`` for a missing or damaged
+    block, else ``failed``."""
+    return CORRUPT if isinstance(err, CorruptionError) else FAILED
+
+
+def exit_status(statuses: set[str]) -> int:
+    """0 when every file succeeded; EXIT_CORRUPT if a restore met corruption, else EXIT_PARTIAL if one failed."""
+    if CORRUPT in statuses:
+        return EXIT_CORRUPT
+    return EXIT_PARTIAL if FAILED in statuses else 0
+
+
+def _head(store: Store, file_id: str) -> FileInfo | None:
+    try:
+        return store.stat(file_id)
+    except CasstorError:  # not committed yet
+        return None
+
+
+def check_prefix(prefix: str) -> str:
+    """``prefix`` if the IDs it starts are valid by the store's own rules (``_check_id``); else one line, exit 2.
+
+    Example::
+
+        >>> check_prefix("photos/")
+        'photos/'
+        >>> check_prefix("/abs/")                                         # doctest: +SKIP
+        CasstorError: prefix '/abs/' cannot start a file ID: file ID '/abs/x': empty, '.' and '..' ...
+
+    Checked before any file is listed, so a bad prefix is one error, not one failed row per file.
+    """
+    try:
+        _check_id(path_to_id(prefix) + "x", storing=True)  # "x": any valid name that could follow it
+    except CasstorError as err:
+        raise CasstorError(f"prefix {prefix!r} cannot start a file ID: {err}", EXIT_USAGE) from None
+    return prefix
+
+
+def store_unless_unchanged(store: Store, entry: SourceFile, row: dict[str, Any], lease: WriterLease,
+                           max_file_bytes: int | None = None) -> None:
+    """Store one listed file unless it is already committed unchanged; ``lease`` fences its head write."""
+    if entry.error:
+        raise CasstorError(entry.error)
+    try:
+        size = row["bytes"] = os.stat(entry.path).st_size
+        if max_file_bytes is not None and size > max_file_bytes:
+            raise CasstorError(f"{size} bytes: larger than the limit of {max_file_bytes} bytes")
+        # Opened as a store opens it, so a FIFO swapped in after the listing is refused here instead of
+        # blocking; a chmod or touch alone is a change too: the head must carry the source's mode and mtime.
+        with open_source(entry.path) as (reader, attributes):
+            head = _head(store, entry.file_id)
+            if head is not None and head.size == size and head.attributes == attributes \
+                    and source_file_hash(reader, store.settings) == head.hash:
+                row.update(blocks=head.blocks, status=SKIPPED)
+                return
+        result = store.put(entry.path, entry.file_id, lease=lease)
+        row.update(bytes=result.bytes, blocks=result.blocks, new_blocks=result.new_blocks,
+                   new_bytes=result.new_bytes, new_stored_bytes=result.new_stored_bytes, status=STORED)
+    except FileNotFoundError:
+        # A listed size means the file existed when it was listed; an explicit path may never have.
+        raise CasstorError("no such file" + (" (vanished since the listing)" if entry.size != UNKNOWN_SIZE
+                                             else "")) from None
+
+
+def restore_target(dest_dir: str, file_id: str, below: str = "") -> str:
+    """``dest_dir/<the id's path>`` (:func:`~casstor_ops.store.path_ids.id_to_path`), the prefix ``below`` (which
+    the id starts with) taken off; escaping ids are refused."""
+    relative = file_id[len(below):]
+    parts = PurePosixPath(id_to_path(relative)).parts
+    if not parts or relative.startswith("/") or any(p in ("..", ".") for p in parts):
+        raise CasstorError(f"id {file_id!r} is not a relative path: refusing to restore it outside {dest_dir}")
+    return os.path.join(dest_dir, *parts)
+
+
+def restore_below(store: Store, dest_dir: str, file_id: str, row: dict[str, Any], force: bool = False,
+                  below: str = "") -> None:
+    """Restore ``file_id`` to :func:`restore_target` (directories made as needed), verified."""
+    target = restore_target(dest_dir, file_id, below)
+    row["path"] = path_to_id(target)  # text: an undecodable name shown escaped, as in its ID
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    result = store.restore(file_id, target, force=force)
+    row.update(bytes=result.bytes, blocks=result.blocks, status=RESTORED)
+
+
+def files_to_restore(store: Store, prefix_or_ids: str | Sequence[str]) -> list[tuple[str, int]]:
+    """``(id, size)`` of every committed file under a prefix, or of each listed ID (size 0 when unknown: its
+    restore then reports the store's own error); CasstorError when there is nothing to restore."""
+    if isinstance(prefix_or_ids, str):
+        found = [(info.id, info.size) for info in store.list(prefix_or_ids)]
+        if not found:
+            raise CasstorError(f"no file in the store has an id starting with {prefix_or_ids!r}")
+        return found
+    if not prefix_or_ids:
+        raise CasstorError("the list of ids to restore is empty")
+    listed = []
+    for file_id in dict.fromkeys(prefix_or_ids):
+        try:
+            listed.append((file_id, store.stat(file_id).size))
+        except CasstorError:
+            listed.append((file_id, 0))
+    return listed
