@@ -1,8 +1,9 @@
 """Compressed blocks against restic: store and restore speed, and bytes on disk, on source releases and random data.
 
 Two corpora, each stored file by file with the CLI (one ``casstor store``
-process per file, as a user's loop or a cron job runs it) and the same
-files backed up file by file with ``restic backup``, in the same run:
+process per file, as a user's loop or a cron job runs it) and as one tree
+(``casstor store DIR PREFIX``), against the same files backed up with
+``restic backup`` file by file and as one directory, in the same run:
 
 * *source*: consecutive releases of one large project as uncompressed tars
   (:mod:`bench.source_corpus`; default 4 Django 5.0.x sdists, ~60 MB each);
@@ -101,18 +102,29 @@ def _casstor(run: _Run, corpus: str, files: list[Path], work: Path, mode: str) -
     nbytes = sum(f.stat().st_size for f in files)
     ids = [f"{corpus}/{f.name}" for f in files]
     set_compression(run.session, mode)
+    tree_out = work / f"tree-restore-{corpus}-{mode}"
+    run.measure(f"{corpus}_{mode}_tree_store", nbytes, lambda: _empty_store(run.session),
+                lambda: _loop([[CASSTOR, "store", str(files[0].parent), f"tree-{corpus}/", "--quiet"]]))
+    run.measure(f"{corpus}_{mode}_tree_restore", nbytes, lambda: shutil.rmtree(tree_out, True),
+                lambda: _loop([[CASSTOR, "restore", f"tree-{corpus}/", str(tree_out), "--quiet"]]))
+    _check_restored(files, tree_out, f"casstor ({mode}, tree)")
     run.measure(f"{corpus}_{mode}_store", nbytes, lambda: _empty_store(run.session),
                 lambda: _loop([[CASSTOR, "store", str(f), i, "--quiet"] for f, i in zip(files, ids)]))
     disk = live_bytes(LocalCluster(), DATA_KS) + live_bytes(LocalCluster(), META_KS)
     out = work / f"restore-{corpus}-{mode}"
     run.measure(f"{corpus}_{mode}_restore", nbytes, lambda: (shutil.rmtree(out, True), out.mkdir()),
                 lambda: _loop([[CASSTOR, "restore", i, str(out / f.name), "--quiet"] for f, i in zip(files, ids)]))
-    for f in files:
-        if not filecmp.cmp(f, out / f.name, shallow=False):
-            raise CasstorError(f"casstor restored {f.name} ({mode}) with different bytes")
-    shutil.rmtree(out)
+    _check_restored(files, out, f"casstor ({mode})")
     stats = subprocess.run([CASSTOR, "stats", "--json"], capture_output=True, text=True, check=True).stdout
     return {"disk_bytes": disk, "stats": stats}
+
+
+def _check_restored(files: list[Path], out: Path, who: str) -> None:
+    """Every file restored under ``out`` (by name) has its source's bytes; ``out`` is removed."""
+    for f in files:
+        if not filecmp.cmp(f, out / f.name, shallow=False):
+            raise CasstorError(f"{who} restored {f.name} with different bytes")
+    shutil.rmtree(out)
 
 
 def _restic(run: _Run, corpus: str, files: list[Path], work: Path) -> dict:
@@ -126,13 +138,20 @@ def _restic(run: _Run, corpus: str, files: list[Path], work: Path) -> dict:
     def backups() -> None:
         state["snapshots"] = [state["repo"].backup([f])[0] for f in files]
 
+    def tree_backup() -> None:
+        state["tree"] = state["repo"].backup([files[0].parent])[0]
+
+    tree_out = work / f"tree-restore-{corpus}-restic"
+    run.measure(f"{corpus}_restic_tree_store", nbytes, fresh_repo, tree_backup)
+    run.measure(f"{corpus}_restic_tree_restore", nbytes, lambda: shutil.rmtree(tree_out, True),
+                lambda: state["repo"].restore(state["tree"], tree_out))
+    _check_restored(files, tree_out / str(files[0].parent.resolve()).lstrip("/"), "restic (tree)")
+    shutil.rmtree(tree_out)
     run.measure(f"{corpus}_restic_store", nbytes, fresh_repo, backups)
     out = work / f"restore-{corpus}-restic"
     run.measure(f"{corpus}_restic_restore", nbytes, lambda: shutil.rmtree(out, True),
                 lambda: [state["repo"].restore(s, out) for s in state["snapshots"]])
-    for f in files:
-        if not filecmp.cmp(f, out / str(f.resolve()).lstrip("/"), shallow=False):
-            raise CasstorError(f"restic restored {f.name} with different bytes")
+    _check_restored(files, out / str(files[0].parent.resolve()).lstrip("/"), "restic")
     shutil.rmtree(out)
     return {"repo_bytes": state["repo"].repo_bytes(), "version": state["repo"].version()}
 
@@ -140,7 +159,7 @@ def _restic(run: _Run, corpus: str, files: list[Path], work: Path) -> dict:
 def _ratios(figures: dict, disk: dict) -> dict:
     ratios = {}
     for corpus in ("source", "random"):
-        for op in ("store", "restore"):
+        for op in ("store", "restore", "tree_store", "tree_restore"):
             restic = figures[f"{corpus}_restic_{op}"]["mbps"]
             for mode in MODES:
                 ratios[f"{corpus}_{op}_{mode}_vs_restic"] = figures[f"{corpus}_{mode}_{op}"]["mbps"] / restic
@@ -171,7 +190,9 @@ def run_benchmark(source: list[Path], random_mb: int, random_files: int, repeat:
     module docstring). It empties the store: :func:`main` gives it a node of its own."""
     with tempfile.TemporaryDirectory(prefix="casstor-bench-compression-") as tmp:
         work = Path(tmp)
-        corpora = {"source": source, "random": []}
+        # Each corpus alone in a directory of its own: the tree commands store exactly its files.
+        (work / "source").mkdir()
+        corpora = {"source": [Path(shutil.copy2(f, work / "source")) for f in source], "random": []}
         for n in range(random_files):
             path = work / "random" / f"random-{n}.bin"
             path.parent.mkdir(exist_ok=True)

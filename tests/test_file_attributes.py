@@ -18,6 +18,7 @@ from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.schema import init_store
+from casstor_ops.store.statements import Statements
 
 from .support import run_casstor
 
@@ -105,11 +106,13 @@ def test_cli_round_trips_mode_and_mtime(cql, tmp_path):
 
 def test_head_from_before_the_columns_restores_with_default_permissions(cql, tmp_path):
     """Injects a store made before the columns existed (they are dropped from casstor_meta.files under a head
-    stored from a 0600 file); checks the store is refused as not initialised until 'casstor init' adds them
-    back, and the old head then has no attributes and restores with the umask's permissions."""
+    stored from a 0600 file, and the store's recorded schema set back to 2, as such a store has it); checks the
+    store is refused as not initialised until 'casstor init' adds them back, and the old head then has no
+    attributes and restores with the umask's permissions."""
     source = _sources(tmp_path / "src")["private"]
     Store(cql).put(source, "attrs/old-head")
     cql.execute(f"ALTER TABLE {META_KS}.files DROP (mode, mtime_ns)")
+    cql.execute(Statements.for_session(cql).write_setting, ("schema_version", "2"))
     try:
         with pytest.raises(CasstorError, match="run 'casstor init'") as caught:
             Store(cql)
