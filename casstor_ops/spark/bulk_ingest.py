@@ -54,7 +54,7 @@ from casstor_ops.spark.bulk_tasks import BulkJob, driver_store, result_schema, r
 from casstor_ops.spark.job_progress import JobProgress
 from casstor_ops.spark.path_ids import path_to_id
 from casstor_ops.spark.source_listing import UNKNOWN_SIZE, SourceFile, list_source
-from casstor_ops.store.api import FileInfo, Store, _check_id, open_source
+from casstor_ops.store.api import FileInfo, Store, check_id, open_source
 from casstor_ops.store.leases import WriterLease
 from casstor_ops.store.upload import source_file_hash
 
@@ -70,7 +70,7 @@ def _head(store: Store, file_id: str) -> FileInfo | None:
 
 
 def check_prefix(prefix: str) -> str:
-    """``prefix`` if the IDs it starts are valid by the store's own rules (``_check_id``); else one line, exit 2.
+    """``prefix`` if the IDs it starts are valid by the store's own rules (``check_id``); else one line, exit 2.
 
     Example::
 
@@ -82,7 +82,7 @@ def check_prefix(prefix: str) -> str:
     Checked before any Spark work, so a bad prefix is one error, not one failed row per file.
     """
     try:
-        _check_id(path_to_id(prefix) + "x", storing=True)  # "x": any valid name that could follow it
+        check_id(path_to_id(prefix) + "x", storing=True)  # "x": any valid name that could follow it
     except CasstorError as err:
         raise CasstorError(f"--prefix {prefix!r} cannot start a file ID: {err}", EXIT_USAGE) from None
     return prefix
