@@ -11,10 +11,8 @@ import hashlib
 import http.client
 import json
 import os
-import signal
 import subprocess
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ from urllib.parse import quote
 
 import pytest
 
+from casstor_ops.serve.process import ServerProcess
 from casstor_ops.store.leases import active_writers
 from casstor_ops.store.reclaim_window import OFFLINE, clear_window, open_window
 
@@ -31,41 +30,18 @@ LEASE_REUSE_S = 3
 SIZES = [0, 1, 1024 * 1024, 3 * 1024 * 1024 + 17]  # the last is cut into many blocks (max 256 KiB)
 
 
-class Server:
-    """A ``casstor serve`` subprocess; ``url(key)`` quotes the key as a client would."""
-
-    def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen([*CASSTOR, "serve", "--port", "0", *args], stderr=subprocess.PIPE,
-                                        stdout=subprocess.DEVNULL, env=os.environ.copy())
-        self.log: list[str] = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = self.process.stderr.readline().decode()
-            assert line, f"casstor serve exited: {self.log}"
-            self.log.append(line)
-            if "listening on http://" in line:
-                self.port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
-                return
-        raise AssertionError(f"casstor serve did not start: {self.log}")
-
-    def url(self, key: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{quote(key)}"
+class Server(ServerProcess):
+    """A ``casstor serve`` process with a request helper (``http.client``, the key quoted as a client would)."""
 
     def request(self, method: str, key: str, body: bytes | None = None,
                 headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
         try:
             connection.request(method, "/" + quote(key), body=body, headers=headers or {})
             response = connection.getresponse()
             return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
         finally:
             connection.close()
-
-    def stop(self) -> tuple[int, str]:
-        """SIGTERM, then the exit status and the rest of the log."""
-        self.process.send_signal(signal.SIGTERM)
-        rest = self.process.stderr.read().decode()
-        return self.process.wait(timeout=30), "".join(self.log) + rest
 
 
 def curl(*args: str) -> subprocess.CompletedProcess:
