@@ -21,6 +21,7 @@ from urllib.parse import quote
 import pytest
 
 from casstor_ops.serve.process import ServerProcess
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.leases import active_writers
 from casstor_ops.store.reclaim_window import OFFLINE, clear_window, open_window
 
@@ -88,6 +89,36 @@ def test_a_range_is_answered_206_and_one_past_the_end_416(server: Server) -> Non
     assert (status, body) == (206, content[-10:])
     status, headers, _ = server.request("GET", "range.bin", headers={"Range": "bytes=600000-"})
     assert (status, headers["content-range"]) == (416, "bytes */600000")
+
+
+def _damage_block(cql, key: str, middle: bool) -> None:
+    """Flip a bit of the first (or the middle) block of ``key``'s committed version."""
+    version = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.files WHERE id = ?"), (key,)).one().version
+    hashes = [row.hash for row in cql.execute(
+        cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"), (key, version))]
+    victim = hashes[len(hashes) // 2 if middle else 0]
+    content = cql.execute(cql.prepare(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?"), (victim,)).one().content
+    cql.execute(cql.prepare(f"UPDATE {DATA_KS}.blocks SET content = ? WHERE hash = ?"),
+                (bytes([content[0] ^ 1]) + content[1:], victim))
+
+
+def test_a_damaged_first_block_is_502_before_any_byte(server: Server, cql) -> None:
+    assert server.request("PUT", "damaged/first", os.urandom(1_000_000))[0] == 200
+    _damage_block(cql, "damaged/first", middle=False)
+    status, _, body = server.request("GET", "damaged/first")
+    assert status == 502 and b"does not match its hash" in body and body.count(b"\n") == 1
+
+
+def test_a_damaged_block_mid_file_cuts_the_response_short(server: Server, cql) -> None:
+    content = os.urandom(4_000_000)
+    assert server.request("PUT", "damaged/middle", content)[0] == 200
+    _damage_block(cql, "damaged/middle", middle=True)
+    with pytest.raises(http.client.IncompleteRead) as caught:
+        server.request("GET", "damaged/middle")
+    assert 0 < len(caught.value.partial) < len(content)
+    assert content.startswith(caught.value.partial)
+    assert "GET 'damaged/middle': cut short after the headers: CorruptionError" in server.log
+    assert "Traceback" not in server.log
 
 
 def test_unknown_keys_are_404(server: Server) -> None:

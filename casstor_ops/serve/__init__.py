@@ -21,7 +21,8 @@ Vocabulary (besides the store's: block, head, lease, window):
 * **status**: the HTTP status each store error becomes (:mod:`.status`).
 
 Modules: :mod:`.app` (the request handlers), :mod:`.server` (socket, uvicorn,
-start and stop), :mod:`.auth` (the bearer token).
+start and stop), :mod:`.auth` (the bearer token), :mod:`.process` (the server
+as a child process, for tests and benchmarks).
 
 Example::
 

@@ -25,7 +25,9 @@ client) and one log line naming the method, key and cause. A 401 (no or
 a wrong token when one is required) and a 405 (another method, or a write to
 a read-only server) come before the key is even decoded. A GET whose restore
 fails after the headers went out (a block found damaged mid-file) can only
-be cut short: the client sees fewer bytes than Content-Length.
+be cut short: the client sees fewer bytes than Content-Length, the log has
+this module's line and uvicorn's "ASGI callable returned without completing
+response".
 """
 
 from __future__ import annotations
@@ -141,6 +143,10 @@ class Handlers:
                                  headers=headers)
 
 
+class _CutShort(Exception):
+    """A response body that failed after its headers went out (already logged): the connection is dropped."""
+
+
 async def _rest(writer: BodyWriter, first: bytes | None, key: str) -> AsyncIterator[bytes]:
     """The response body: ``first``, then the worker's chunks until its end."""
     try:
@@ -150,7 +156,7 @@ async def _rest(writer: BodyWriter, first: bytes | None, key: str) -> AsyncItera
             chunk = await writer.next()
     except Exception as err:
         log.error("GET %r: cut short after the headers: %s: %s", key, type(err).__name__, _one_line(err))
-        raise
+        raise _CutShort() from err
     finally:
         writer.close()  # a client that went away stops the restore
 
@@ -185,6 +191,11 @@ def build_app(handlers: Handlers) -> ASGIApp:
     """
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         response = await handlers.handle(Request(scope, receive))
-        await response(scope, receive, send)
+        try:
+            await response(scope, receive, send)
+        except _CutShort:
+            # Returning with the response unfinished makes uvicorn drop the connection with a one-line
+            # error, where raising would log a traceback of what _rest already logged.
+            return
 
     return app

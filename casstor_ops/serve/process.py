@@ -23,6 +23,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from urllib.parse import quote
 
@@ -47,6 +48,9 @@ class ServerProcess:
             found = _LISTENING.search(line)
             if found:
                 self.host, self.port = found.group(1), int(found.group(2))
+                # Read on, so a server that logs a lot never blocks on a full pipe.
+                self._reader = threading.Thread(target=self._read_log, daemon=True)
+                self._reader.start()
                 return
         self.process.kill()
         self.process.wait()
@@ -56,8 +60,18 @@ class ServerProcess:
         """The URL of ``key`` (percent-encoded, '/' kept)."""
         return f"http://{self.host}:{self.port}/{quote(key)}"
 
+    def _read_log(self) -> None:
+        for line in self.process.stderr:
+            self._log.append(line.decode(errors="replace"))
+
+    @property
+    def log(self) -> str:
+        """What the server wrote to stderr so far."""
+        return "".join(self._log)
+
     def stop(self, timeout_s: float = 30.0) -> tuple[int, str]:
         """SIGTERM; the exit status and the whole log (stderr)."""
         self.process.send_signal(signal.SIGTERM)
-        rest = self.process.stderr.read().decode(errors="replace")
-        return self.process.wait(timeout=timeout_s), "".join(self._log) + rest
+        code = self.process.wait(timeout=timeout_s)
+        self._reader.join(timeout_s)
+        return code, self.log
