@@ -80,7 +80,8 @@ class Handlers:
     async def handle(self, request: Request) -> Response:
         """Answer one request (every path and method comes here)."""
         if self._token is not None and not self._token.allows(request.headers.get("authorization")):
-            log.warning("%s %s -> 401: no or wrong bearer token", request.method, request.url.path)
+            # The raw path, as repr: whatever a client puts in it stays on one log line.
+            log.warning("%s %r -> 401: no or wrong bearer token", request.method, request.scope["raw_path"])
             return PlainTextResponse("a bearer token is required\n", 401, {"www-authenticate": "Bearer"})
         if request.method not in self._allowed:
             return PlainTextResponse(f"{request.method} is not allowed here\n", 405,

@@ -42,6 +42,8 @@ BACKLOG = 128
 
 @dataclass(frozen=True)
 class ServeOptions:
+    """What `casstor serve` was asked for: where to listen, the token (None: none required), read-only, lease reuse."""
+
     host: str = "127.0.0.1"
     port: int = 8080
     token: Token | None = None
