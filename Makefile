@@ -35,6 +35,7 @@ bench: setup
 	@$(PY) -m bench.spark_ingest
 	@$(PY) -m bench.jobs_scaling
 	@$(PY) -m bench.key_format
+	@$(PY) -m bench.serve
 
 experiments: setup
 	@$(PY) -m casstor_ops.cli.experiments

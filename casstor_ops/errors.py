@@ -40,6 +40,10 @@ class CasstorError(Exception):
             self.exit_code = exit_code
 
 
+class NotFoundError(CasstorError):
+    """No committed file has the ID asked for (exit 1, as any other error; the HTTP server answers 404)."""
+
+
 class CorruptionError(CasstorError):
     """A block is missing or its content does not match its hash."""
 

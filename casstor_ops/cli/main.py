@@ -21,7 +21,7 @@ import sys
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.errors import run_reporting_errors
 
-COMMAND_MODULES = ["cmd_cluster", "cmd_init", "cmd_files", "cmd_demo"]
+COMMAND_MODULES = ["cmd_cluster", "cmd_init", "cmd_files", "cmd_serve", "cmd_demo"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -55,7 +55,7 @@ __all__ = ["Store", "StoreResult", "RestoreResult", "FileInfo", "FileAttributes"
 
 Source = str | os.PathLike | BinaryIO
 
-def _check_id(file_id: str, storing: bool = False) -> str:
+def check_id(file_id: str, storing: bool = False) -> str:
     """``file_id`` if it can name a file; ``storing`` adds the rules for a new ID.
 
     Every ID must be a non-empty string without NUL. A new ID (``put``)
@@ -68,9 +68,9 @@ def _check_id(file_id: str, storing: bool = False) -> str:
 
     Example::
 
-        >>> _check_id("photos/2024/a.jpg", storing=True)
+        >>> check_id("photos/2024/a.jpg", storing=True)
         'photos/2024/a.jpg'
-        >>> _check_id("photos//a.jpg", storing=True)          # doctest: +SKIP
+        >>> check_id("photos//a.jpg", storing=True)          # doctest: +SKIP
         CasstorError: file ID 'photos//a.jpg': empty, '.' and '..' path segments are refused ...
     """
     if not isinstance(file_id, str) or not file_id:
@@ -199,7 +199,7 @@ class Store:
 
         A path's permission bits and mtime are recorded with it (a file object's are not).
         """
-        _check_id(file_id, storing=True)
+        check_id(file_id, storing=True)
         with open_source(src) as (reader, attributes), self._lease("store", lease) as fence:
             upload = Upload(self.session, self.settings, self._st, progress=progress, fence=fence,
                             **self._upload_options)
@@ -221,12 +221,21 @@ class Store:
         out.flush()
         return result
 
+    def read(self, head: FileInfo, out: BinaryIO) -> RestoreResult:
+        """Write the version ``head`` (from :meth:`stat`) names to ``out``, each block verified before it is written.
+
+        For a caller that answers from the head before the content (an HTTP
+        server's Content-Length and ETag): the bytes are exactly that version's,
+        even if the file is overwritten meanwhile.
+        """
+        return self._restore(head, None).run(out)
+
     def _restore(self, head: FileInfo, progress: ProgressCallback | None) -> Restore:
         return Restore(self.session, head, self._st, progress=progress, **self._restore_options)
 
     def remove(self, file_id: str, lease: WriterLease | bool = True) -> FileInfo:
         """Remove ``file_id`` (CasstorError if unknown); its blocks stay until reclaim."""
-        _check_id(file_id)
+        check_id(file_id)
         with self._lease("rm", lease):
             return catalog.remove(self.session, self._st, file_id)
 
@@ -234,7 +243,7 @@ class Store:
         return iter(catalog.list_files(self.session, self._st, prefix))
 
     def stat(self, file_id: str) -> FileInfo:
-        return catalog.head(self.session, self._st, _check_id(file_id))
+        return catalog.head(self.session, self._st, check_id(file_id))
 
     def stats(self) -> StoreStats:
         return catalog.stats(self.session, self._st)

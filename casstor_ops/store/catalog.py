@@ -10,7 +10,7 @@ Example::
     >>> head(session, st, "photos/a.jpg").size                 # doctest: +SKIP
     >>> [f.id for f in list_files(session, st, "photos/")]     # doctest: +SKIP
 
-Failures: an unknown ID raises :class:`~casstor_ops.errors.CasstorError`.
+Failures: an unknown ID raises :class:`~casstor_ops.errors.NotFoundError` (a CasstorError).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from cassandra.cluster import Session
 
-from casstor_ops.errors import CasstorError
+from casstor_ops.errors import NotFoundError
 from casstor_ops.store.records import FileAttributes, FileInfo, StoreStats
 from casstor_ops.store.statements import Statements
 
@@ -35,10 +35,10 @@ def _info(row) -> FileInfo:
 
 
 def head(session: Session, st: Statements, file_id: str) -> FileInfo:
-    """The committed head of ``file_id``; CasstorError if there is none."""
+    """The committed head of ``file_id``; NotFoundError if there is none."""
     row = session.execute(st.head, (file_id,)).one()
     if row is None:
-        raise CasstorError(f"no such file in the store: {file_id!r} (see 'casstor ls')")
+        raise NotFoundError(f"no such file in the store: {file_id!r} (see 'casstor ls')")
     return _info(row)
 
 

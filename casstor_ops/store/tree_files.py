@@ -47,7 +47,7 @@ from cassandra.connection import ConnectionBusy, ConnectionException
 
 from casstor_ops.cluster.connection import Endpoint, connect_error
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, CorruptionError
-from casstor_ops.store.api import FileInfo, Store, _check_id, open_source
+from casstor_ops.store.api import FileInfo, Store, check_id, open_source
 from casstor_ops.store.leases import WriterLease
 from casstor_ops.store.path_ids import id_to_path, path_to_id
 from casstor_ops.store.source_listing import UNKNOWN_SIZE, SourceFile
@@ -121,7 +121,7 @@ def _head(store: Store, file_id: str) -> FileInfo | None:
 
 
 def check_prefix(prefix: str) -> str:
-    """``prefix`` if the IDs it starts are valid by the store's own rules (``_check_id``); else one line, exit 2.
+    """``prefix`` if the IDs it starts are valid by the store's own rules (``check_id``); else one line, exit 2.
 
     Example::
 
@@ -133,7 +133,7 @@ def check_prefix(prefix: str) -> str:
     Checked before any file is listed, so a bad prefix is one error, not one failed row per file.
     """
     try:
-        _check_id(path_to_id(prefix) + "x", storing=True)  # "x": any valid name that could follow it
+        check_id(path_to_id(prefix) + "x", storing=True)  # "x": any valid name that could follow it
     except CasstorError as err:
         raise CasstorError(f"prefix {prefix!r} cannot start a file ID: {err}", EXIT_USAGE) from None
     return prefix

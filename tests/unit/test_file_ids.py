@@ -1,4 +1,4 @@
-"""File ID checks (store.api._check_id): IDs that restore to the same path, or break one-line output, are refused
+"""File ID checks (store.api.check_id): IDs that restore to the same path, or break one-line output, are refused
 when stored; IDs already stored stay readable and removable."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.store.api import _check_id
+from casstor_ops.store.api import check_id
 
 
 @pytest.mark.parametrize("file_id", ["a//b", "a/./b", "a/../b", "a/b/", "/a/b", "/a", ".", "..", "./a", "a/..",
@@ -15,7 +15,7 @@ def test_path_aliases_are_refused_when_storing(file_id) -> None:
     """Injects IDs that restore onto another ID's path (doubled, leading or trailing '/', '.' or '..' segments);
     checks a one-line usage error that says why."""
     with pytest.raises(CasstorError) as caught:
-        _check_id(file_id, storing=True)
+        check_id(file_id, storing=True)
     assert caught.value.exit_code == EXIT_USAGE
     message = str(caught.value)
     assert message.startswith(f"file ID {file_id!r}: empty, '.' and '..' path segments are refused")
@@ -29,7 +29,7 @@ def test_path_aliases_are_refused_when_storing(file_id) -> None:
 def test_control_characters_are_refused_when_storing(file_id, shown) -> None:
     """Injects newlines, tabs, escapes, DEL and C1 controls; checks one line naming the character (escaped)."""
     with pytest.raises(CasstorError) as caught:
-        _check_id(file_id, storing=True)
+        check_id(file_id, storing=True)
     assert caught.value.exit_code == EXIT_USAGE
     message = str(caught.value)
     assert "contains a control character" in message and message.endswith(shown) and "\n" not in message
@@ -39,7 +39,7 @@ def test_lone_surrogate_is_refused_when_storing() -> None:
     """Injects an ID with an undecodable argv byte (a lone surrogate, which the driver cannot encode);
     checks a usage error instead of a UnicodeEncodeError traceback."""
     with pytest.raises(CasstorError, match="lone surrogate"):
-        _check_id(b"caf\xe9".decode("utf-8", "surrogateescape"), storing=True)
+        check_id(b"caf\xe9".decode("utf-8", "surrogateescape"), storing=True)
 
 
 @pytest.mark.parametrize("file_id", ["a/b", "a", "a/b/c.txt", "..a/b..", ".hidden/.x", "a b/ c ", "naïve/日本語",
@@ -47,13 +47,13 @@ def test_lone_surrogate_is_refused_when_storing() -> None:
 def test_plain_ids_are_accepted(file_id) -> None:
     """Injects IDs with dots inside names, spaces, quotes, non-ASCII, NBSP, a ZWJ emoji and a backslash;
     checks each is returned unchanged."""
-    assert _check_id(file_id, storing=True) == file_id
+    assert check_id(file_id, storing=True) == file_id
 
 
 @pytest.mark.parametrize("file_id", ["a//b", "/a", "a/b/", "a\nb"])
 def test_existing_ids_stay_addressable(file_id) -> None:
     """Injects refused-for-storing IDs into the read/remove check; checks they pass, so old files can be removed."""
-    assert _check_id(file_id) == file_id
+    assert check_id(file_id) == file_id
 
 
 @pytest.mark.parametrize("file_id", ["", None, "a\x00b"])
@@ -61,5 +61,5 @@ def test_empty_or_nul_ids_are_always_refused(file_id) -> None:
     """Injects an empty ID, a non-string and a NUL; checks a usage error with or without storing."""
     for storing in (False, True):
         with pytest.raises(CasstorError) as caught:
-            _check_id(file_id, storing=storing)
+            check_id(file_id, storing=storing)
         assert caught.value.exit_code == EXIT_USAGE

@@ -9,7 +9,7 @@ import pytest
 
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.path_ids import id_to_path, path_to_id
-from casstor_ops.store.api import _check_id
+from casstor_ops.store.api import check_id
 
 
 def test_undecodable_byte_is_escaped_and_restored_to_the_same_bytes() -> None:
@@ -18,7 +18,7 @@ def test_undecodable_byte_is_escaped_and_restored_to_the_same_bytes() -> None:
     name = os.fsdecode(b"dir/caf\xe9.txt")
     file_id = path_to_id(name)
     assert file_id == "dir/caf\ufffdE9.txt"
-    assert _check_id(file_id, storing=True) == file_id
+    assert check_id(file_id, storing=True) == file_id
     assert os.fsencode(id_to_path(file_id)) == b"dir/caf\xe9.txt"
 
 
@@ -48,7 +48,7 @@ def test_random_byte_names_round_trip_without_collisions() -> None:
         file_id = path_to_id(os.fsdecode(raw))
         assert os.fsencode(id_to_path(file_id)) == raw
         assert seen.setdefault(file_id, raw) == raw
-        _check_id(file_id, storing=True)
+        check_id(file_id, storing=True)
 
 
 def test_an_id_no_path_maps_to_is_refused_on_restore() -> None:

@@ -1,0 +1,32 @@
+"""The HTTP face of the store (``casstor serve``): PUT, GET, HEAD and DELETE of one file per URL.
+
+Layer: above :mod:`casstor_ops.store` (it serves a :class:`~casstor_ops.store.api.Store`),
+below :mod:`casstor_ops.cli` (``cmd_serve`` only parses arguments); it imports
+neither Spark, the lab nor the ops jobs.
+
+Vocabulary (besides the store's: block, head, lease, window):
+
+* **key**: the URL path after the first ``/``, percent-decoded as UTF-8; it
+  is the file ID, as ``casstor store``/``restore`` take it (``/a%2Fb`` and
+  ``/a/b`` both name ``a/b``). A key is only ever a Cassandra partition key,
+  never a local path (:mod:`.keys`).
+* **body**: a request's or response's content, streamed between the event
+  loop and a worker thread that runs the blocking store call (:mod:`.streams`).
+* **shared lease**: one writer lease used by every PUT and DELETE of the
+  server for a few seconds, then renewed, so a write costs no lease of its own
+  and an offline reclaim still gets its turn (:mod:`.shared_lease`).
+* **validators**: ETag (the file hash) and Last-Modified (the head's commit
+  time), and the conditional and range requests they answer (:mod:`.validators`,
+  :mod:`.ranges`).
+* **status**: the HTTP status each store error becomes (:mod:`.status`).
+
+Modules: :mod:`.app` (the request handlers), :mod:`.server` (socket, uvicorn,
+start and stop), :mod:`.auth` (the bearer token), :mod:`.process` (the server
+as a child process, for tests and benchmarks).
+
+Example::
+
+    $ casstor serve --port 8080 &
+    $ curl -T photo.jpg http://127.0.0.1:8080/photos/2024/photo.jpg
+    $ curl -o copy.jpg http://127.0.0.1:8080/photos/2024/photo.jpg
+"""

@@ -1,0 +1,166 @@
+"""Bodies between the event loop and the worker thread that runs a blocking store call.
+
+The store's ``put`` reads a file object and its ``read`` writes one, on the
+calling thread, driving the driver's futures themselves
+(:class:`~casstor_ops.store.inflight.RequestWindow`); the server runs each
+such call on a worker thread and bridges its file object to the ASGI body:
+
+* :class:`BodyReader` (PUT): a non-seekable raw reader whose ``readinto``
+  asks the event loop for the request's next chunk and waits for it. Nothing
+  is spooled: the store holds what it holds for any stream (as for
+  ``casstor store --stdin``, bounded by the upload's held-bytes limit), and the
+  client is not read faster than the store takes the bytes.
+* :class:`BodyWriter` (GET): ``write`` hands each verified block to the
+  event loop through a queue of at most ``queued`` chunks (the worker waits
+  when the client is slow); :meth:`BodyWriter.next` is the response side.
+  A range's bytes only are queued, and the restore is stopped once the
+  range is complete.
+
+Example::
+
+    >>> reader = BodyReader(request.stream(), loop)                          # doctest: +SKIP
+    >>> await loop.run_in_executor(pool, store.put, reader, key)             # doctest: +SKIP
+    >>> writer = BodyWriter(loop)                                            # doctest: +SKIP
+    >>> loop.run_in_executor(pool, writer.fill, lambda out: store.read(head, out))  # doctest: +SKIP
+    >>> first = await writer.next()                                          # doctest: +SKIP
+
+Failures: a client that sends nothing for ``idle_timeout_s`` makes
+``readinto`` raise :class:`BodyTimeout` (no OSError, so the store does not
+take it for an unreadable source); a client that disconnects raises
+Starlette's ``ClientDisconnect`` from ``readinto`` (the store then commits
+nothing). A response closed early (:meth:`BodyWriter.close`: the client went
+away) makes the worker's next ``write`` raise :class:`ResponseClosed`, which
+stops the restore. The worker's own error is raised by :meth:`BodyWriter.next`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import io
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+IDLE_TIMEOUT_S = 60.0
+QUEUED_CHUNKS = 8      # blocks of at most chunk_max (256 KiB) each between the worker and the socket
+POLL_S = 0.5           # how often a waiting worker looks whether the response was closed
+
+
+class BodyTimeout(Exception):
+    """The client sent no byte of its body for the idle timeout."""
+
+
+class ResponseClosed(Exception):
+    """The response was closed before the worker finished (the client went away)."""
+
+
+class _RangeSent(Exception):
+    """The range's last byte is queued: the rest of the file is not needed."""
+
+
+@dataclass(frozen=True)
+class _End:
+    error: BaseException | None
+
+
+class BodyReader(io.RawIOBase):
+    """A request body as a blocking, non-seekable reader, for a worker thread."""
+
+    def __init__(self, chunks: AsyncIterator[bytes], loop: asyncio.AbstractEventLoop,
+                 idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
+        super().__init__()
+        self._chunks = aiter(chunks)
+        self._loop = loop
+        self._idle_timeout_s = idle_timeout_s
+        self._pending = memoryview(b"")
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:
+        while not self._pending and not self._eof:
+            self._pending = memoryview(self._next_chunk())
+        count = min(len(buffer), len(self._pending))
+        buffer[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
+
+    def _next_chunk(self) -> bytes:
+        future = asyncio.run_coroutine_threadsafe(self._receive(), self._loop)
+        try:
+            return future.result(timeout=self._idle_timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise BodyTimeout(f"the client sent nothing for {self._idle_timeout_s:.0f} s") from None
+
+    async def _receive(self) -> bytes:
+        try:
+            return await anext(self._chunks)
+        except StopAsyncIteration:
+            self._eof = True
+            return b""
+
+
+class BodyWriter:
+    """A write-only file object for a worker thread whose bytes become a response body on the event loop.
+
+    ``start``/``stop``: only the file's bytes from ``start`` up to ``stop``
+    are sent; with a ``stop`` before the end, the worker is stopped once
+    they are (so the restore's check of the whole file hash is skipped, each
+    block's own check is not).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, start: int = 0, stop: int | None = None,
+                 queued: int = QUEUED_CHUNKS) -> None:
+        self._loop = loop
+        self._queue: asyncio.Queue[bytes | _End] = asyncio.Queue()
+        self._slots = threading.Semaphore(queued)
+        self._closed = threading.Event()
+        self._start = start
+        self._stop = stop
+        self._position = 0
+
+    def write(self, data: bytes) -> int:
+        begin = self._position
+        self._position += len(data)
+        wanted = data[max(0, self._start - begin):len(data) if self._stop is None else max(0, self._stop - begin)]
+        if wanted:
+            self._put(bytes(wanted))
+        if self._stop is not None and self._position >= self._stop:
+            raise _RangeSent()
+        return len(data)
+
+    def _put(self, chunk: bytes) -> None:
+        while not self._slots.acquire(timeout=POLL_S):
+            if self._closed.is_set():
+                raise ResponseClosed("the response was closed")
+        if self._closed.is_set():
+            raise ResponseClosed("the response was closed")
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, chunk)
+
+    def fill(self, produce: Callable[["BodyWriter"], object]) -> None:
+        """Run ``produce(self)`` (on the worker thread); its end, or its error, is queued after its bytes."""
+        error: BaseException | None = None
+        try:
+            produce(self)
+        except _RangeSent:
+            pass
+        except BaseException as err:  # handed to the event loop, which answers or aborts the response
+            error = err
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, _End(error))
+
+    async def next(self) -> bytes | None:
+        """The next chunk; None at the end; the worker's error if it failed."""
+        item = await self._queue.get()
+        if isinstance(item, _End):
+            if item.error is not None:
+                raise item.error
+            return None
+        self._slots.release()
+        return item
+
+    def close(self) -> None:
+        """Stop the worker at its next write (the response is not being sent any more)."""
+        self._closed.set()

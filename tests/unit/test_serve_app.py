@@ -1,0 +1,101 @@
+"""``casstor serve``'s handlers without a node: the ASGI app called directly, on a store whose every call fails.
+
+What the integration tests cannot cause on the shared node: Cassandra
+unreachable or timing out at request time (503 with Retry-After), and a bug
+(500 with no detail for the client); plus the checks that come before any
+store call (token, method, read-only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from urllib.parse import unquote
+
+import pytest
+from cassandra import OperationTimedOut
+from cassandra.cluster import NoHostAvailable
+
+from casstor_ops.serve.app import Handlers, build_app
+from casstor_ops.serve.auth import Token
+from casstor_ops.serve.shared_lease import SharedLease
+
+
+class _FailingStore:
+    """Stands in for a Store whose every call fails with ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def stat(self, file_id: str):
+        raise self.error
+
+
+def _request(handlers: Handlers, method: str, path: str,
+             headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One request through the ASGI app: status, headers, body."""
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+             "scheme": "http", "path": unquote(path), "raw_path": path.encode(), "query_string": b"",
+             "root_path": "", "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8080),
+             "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]}
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(build_app(handlers)(scope, receive, send))
+    start = sent[0]
+    return (start["status"], {k.decode(): v.decode() for k, v in start["headers"]},
+            b"".join(m.get("body", b"") for m in sent[1:]))
+
+
+@pytest.fixture()
+def make_handlers():
+    made: list[tuple[Handlers, SharedLease]] = []
+
+    def make(error: BaseException, token: Token | None = None, read_only: bool = False) -> Handlers:
+        leases = SharedLease(session=None)  # no write reaches it: it never touches the session
+        handlers = Handlers(_FailingStore(error), leases, token, read_only)
+        made.append((handlers, leases))
+        return handlers
+
+    yield make
+    for handlers, leases in made:
+        handlers.close()
+        leases.close()
+
+
+@pytest.mark.parametrize("error", [NoHostAvailable("Unable to connect to any servers", {}),
+                                   OperationTimedOut("timed out")])
+def test_cassandra_unreachable_or_slow_is_503_with_retry_after(make_handlers, caplog, error) -> None:
+    with caplog.at_level(logging.WARNING, logger="casstor.serve"):
+        status, headers, body = _request(make_handlers(error), "GET", "/photos/a%20b.jpg")
+    assert (status, headers["retry-after"]) == (503, "5")
+    assert body.count(b"\n") == 1 and b"Traceback" not in body
+    assert [r.getMessage() for r in caplog.records] == [f"GET 'photos/a b.jpg' -> 503: {body.decode().strip()}"]
+
+
+def test_a_bug_is_500_without_detail_for_the_client(make_handlers, caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="casstor.serve"):
+        status, _, body = _request(make_handlers(KeyError("secret internals")), "HEAD", "/a")
+    assert (status, body) == (500, b"internal error\n")
+    assert len(caplog.records) == 1 and "KeyError" in caplog.records[0].getMessage()
+
+
+def test_the_token_and_the_method_are_checked_before_the_store(make_handlers) -> None:
+    guarded = make_handlers(RuntimeError("the store must not be called"), Token(b"t0ken"), read_only=True)
+    status, headers, _ = _request(guarded, "GET", "/a")
+    assert (status, headers["www-authenticate"]) == (401, "Bearer")
+    good = {"Authorization": "Bearer t0ken"}
+    for method in ("PUT", "DELETE", "POST"):
+        status, headers, _ = _request(guarded, method, "/a", good)
+        assert (status, headers["allow"]) == (405, "GET, HEAD"), method
+    assert _request(make_handlers(RuntimeError("unused")), "PATCH", "/a")[1]["allow"] == "GET, HEAD, PUT, DELETE"
+
+
+def test_a_bad_key_is_400_before_the_store(make_handlers) -> None:
+    status, _, body = _request(make_handlers(RuntimeError("the store must not be called")), "GET", "/a%00b")
+    assert status == 400 and b"NUL" in body
