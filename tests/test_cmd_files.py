@@ -75,7 +75,7 @@ def test_progress_bar_on_a_terminal(cql, tmp_path):
 
 @pytest.mark.parametrize("args, expected", [
     (("store", "/nonexistent/file", "x"), "No such file"),
-    (("restore", "never-stored", "/tmp"), "is a directory; give a file path"),
+    (("restore", "never-stored/", "/dev/null"), "exists and is not a directory"),
     (("store", "/proc/self/mem", "x"), "Input/output error"),
     (("restore", "never-stored", "-"), "no such file"),
     (("stat", "never-stored"), "no such file"),
