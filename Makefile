@@ -36,6 +36,8 @@ bench: setup
 	@$(PY) -m bench.jobs_scaling
 	@$(PY) -m bench.key_format
 	@$(PY) -m bench.serve
+	@$(PY) -m bench.compression
+	@$(PY) -m bench.codec_levels
 
 experiments: setup
 	@$(PY) -m casstor_ops.cli.experiments

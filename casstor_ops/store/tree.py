@@ -8,7 +8,10 @@ by threads sharing one :class:`~casstor_ops.store.api.Store` and one
 not per file; it fences every head write), each file skipped when it is
 committed unchanged; or every file under a prefix restored below a
 directory. The per-file work is the Spark jobs' own
-(:mod:`casstor_ops.store.tree_files`); only the runner differs. Memory is
+(:mod:`casstor_ops.store.tree_files`); only the runner differs. The
+workers share one connection, so they share one request budget: each gets
+1/``workers`` of a lone store's requests in flight (:func:`_sharing`; 4
+stores of 32 each overloaded the connection and failed files). Memory is
 bounded by ``workers`` stores' windows (each :data:`~casstor_ops.store.upload.MAX_HELD_BYTES`
 at most) or restores' read-ahead.
 
@@ -45,11 +48,13 @@ from casstor_ops.store.api import Store
 from casstor_ops.store.leases import WriterLease
 from casstor_ops.store.path_ids import path_to_id
 from casstor_ops.store.progress import ProgressCallback
+from casstor_ops.store.restore import READ_WINDOW
 from casstor_ops.store.source_listing import list_source
 from casstor_ops.store.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, RESTORE_STATUSES,
                                           check_prefix, exit_status, failure_status, files_to_restore, one_line,
                                           outage,
                                           restore_below, store_unless_unchanged)
+from casstor_ops.store.upload import MAX_REQUESTS
 
 TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
 Item = TypeVar("Item")
@@ -141,6 +146,12 @@ def _collect(report: TreeReport, pending: set[Future], progress: ProgressCallbac
     return pending
 
 
+def _sharing(store: Store, workers: int) -> Store:
+    """A store on the same session whose uploads and restores keep 1/``workers`` of the usual requests in flight."""
+    return Store(store.session, max_requests=max(4, MAX_REQUESTS // workers),
+                 read_window=max(1, READ_WINDOW // workers))
+
+
 def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", workers: int = TREE_WORKERS,
                follow_symlinks: bool = False, progress: ProgressCallback | None = None) -> TreeReport:
     """Store every file below ``source`` as ``prefix`` + its relative path, unchanged files skipped.
@@ -148,6 +159,7 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
     Example: ``store_tree(store, "photos", "photos/").exit_code`` -> ``0``. Failures: see the module docstring.
     """
     entries = list_source(source, check_prefix(prefix), follow_symlinks=follow_symlinks)
+    store = _sharing(store, workers)
     with WriterLease(store.session, "store") as lease:
         return _run(store, "store", entries,
                     describe=lambda e: _row(e.file_id, path_to_id(e.path)),
@@ -170,6 +182,7 @@ def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: 
         raise CasstorError(f"{dest!r} exists and is not a directory")
     files = files_to_restore(store, prefix)
     os.makedirs(dest, exist_ok=True)
+    store = _sharing(store, workers)
     return _run(store, "restore", files, describe=lambda f: _row(f[0], ""),
                 work=lambda f, row: restore_below(store, dest, f[0], row, force, below=prefix),
                 workers=workers, progress=progress)
