@@ -24,16 +24,17 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.tree_files import (CORRUPT, FAILED, INGEST_STATUSES, RESTORE_STATUSES, RESTORED, SKIPPED,
-                                          STORED, exit_status)
+from casstor_ops.store.tree_files import (CORRUPT, FAILED, INGEST_STATUSES, NEW_COUNTS, RESTORE_STATUSES,
+                                          exit_status, summary_line)
 
 MAX_ERRORS_SHOWN = 20
 
 
 def totals(results: DataFrame) -> dict[str, Any]:
-    """Files and bytes, the count of each status (zeros included) and, for an ingest, new blocks and bytes."""
+    """Files and bytes, the count of each status (zeros included) and, for an ingest, the new blocks and bytes
+    (:data:`~casstor_ops.store.tree_files.NEW_COUNTS`)."""
     ingest = "new_blocks" in results.columns
-    sums = [F.sum(c).alias(c) for c in ("bytes", "new_blocks", "new_bytes") if c in results.columns]
+    sums = [F.sum(c).alias(c) for c in ("bytes", *NEW_COUNTS) if c in results.columns]
     by_status = {r.status: r.asDict() for r in results.groupBy("status").agg(F.count("*").alias("files"), *sums)
                  .collect()}
     out: dict[str, Any] = {"files": sum(s["files"] for s in by_status.values()),
@@ -41,7 +42,7 @@ def totals(results: DataFrame) -> dict[str, Any]:
     for status in (INGEST_STATUSES if ingest else RESTORE_STATUSES):
         out[status] = by_status.get(status, {}).get("files", 0)
     if ingest:
-        for column in ("new_blocks", "new_bytes"):
+        for column in NEW_COUNTS:
             out[column] = sum(s[column] or 0 for s in by_status.values())
     return out
 
@@ -49,14 +50,6 @@ def totals(results: DataFrame) -> dict[str, Any]:
 def exit_code(results: DataFrame) -> int:
     """0 when every file succeeded; EXIT_CORRUPT if a restore met corruption, else EXIT_PARTIAL."""
     return exit_status({row.status for row in results.select("status").distinct().collect()})
-
-
-def summary_line(what: str, summary: dict[str, Any]) -> str:
-    statuses = ", ".join(f"{summary[s]} {s}" for s in (STORED, SKIPPED, RESTORED, FAILED, CORRUPT) if s in summary)
-    line = f"{what}: {summary['files']} files, {summary['bytes'] / 1e6:.1f} MB: {statuses}"
-    if "new_bytes" in summary:
-        line += f"; {summary['new_bytes'] / 1e6:.1f} MB new in {summary['new_blocks']} new blocks"
-    return line
 
 
 def finish(results: DataFrame, what: str, report_path: str | None = None) -> int:

@@ -19,7 +19,7 @@ Example::
 
     >>> report = store_tree(store, "src/", prefix="src/")        # doctest: +SKIP
     >>> report.summary()                                          # doctest: +SKIP
-    'store: 120 files, 45.2 MB: 118 stored, 2 skipped, 0 failed; 12.1 MB new, 3.0 MB as stored'
+    'store: 120 files, 45.2 MB: 118 stored, 2 skipped, 0 failed; 12.1 MB new in 250 new blocks, 3.0 MB as ...'
     >>> report.exit_code                                          # doctest: +SKIP
     0
 
@@ -50,15 +50,15 @@ from casstor_ops.store.path_ids import path_to_id
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.restore import READ_WINDOW
 from casstor_ops.store.source_listing import list_source
-from casstor_ops.store.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, RESTORE_STATUSES,
-                                          check_prefix, exit_status, failure_status, files_to_restore, one_line,
-                                          outage,
-                                          restore_below, store_unless_unchanged)
+from casstor_ops.store.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
+                                          RESTORE_STATUSES, check_prefix, exit_status, failure_status,
+                                          files_to_restore, one_line, outage, restore_below, store_unless_unchanged,
+                                          summary_line)
 from casstor_ops.store.upload import MAX_REQUESTS
 
 TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
 Item = TypeVar("Item")
-_COUNTS = ("bytes", "blocks", "new_blocks", "new_bytes", "new_stored_bytes")
+_COUNTS = ("bytes", "blocks", *NEW_COUNTS)
 
 
 @dataclass
@@ -69,8 +69,12 @@ class TreeReport:
     rows: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
-    def total(self, name: str) -> int:
-        return sum(row[name] for row in self.rows)
+    def totals(self) -> dict[str, int]:
+        """Files and bytes, the count of each status (zeros included) and, for a store, :data:`NEW_COUNTS`."""
+        statuses = INGEST_STATUSES if self.what == "store" else RESTORE_STATUSES
+        sums = ("bytes", *NEW_COUNTS) if self.what == "store" else ("bytes",)
+        return {"files": len(self.rows), **{s: sum(r["status"] == s for r in self.rows) for s in statuses},
+                **{name: sum(r[name] for r in self.rows) for name in sums}}
 
     @property
     def exit_code(self) -> int:
@@ -81,14 +85,8 @@ class TreeReport:
         return sorted((row for row in self.rows if row["status"] in (FAILED, CORRUPT)), key=lambda r: r["id"])
 
     def summary(self) -> str:
-        """One line: files, bytes, files per status, and (for a store) the new bytes before and after compression."""
-        statuses = INGEST_STATUSES if self.what == "store" else RESTORE_STATUSES
-        counts = ", ".join(f"{sum(r['status'] == s for r in self.rows)} {s}" for s in statuses)
-        line = f"{self.what}: {len(self.rows)} files, {self.total('bytes') / 1e6:.1f} MB: {counts}"
-        if self.what == "store":
-            line += (f"; {self.total('new_bytes') / 1e6:.1f} MB new, "
-                     f"{self.total('new_stored_bytes') / 1e6:.1f} MB as stored")
-        return f"{line} in {self.seconds:.1f} s"
+        """The Spark jobs' summary line (:func:`~casstor_ops.store.tree_files.summary_line`) and the wall time."""
+        return f"{summary_line(self.what, self.totals())} in {self.seconds:.1f} s"
 
 
 def _row(file_id: str, path: str) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from casstor_ops.store.upload import source_file_hash
 STORED, SKIPPED, RESTORED, FAILED, CORRUPT = "stored", "skipped", "restored", "failed", "corrupt"
 INGEST_STATUSES = (STORED, SKIPPED, FAILED)
 RESTORE_STATUSES = (RESTORED, FAILED, CORRUPT)
+NEW_COUNTS = ("new_blocks", "new_bytes", "new_stored_bytes")  # what a store of the tree added to the store
 # Errors that belong to one file; anything else is a bug and fails the job with its traceback.
 # NoHostAvailable and the connection errors are no DriverException: they reach here once the store's
 # request window has used up its retries.
@@ -118,6 +119,24 @@ def _head(store: Store, file_id: str) -> FileInfo | None:
         return store.stat(file_id)
     except CasstorError:  # not committed yet
         return None
+
+
+def summary_line(what: str, summary: dict[str, Any]) -> str:
+    """One line of a tree's totals (files, bytes, the count of each status, and for a store :data:`NEW_COUNTS`),
+    for the tree commands and the Spark jobs alike.
+
+    Example::
+
+        >>> summary_line("ingest", {"files": 3, "bytes": 2_500_000, "stored": 2, "skipped": 1, "failed": 0,
+        ...                         "new_blocks": 40, "new_bytes": 2_000_000, "new_stored_bytes": 500_000})
+        'ingest: 3 files, 2.5 MB: 2 stored, 1 skipped, 0 failed; 2.0 MB new in 40 new blocks, 0.5 MB as stored'
+    """
+    statuses = ", ".join(f"{summary[s]} {s}" for s in (STORED, SKIPPED, RESTORED, FAILED, CORRUPT) if s in summary)
+    line = f"{what}: {summary['files']} files, {summary['bytes'] / 1e6:.1f} MB: {statuses}"
+    if "new_bytes" in summary:
+        line += (f"; {summary['new_bytes'] / 1e6:.1f} MB new in {summary['new_blocks']} new blocks, "
+                 f"{summary['new_stored_bytes'] / 1e6:.1f} MB as stored")
+    return line
 
 
 def check_prefix(prefix: str) -> str:
