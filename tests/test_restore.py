@@ -143,3 +143,14 @@ def test_a_file_changed_and_reclaimed_during_restore_is_reported_as_changed(stor
     if change == "overwrite":
         store.restore(file_id, tmp_path / "out")
         assert (tmp_path / "out").read_bytes() == new
+
+
+def test_a_block_row_without_content_is_missing(store, cql, tmp_path):
+    """Injects a block row whose content cell is deleted (size and codec left); checks the restore reports that
+    block as missing, a CorruptionError naming it, and leaves no DEST (it used to fail inside the decoder)."""
+    _stored(store, "damaged/no-content")
+    victim = _nth_block(cql, "damaged/no-content", 1)
+    cql.execute(cql.prepare(f"DELETE content FROM {DATA_KS}.blocks WHERE hash = ?"), (victim.hash,))
+    with pytest.raises(CorruptionError, match=f"block {victim.hash.hex()} at offset {victim.block_offset} is missing"):
+        store.restore("damaged/no-content", tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []

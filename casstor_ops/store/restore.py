@@ -133,7 +133,8 @@ class Restore:
                                 f"the old version's blocks reclaimed); run again")
 
     def _fetched(self, group: list[tuple[bytes, int, int]], rows) -> None:
-        found = {digest: (codec, content) for digest, codec, content in rows}
+        # A row without content (a cell deleted under it) is missing, as no row is.
+        found = {digest: (codec, content) for digest, codec, content in rows if content is not None}
         blocks = []
         for digest, offset, size in group:
             if digest not in found:
