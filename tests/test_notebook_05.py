@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .support import printed_output, run_notebook
 
 
+@pytest.mark.slow  # about a minute (a server, two wrk runs per size, the raw reference): make test-all
 def test_notebook_05_smoke(cql, tmp_path: Path) -> None:
     plots = tmp_path / "plots"
     executed = run_notebook("05_gateway_throughput.ipynb", tmp_path, smoke=True, plots_dir=str(plots))

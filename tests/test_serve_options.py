@@ -23,7 +23,7 @@ import pytest
 from .serve_support import PartialPut, Server, curl, orphan_claims, until, until_no_writer
 
 MB = 1_000_000
-MAX_BODY = 6 * MB  # past the store's first 4 MiB segment: a body refused at the limit has had blocks claimed
+MAX_BODY = 6 * MB  # past the store's first 4 MiB segment
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +105,8 @@ def test_of_two_conditional_puts_naming_the_same_etag_one_wins(limited: Server) 
 
 def test_a_body_over_max_body_is_413_and_stores_nothing(limited: Server, cql) -> None:
     """By its Content-Length: refused before a byte is read. Chunked (no length): refused when it grows past
-    the limit, after the first segment's blocks were claimed and uploaded; nothing is committed, no claim
-    is left on a block without an index row."""
+    the limit (after the store read and chunked its first segment); nothing is committed, no claim is left
+    on a block without an index row."""
     status, body, headers = PartialPut(limited, "limit/sized", MAX_BODY + 1).response()  # no byte of it sent
     assert (status, headers["connection"]) == (413, "close") and str(MAX_BODY).encode() in body
     chunked = PartialPut(limited, "limit/chunked", None)
