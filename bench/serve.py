@@ -35,6 +35,7 @@ server that does not start or exits non-zero: one ``casstor:`` line, exit 1.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -189,7 +190,7 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
         node_pids = [n.pid() for n in LocalCluster().nodes() if n.pid()] if endpoint.embedded else []
         server = ServerProcess(*config.server_args())
         try:
-            with ScratchTable(session) if config.raw else _no_scratch() as scratch:
+            with ScratchTable(session) if config.raw else contextlib.nullcontext() as scratch:
                 sweep = Sweep(config, session, server, scratch, node_pids, Path(tmp))
                 try:
                     rows = [sweep.point(size, connections, log)
@@ -203,14 +204,6 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
             raise CasstorError(f"casstor serve exited with {code}: {server_log[-500:]}")
     return {"config": asdict(config), "client": "wrk 4.1 -t 1 (Lua scripts bench/wrk/)", "rows": rows,
             "dedup": dedup, "keys_removed": removed, "seconds": round(time.monotonic() - started, 1)}
-
-
-class _no_scratch:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _cpu(figures: dict, keys: tuple[str, ...]) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .serve_support import PartialPut, Server, curl, orphan_claims, until, until_no_writer
+from .serve_support import PartialPut, Server, curl, orphan_claims, until_no_writer
 
 MB = 1_000_000
 MAX_BODY = 6 * MB  # past the store's first 4 MiB segment
