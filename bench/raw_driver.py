@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Sequence
+from collections.abc import Callable
+from typing import Any, Sequence
 
 from cassandra import ConsistencyLevel
 from cassandra.cluster import Session
@@ -30,6 +31,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
 
 from casstor_ops.errors import CasstorError
+from casstor_ops.store.inflight import RequestWindow
 from casstor_ops.store.keyspaces import DATA_KS
 
 SCRATCH_KS = "casstor_bench_scratch"
@@ -82,15 +84,19 @@ class ScratchTable:
                 raise
             # else: the node is likely unreachable; the error that got us here is the one to report
 
-    def write(self, blocks: Sequence[Block], concurrency: int) -> float:
-        """Write every block with ``concurrency`` requests in flight; returns the seconds taken."""
+    def write(self, blocks: Sequence[Block], concurrency: int, retry_busy: bool = False) -> float:
+        """Write every block with ``concurrency`` requests in flight; returns the seconds taken.
+
+        ``retry_busy``: send through the store's :class:`~casstor_ops.store.inflight.RequestWindow`, which waits
+        and retries when libev's connection is full (``ConnectionBusy``: 20 x 1 MB in flight on a slow node),
+        where ``execute_concurrent`` fails.
+        """
         params = [(h, len(content), content) for h, content in blocks]
         start = time.perf_counter()
-        execute_concurrent_with_args(self.session, self._insert, params, concurrency=concurrency,
-                                     raise_on_first_error=True)
+        self._execute(self._insert, params, concurrency, retry_busy, lambda rows: None)
         return time.perf_counter() - start
 
-    def read(self, hashes: Sequence[bytes], concurrency: int, per_read: int = 1) -> float:
+    def read(self, hashes: Sequence[bytes], concurrency: int, per_read: int = 1, retry_busy: bool = False) -> float:
         """Read every block back, ``per_read`` hashes a request (``IN``), ``concurrency`` requests in flight.
 
         Returns the seconds taken; raises :class:`CasstorError` if a block did not come back.
@@ -101,11 +107,26 @@ class ScratchTable:
             groups = [list(hashes[i:i + per_read]) for i in range(0, len(hashes), per_read)]
             statement, params = self._select_in, [(g, len(g)) for g in groups]
         received = 0
-        start = time.perf_counter()
-        for _, rows in execute_concurrent_with_args(self.session, statement, params, concurrency=concurrency,
-                                                     raise_on_first_error=True, results_generator=True):
+
+        def count(rows) -> None:
+            nonlocal received
             received += sum(1 for _ in rows)
+
+        start = time.perf_counter()
+        self._execute(statement, params, concurrency, retry_busy, count)
         seconds = time.perf_counter() - start
         if received != len(hashes):
             raise CasstorError(f"{len(hashes) - received} blocks written to the scratch table did not read back")
         return seconds
+
+    def _execute(self, statement, params: list[tuple], concurrency: int, retry_busy: bool,
+                 on_rows: Callable[[Any], None]) -> None:
+        if not retry_busy:
+            for _, rows in execute_concurrent_with_args(self.session, statement, params, concurrency=concurrency,
+                                                         raise_on_first_error=True, results_generator=True):
+                on_rows(rows)
+            return
+        window = RequestWindow(self.session, concurrency)
+        for row in params:
+            window.submit(statement, row, on_rows)
+        window.drain()

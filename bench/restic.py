@@ -23,40 +23,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
+from bench.debian_tools import ensure_tool
 from casstor_ops.errors import CasstorError
 
 # Not a secret: the repository is a throw-away under the bench's temp directory.
 PASSWORD = "casstor-bench"
 
 
-def _apt_get(*args: str) -> bool:
-    proc = subprocess.run(["apt-get", *args], capture_output=True, text=True,
-                          env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-    return proc.returncode == 0
-
-
 def ensure_restic() -> str:
     """The path of ``restic``, installing Debian's package first when it is missing."""
-    found = shutil.which("restic")
-    if found:
-        return found
-    if shutil.which("apt-get") is None:
-        raise CasstorError("restic is not installed and apt-get is unavailable: install restic or run with --no-restic")
-    if not _apt_get("install", "-y", "restic"):
-        # A fresh machine may have no package lists yet.
-        _apt_get("update")
-        if not _apt_get("install", "-y", "restic"):
-            raise CasstorError("restic is not installed and 'apt-get install -y restic' failed "
-                               "(run it as root, or run the bench with --no-restic)")
-    found = shutil.which("restic")
-    if not found:
-        raise CasstorError("apt-get installed restic but it is not on PATH")
-    return found
+    return ensure_tool("restic", "restic", "run the bench with --no-restic")
 
 
 class ResticRepo:

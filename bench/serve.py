@@ -1,179 +1,264 @@
-"""Benchmark: ``casstor serve`` PUT and GET of small bodies, in requests/s, against the raw driver.
+"""Benchmark: ``casstor serve`` under ``wrk``, PUT and GET at several body sizes, against the raw driver.
 
-N distinct 64 KB bodies are PUT to a ``casstor serve`` started for the run,
-then GET back (each checked), by C client threads, each with a keep-alive
-``http.client`` connection (``wrk`` is not used: it is not installed here,
-and a Python client also checks every body it gets). The reference is the
-same bytes written to and read from a one-row-per-key table
-(:class:`bench.raw_driver.ScratchTable`) by the driver with C requests in
-flight, in the same run. Between the two, the same puts and reads through
-the Python ``Store`` API in this process (C threads, one writer lease):
-what the store's protocol costs (claims, block list, head) apart from HTTP.
-Printed: each figure and the ratios HTTP/raw and HTTP/Store.
+For each body size (default 4 KB, 64 KB, 1 MB) and number of connections
+(default 20), in one run, on the environment's cluster:
 
-    .venv/bin/python -m bench.serve [--requests 400] [--concurrency 8] [--size 65536] [--output PATH]
+1. **PUT**: ``wrk -t 1 -c C -d S`` with ``bench/wrk/put.lua``: distinct
+   bodies (every block new) to new keys, against a ``casstor serve``
+   started for the run;
+2. **GET**: the same with ``get.lua``: random keys of the set the PUTs
+   committed;
+3. **raw reference**: the same number of bodies of the same size (capped,
+   ``RAW_MAX_BODIES`` / ``RAW_MAX_BYTES``) written to and read (random
+   keys) from a one-row-per-key table by the Python driver, C requests in
+   flight (:class:`bench.raw_driver.ScratchTable`, through the store's
+   request window, which waits out libev's ``ConnectionBusy`` at 20 x 1 MB
+   in flight where the driver's ``execute_concurrent`` fails), no HTTP.
 
-The server, the client threads and the reference share this machine's
-cores: on a small machine the ratio includes the client's own cost. Uses
-the cluster of the environment (the embedded node by default, started and
-stopped again if it is down); the bodies are deleted afterwards (their
-blocks stay until a reclaim), and the scratch keyspace is dropped.
+Printed: req/s, MB/s, p50/p99 latency, the ratios HTTP/raw, and beside them
+the CPU milliseconds per MB of the server (with its workers), of wrk, of the
+driver client, and of the local node (:mod:`bench.cpu`): on a 2-core machine
+they all share, a ratio is bounded by the CPU each side needs per byte. Also
+checked: the second PUT of the same 1 MB body under another key uploads no
+block (``new_bytes == 0``).
+
+    .venv/bin/python -m bench.serve [--sizes 4096 65536 1048576] [--connections 20] [--seconds 30]
+                                    [--workers N] [--access-log] [--no-raw] [--smoke] [--output PATH]
+
+``--workers`` and ``--access-log`` are passed to the server (to measure
+what they cost or bring). The bench's keys are removed at the end (their
+blocks stay until a reclaim) and the scratch keyspace is dropped.
+
+Failures: a wrk run with failed requests, a GET body that differs, a
+server that does not start or exits non-zero: one ``casstor:`` line, exit 1.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
-import io
+import json
 import os
-import threading
+import random
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
-from bench.common import bench_session, publish, wait_for_quiet_nodes
+from bench.common import MB, bench_session, publish, wait_for_quiet_nodes
+from bench.cpu import CpuMeter, process_tree
 from bench.raw_driver import ScratchTable
+from bench.serve_report import size_label
+from bench.wrk import WrkRun, run_wrk
 from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.errors import CasstorError, run_reporting_errors
 from casstor_ops.serve.process import ServerProcess
 from casstor_ops.store.api import Store
 from casstor_ops.store.leases import WriterLease
 
 RESULTS = Path("bench/results/serve.json")
+KB = 1024
+RAW_MAX_BODIES = 5000
+RAW_MAX_BYTES = 200 * MB
+DEDUP_BYTES = 1024 * 1024
 
 
-def _run_clients(server: ServerProcess, count: int, concurrency: int,
-                 one: Callable[[http.client.HTTPConnection, int], None]) -> float:
-    """Seconds for ``concurrency`` threads to call ``one(connection, i)`` for every i < ``count``."""
-    next_index = iter(range(count))
-    lock = threading.Lock()
-    errors: list[BaseException] = []
+@dataclass(frozen=True)
+class SweepConfig:
+    """What to measure: body sizes x connection counts, seconds per wrk run, the server's options."""
 
-    def client() -> None:
-        connection = http.client.HTTPConnection(server.host, server.port, timeout=120)
-        try:
-            while True:
-                with lock:
-                    index = next(next_index, None)
-                if index is None or errors:
-                    return
-                one(connection, index)
-        except BaseException as err:  # reported by the main thread
-            errors.append(err)
-        finally:
-            connection.close()
+    sizes: tuple[int, ...] = (4 * KB, 64 * KB, 1024 * KB)
+    connections: tuple[int, ...] = (20,)
+    seconds: float = 30.0
+    raw: bool = True
+    workers: int = 1
+    access_log: bool = False
 
-    threads = [threading.Thread(target=client) for _ in range(concurrency)]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    seconds = time.perf_counter() - start
-    if errors:
-        raise errors[0]
-    return seconds
+    @classmethod
+    def smoke(cls, **overrides: object) -> "SweepConfig":
+        """A run of well under a minute: two sizes, 4 connections, 2 s a run."""
+        return replace(cls(sizes=(4 * KB, 64 * KB), connections=(4,), seconds=2.0), **overrides)
+
+    def server_args(self) -> list[str]:
+        return ["--workers", str(self.workers), *(["--access-log"] if self.access_log else [])]
 
 
-def _exchange(connection: http.client.HTTPConnection, method: str, path: str, body: bytes | None = None) -> bytes:
-    connection.request(method, path, body=body)
-    response = connection.getresponse()
-    content = response.read()
+def _figures(run: WrkRun | None, requests: int, seconds: float, size: int, cost) -> dict:
+    """One measured operation: rates, latency (wrk only) and CPU per MB."""
+    figures = {"requests": requests, "seconds": round(seconds, 3), "per_s": round(requests / seconds, 1),
+               "mb_per_s": round(requests * size / MB / seconds, 2)}
+    if run is not None:
+        figures |= {"p50_ms": round(run.p50_ms, 2), "p99_ms": round(run.p99_ms, 2)}
+    return figures | {k: None if v is None else round(v, 2) for k, v in cost.per_mb(requests * size).items()}
+
+
+class Sweep:
+    """One bench run: the server, the store, the meters, the scratch table (see the module docstring)."""
+
+    def __init__(self, config: SweepConfig, session, server: ServerProcess, scratch: ScratchTable | None,
+                 node_pids: list[int], workdir: Path) -> None:
+        self.config = config
+        self.session = session
+        self.server = server
+        self.scratch = scratch
+        self.store = Store(session)
+        self.nodes = CpuMeter(node_pids)
+        self.with_server = CpuMeter(node_pids, process_tree(server.process.pid))
+        self.workdir = workdir
+        self.prefix = f"bench-serve/{uuid.uuid4().hex[:8]}"
+
+    def _wrk(self, script: str, connections: int, args: list[str]) -> tuple[WrkRun, object]:
+        wait_for_quiet_nodes(self.session)
+        with self.with_server.measure() as cost:
+            run = run_wrk(script, self.server.url(""), connections, self.config.seconds, args)
+        return run, cost
+
+    def point(self, size: int, connections: int, log: Callable[[str], None]) -> dict:
+        """PUT, GET and the raw reference at one body size and connection count."""
+        prefix = f"{self.prefix}/{size}-{connections}"
+        random_file = self.workdir / f"random-{size}.bin"
+        random_file.write_bytes(os.urandom(size))
+        put, put_cost = self._wrk("put.lua", connections, ["/" + quote(prefix), str(size), str(random_file)])
+        keys = [head.id for head in self.store.list(prefix + "/")]
+        if len(keys) < put.requests:
+            raise CasstorError(f"wrk completed {put.requests} PUTs but only {len(keys)} keys are committed")
+        paths = self.workdir / f"paths-{size}-{connections}.txt"
+        paths.write_text("".join(f"/{quote(key)}\n" for key in keys))
+        get, get_cost = self._wrk("get.lua", connections, [str(paths)])
+        row = {"size": size, "connections": connections,
+               "put": _figures(put, put.requests, put.seconds, size, put_cost),
+               "get": _figures(get, get.requests, get.seconds, size, get_cost)}
+        if self.scratch is not None:
+            row |= self._raw(size, connections, put.requests, get.requests)
+            row["put_ratio"] = round(row["put"]["per_s"] / row["raw_put"]["per_s"], 3)
+            row["get_ratio"] = round(row["get"]["per_s"] / row["raw_get"]["per_s"], 3)
+        log(format_row(row))
+        return row
+
+    def _raw(self, size: int, connections: int, puts: int, gets: int) -> dict:
+        """The same bodies (as many as wrk did, capped) through the driver alone, ``connections`` in flight."""
+        count = max(1, min(puts, RAW_MAX_BODIES, RAW_MAX_BYTES // size))
+        blocks = [(hashlib.blake2b(os.urandom(16), digest_size=32).digest(), os.urandom(size)) for _ in range(count)]
+        wait_for_quiet_nodes(self.session)
+        with self.nodes.measure() as put_cost:
+            put_s = self.scratch.write(blocks, connections, retry_busy=True)
+        wanted = [random.choice(blocks)[0] for _ in range(max(1, min(gets, RAW_MAX_BODIES, RAW_MAX_BYTES // size)))]
+        wait_for_quiet_nodes(self.session)
+        with self.nodes.measure() as get_cost:
+            get_s = self.scratch.read(wanted, connections, retry_busy=True)
+        return {"raw_put": _figures(None, count, put_s, size, put_cost),
+                "raw_get": _figures(None, len(wanted), get_s, size, get_cost)}
+
+    def dedup_check(self) -> dict:
+        """PUT one 1 MB body under two keys: what the second one uploaded."""
+        body = os.urandom(DEDUP_BYTES)
+        results = [json.loads(_put(self.server, f"{self.prefix}/dedup/{name}", body)) for name in ("one", "two")]
+        return {"bytes": DEDUP_BYTES, "first_new_bytes": results[0]["new_bytes"],
+                "second_new_bytes": results[1]["new_bytes"]}
+
+    def remove_keys(self) -> int:
+        """Remove every key the run made (a few at a time, one writer lease); how many."""
+        keys = [head.id for head in self.store.list(self.prefix + "/")]
+        with WriterLease(self.session, "bench") as lease, ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda key: self.store.remove(key, lease=lease), keys))
+        return len(keys)
+
+
+def _put(server: ServerProcess, key: str, body: bytes) -> bytes:
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=120)
+    try:
+        connection.request("PUT", "/" + quote(key), body=body)
+        response = connection.getresponse()
+        content = response.read()
+    finally:
+        connection.close()
     if response.status != 200:
-        raise CasstorError(f"{method} {path}: HTTP {response.status}: {content[:200]!r}")
+        raise CasstorError(f"PUT {key}: HTTP {response.status}: {content[:200]!r}")
     return content
 
 
-def _store_api_seconds(store: Store, keys: list[str], bodies: list[bytes], concurrency: int) -> tuple[float, float]:
-    """Seconds to put every body through the Store API, then to read each back (checked), ``concurrency`` at once."""
-    def read(index: int) -> None:
-        out = io.BytesIO()
-        store.read(store.stat(keys[index]), out)
-        if out.getvalue() != bodies[index]:
-            raise CasstorError(f"{keys[index]}: the Store API read back other bytes")
-
-    with WriterLease(store.session, "bench") as lease, ThreadPoolExecutor(concurrency) as pool:
-        start = time.perf_counter()
-        list(pool.map(lambda i: store.put(io.BytesIO(bodies[i]), keys[i], lease=lease), range(len(keys))))
-        put_s = time.perf_counter() - start
-        start = time.perf_counter()
-        list(pool.map(read, range(len(keys))))
-        get_s = time.perf_counter() - start
-        list(pool.map(lambda key: store.remove(key, lease=lease), keys))
-    return put_s, get_s
-
-
-def measure(requests: int, concurrency: int, size: int, log: Callable[[str], None]) -> dict:
-    """Requests/s of HTTP PUT and GET and of the raw driver's writes and reads, and their ratios."""
-    bodies = [os.urandom(size) for _ in range(requests)]
-    run = uuid.uuid4().hex[:8]
-    paths = [f"/{quote(f'bench-serve/{run}/{i}')}" for i in range(requests)]
-
-    def put(connection: http.client.HTTPConnection, i: int) -> None:
-        _exchange(connection, "PUT", paths[i], bodies[i])
-
-    def get(connection: http.client.HTTPConnection, i: int) -> None:
-        if _exchange(connection, "GET", paths[i]) != bodies[i]:
-            raise CasstorError(f"GET {paths[i]}: the body differs from the one PUT")
-
-    def delete(connection: http.client.HTTPConnection, i: int) -> None:
-        _exchange(connection, "DELETE", paths[i])
-
-    with bench_session(log) as (session, _, _):
-        server = ServerProcess()
+def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
+    """Measure every (size, connections) point of ``config``; the results (see :func:`format_report`)."""
+    started = time.monotonic()
+    with bench_session(log) as (session, endpoint, _), tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
+        node_pids = [n.pid() for n in LocalCluster().nodes() if n.pid()] if endpoint.embedded else []
+        server = ServerProcess(*config.server_args())
         try:
-            wait_for_quiet_nodes(session)
-            put_s = _run_clients(server, requests, concurrency, put)
-            wait_for_quiet_nodes(session)
-            get_s = _run_clients(server, requests, concurrency, get)
-            _run_clients(server, requests, concurrency, delete)
+            with ScratchTable(session) if config.raw else contextlib.nullcontext() as scratch:
+                sweep = Sweep(config, session, server, scratch, node_pids, Path(tmp))
+                try:
+                    rows = [sweep.point(size, connections, log)
+                            for connections in config.connections for size in config.sizes]
+                    dedup = sweep.dedup_check()
+                finally:
+                    removed = sweep.remove_keys()
         finally:
             code, server_log = server.stop()
         if code != 0:
-            raise CasstorError(f"casstor serve exited with {code}: {server_log}")
-        api_bodies = [os.urandom(size) for _ in range(requests)]  # new content: every put uploads its blocks
-        wait_for_quiet_nodes(session)
-        api_put_s, api_get_s = _store_api_seconds(Store(session), [f"bench-serve/{run}/api/{i}" for i in
-                                                                    range(requests)], api_bodies, concurrency)
-        with ScratchTable(session) as scratch:
-            keys = [hashlib.blake2b(path.encode(), digest_size=32).digest() for path in paths]
-            wait_for_quiet_nodes(session)
-            raw_put_s = scratch.write(list(zip(keys, bodies)), concurrency)
-            wait_for_quiet_nodes(session)
-            raw_get_s = scratch.read(keys, concurrency)
-    rates = {name: round(requests / seconds, 1) for name, seconds in
-             [("http_put_per_s", put_s), ("http_get_per_s", get_s), ("store_api_put_per_s", api_put_s),
-              ("store_api_get_per_s", api_get_s), ("raw_put_per_s", raw_put_s), ("raw_get_per_s", raw_get_s)]}
-    return {"requests": requests, "concurrency": concurrency, "size": size, "client": "threads + http.client",
-            **rates, "put_ratio": round(rates["http_put_per_s"] / rates["raw_put_per_s"], 3),
-            "get_ratio": round(rates["http_get_per_s"] / rates["raw_get_per_s"], 3),
-            "put_ratio_to_store_api": round(rates["http_put_per_s"] / rates["store_api_put_per_s"], 3),
-            "get_ratio_to_store_api": round(rates["http_get_per_s"] / rates["store_api_get_per_s"], 3)}
+            raise CasstorError(f"casstor serve exited with {code}: {server_log[-500:]}")
+    return {"config": asdict(config), "client": "wrk 4.1 -t 1 (Lua scripts bench/wrk/)", "rows": rows,
+            "dedup": dedup, "keys_removed": removed, "seconds": round(time.monotonic() - started, 1)}
+
+
+def _cpu(figures: dict, keys: tuple[str, ...]) -> str:
+    return "/".join("-" if figures.get(k) is None else f"{figures[k]:.0f}" for k in keys)
+
+
+def format_row(row: dict) -> str:
+    """One (size, connections) point: HTTP and raw rates, latency, ratio, CPU ms per MB."""
+    lines = []
+    for op in ("put", "get"):
+        http, raw = row[op], row.get(f"raw_{op}")
+        line = (f"  {size_label(row['size']):>7} c={row['connections']:<3} {op.upper():<3} {http['per_s']:>8.1f} req/s "
+                f"{http['mb_per_s']:>7.2f} MB/s  p50 {http['p50_ms']:>7.1f} ms  p99 {http['p99_ms']:>7.1f} ms"
+                f"  CPU ms/MB server/wrk/node {_cpu(http, ('server_ms_per_mb', 'client_ms_per_mb', 'node_ms_per_mb'))}")
+        if raw is not None:
+            line += (f" | raw {raw['per_s']:>8.1f} req/s {raw['mb_per_s']:>7.2f} MB/s, CPU ms/MB driver/node "
+                     f"{_cpu(raw, ('client_ms_per_mb', 'node_ms_per_mb'))} | HTTP/raw {row[f'{op}_ratio']:.3f}")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def format_report(results: dict) -> str:
-    def line(op: str, low: str) -> str:
-        return (f"  {op:<4} HTTP {results[f'http_{low}_per_s']:>7.1f}/s  Store API {results[f'store_api_{low}_per_s']:>7.1f}/s"
-                f"  raw {results[f'raw_{low}_per_s']:>7.1f}/s   HTTP/raw {results[f'{low}_ratio']:.3f}"
-                f"  HTTP/Store API {results[f'{low}_ratio_to_store_api']:.3f}")
-    return "\n".join([f"casstor serve vs the Store API and the raw driver: {results['requests']} bodies of "
-                      f"{results['size']} bytes, {results['concurrency']} in flight ({results['client']})",
-                      line("PUT", "put"), line("GET", "get")])
+    config = results["config"]
+    dedup = results["dedup"]
+    head = (f"casstor serve under {results['client']}, {config['seconds']:g} s a run, {config['workers']} worker(s), "
+            f"access log {'on' if config['access_log'] else 'off'}; raw = the Python driver on a one-row-per-key "
+            f"table at the same concurrency (1 MB = 10^6 bytes)")
+    check = (f"dedup: a second PUT of the same {size_label(dedup['bytes'])} body under another key uploaded "
+             f"{dedup['second_new_bytes']} new bytes (the first: {dedup['first_new_bytes']})")
+    return "\n".join([head, *(format_row(row) for row in results["rows"]), check])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m bench.serve", description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=400, help="bodies PUT, then GET (default 400)")
-    parser.add_argument("--concurrency", type=int, default=8, help="client threads / requests in flight (default 8)")
-    parser.add_argument("--size", type=int, default=64 * 1024, help="bytes per body (default 65536)")
+    defaults = SweepConfig()
+    parser.add_argument("--sizes", type=int, nargs="+", help=f"body sizes in bytes (default {defaults.sizes})")
+    parser.add_argument("--connections", type=int, nargs="+", help="wrk connections (default 20)")
+    parser.add_argument("--seconds", type=float, help="seconds per wrk run (default 30)")
+    parser.add_argument("--workers", type=int, default=1, help="the server's --workers (default 1)")
+    parser.add_argument("--access-log", action="store_true", help="run the server with --access-log")
+    parser.add_argument("--no-raw", action="store_true", help="skip the raw driver reference")
+    parser.add_argument("--smoke", action="store_true", help="a short run: 4 and 64 KiB, 4 connections, 2 s")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results JSON (default {RESULTS})")
     args = parser.parse_args(argv)
+    chosen = {key: tuple(value) if isinstance(value, list) else value
+              for key, value in [("sizes", args.sizes), ("connections", args.connections), ("seconds", args.seconds)]
+              if value is not None}
+    options = dict(chosen, workers=args.workers, access_log=args.access_log, raw=not args.no_raw)
+    config = SweepConfig.smoke(**options) if args.smoke else replace(defaults, **options)
 
     def run() -> int:
-        results = measure(args.requests, args.concurrency, args.size, print)
+        results = run_sweep(config, log=print)
+        if results["dedup"]["second_new_bytes"] != 0:
+            raise CasstorError(f"the second PUT of the same body uploaded {results['dedup']['second_new_bytes']} "
+                               f"bytes: dedup failed")
         return publish(results, format_report(results), args.output)
 
     return run_reporting_errors(run)

@@ -42,6 +42,15 @@ def run_notebook(name: str, out_dir, **parameters) -> Path:
     return output
 
 
+def printed_output(notebook: Path) -> str:
+    """What an executed notebook's code cells printed (their stream outputs), in order."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    return "".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code"
+                   for out in cell.get("outputs", []) if out.get("output_type") == "stream")
+
+
 def spark_submit(*args: str, master: str = "local[2]", env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run ``spark-submit`` on a job as a user would; exit status and output.
 

@@ -1,4 +1,5 @@
-"""python -m bench.serve end to end, small, on the session's test node: every figure measured, nothing left behind."""
+"""python -m bench.serve end to end, in smoke mode, on the session's test node: wrk ran, every figure measured,
+the dedup check passed, nothing left behind."""
 
 from __future__ import annotations
 
@@ -13,17 +14,21 @@ from casstor_ops.store.api import Store
 from bench.raw_driver import SCRATCH_KS
 
 
-def test_small_bench_measures_every_rate_and_cleans_up(cql, tmp_path: Path) -> None:
+def test_smoke_bench_measures_every_figure_and_cleans_up(cql, tmp_path: Path) -> None:
     output = tmp_path / "serve.json"
-    proc = subprocess.run([sys.executable, "-m", "bench.serve", "--requests", "16", "--concurrency", "2",
+    proc = subprocess.run([sys.executable, "-m", "bench.serve", "--smoke", "--seconds", "1", "--sizes", "4096",
                            "--output", str(output)], capture_output=True, text=True, timeout=600, cwd=project_root())
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads(output.read_text())
-    rates = [key for key in results if key.endswith("_per_s")]
-    assert len(rates) == 6 and all(results[key] > 0 for key in rates), results
-    assert all(results[key] > 0 for key in ("put_ratio", "get_ratio", "put_ratio_to_store_api",
-                                            "get_ratio_to_store_api"))
-    assert "HTTP/raw" in proc.stdout and "HTTP/Store API" in proc.stdout
-    assert not list(Store(cql).list("bench-serve/"))  # every body deleted
+    [row] = results["rows"]
+    for op in ("put", "get", "raw_put", "raw_get"):
+        assert row[op]["per_s"] > 0 and row[op]["mb_per_s"] > 0 and row[op]["node_ms_per_mb"] > 0, (op, row)
+    for op in ("put", "get"):
+        assert 0 < row[op]["p50_ms"] <= row[op]["p99_ms"] and row[op]["server_ms_per_mb"] > 0, row
+        assert row[f"{op}_ratio"] > 0
+    assert results["dedup"] == {"bytes": 1024 * 1024, "first_new_bytes": 1024 * 1024, "second_new_bytes": 0}
+    assert "HTTP/raw" in proc.stdout and "p99" in proc.stdout
+    assert results["keys_removed"] >= row["put"]["requests"] + 2  # and any PUT still in flight at the end
+    assert not list(Store(cql).list("bench-serve/"))
     assert cql.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s",
                        (SCRATCH_KS,)).one() is None

@@ -5,17 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import nbformat
-
-from .support import run_notebook
+from .support import printed_output, run_notebook
 
 PLOTS = ["store_restore_throughput.png", "store_restore_raw_driver_sweep.png", "store_restore_dedup.png"]
-
-
-def _printed(notebook: Path) -> str:
-    nb = nbformat.read(notebook, as_version=4)
-    return "".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code"
-                   for out in cell.get("outputs", []) if out.get("output_type") == "stream")
 
 
 def test_notebook_04_smoke(cql, tmp_path: Path) -> None:
@@ -24,7 +16,7 @@ def test_notebook_04_smoke(cql, tmp_path: Path) -> None:
 
     for name in PLOTS:
         assert (plots / name).stat().st_size > 10_000, name  # a rendered chart, not an empty file
-    printed = _printed(executed)
+    printed = printed_output(executed)
     figures = json.loads(next(line for line in printed.splitlines() if line.startswith("figures: "))[9:])
     assert {"store_new", "store_dup", "restore", "raw_write_best", "raw_read_best", "chunk_hash_one_core",
             "restic_backup", "restic_restore"} <= set(figures)

@@ -1,52 +1,42 @@
 """``casstor serve`` as a user runs it: a real server process on a free port, real HTTP clients, the real node.
 
-Clients: ``curl`` (subprocess) and the standard library (``http.client``,
-``urllib``). The servers are started with ``--port 0`` and read their port
-from the ``listening on`` line.
+Clients: ``curl`` (subprocess), the standard library (``http.client``,
+``urllib``) and a raw socket for a request held in flight
+(:class:`tests.serve_support.PartialPut`). The servers are started with
+``--port 0`` and read their port from the ``listening on`` line. The options
+(preconditions, limits, TLS, workers, metrics) are in
+``tests/test_serve_options.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.client
+import io
 import json
 import os
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 
-from casstor_ops.serve.process import ServerProcess
+from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.leases import active_writers
 from casstor_ops.store.reclaim_window import OFFLINE, clear_window, open_window
+from casstor_ops.store.schema import read_settings
 
+from .serve_support import PartialPut, Server, block_hashes, curl, orphan_claims, until, until_no_writer
 from .support import CASSTOR
 
 LEASE_REUSE_S = 3
-SIZES = [0, 1, 1024 * 1024, 3 * 1024 * 1024 + 17]  # the last is cut into many blocks (max 256 KiB)
-
-
-class Server(ServerProcess):
-    """A ``casstor serve`` process with a request helper (``http.client``, the key quoted as a client would)."""
-
-    def request(self, method: str, key: str, body: bytes | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
-        try:
-            connection.request(method, "/" + quote(key), body=body, headers=headers or {})
-            response = connection.getresponse()
-            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-        finally:
-            connection.close()
-
-
-def curl(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["curl", "-sS", *args], capture_output=True, timeout=60)
+MB = 1_000_000
+# 0 and 1 byte, exactly the chunker's minimum (one block), 1 MB, and 50 MB (hundreds of blocks; 5-30 s: slow).
+SIZES = [0, 1, "chunk_min", MB, pytest.param(50 * MB, marks=pytest.mark.slow)]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +48,8 @@ def server(cql) -> Iterator[Server]:
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_round_trip(server: Server, size: int, tmp_path: Path) -> None:
+def test_round_trip(server: Server, size: int | str, tmp_path: Path, cql) -> None:
+    size = read_settings(cql).chunk_min if size == "chunk_min" else size
     content = os.urandom(size)
     key = f"round-trip/{size}.bin"
     source = tmp_path / "in.bin"
@@ -67,6 +58,8 @@ def test_round_trip(server: Server, size: int, tmp_path: Path) -> None:
     body, code = put.stdout.rsplit(b"\n", 1)
     assert code == b"200", put
     assert json.loads(body)["bytes"] == size
+    if size == read_settings(cql).chunk_min:
+        assert json.loads(body)["blocks"] == 1
 
     with urllib.request.urlopen(server.url(key)) as response:
         assert response.read() == content
@@ -89,6 +82,68 @@ def test_a_range_is_answered_206_and_one_past_the_end_416(server: Server) -> Non
     assert (status, body) == (206, content[-10:])
     status, headers, _ = server.request("GET", "range.bin", headers={"Range": "bytes=600000-"})
     assert (status, headers["content-range"]) == (416, "bytes */600000")
+
+
+def _block_offsets(cql, key: str) -> list[int]:
+    """Where each block of ``key``'s committed version starts."""
+    version = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.files WHERE id = ?"), (key,)).one().version
+    return [row.block_offset for row in cql.execute(
+        cql.prepare(f"SELECT block_offset FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"), (key, version))]
+
+
+def test_ranges_at_block_boundaries(server: Server, cql) -> None:
+    content = os.urandom(MB)
+    assert server.request("PUT", "range/blocks.bin", content)[0] == 200
+    offsets = _block_offsets(cql, "range/blocks.bin")
+    assert len(offsets) > 3
+    for boundary in offsets[1:3] + offsets[-1:]:
+        for first, last in [(boundary - 1, boundary - 1), (boundary, boundary), (boundary - 1, boundary),
+                            (boundary - 10, boundary + 9), (0, boundary - 1), (boundary, len(content) - 1)]:
+            status, headers, body = server.request("GET", "range/blocks.bin",
+                                                   headers={"Range": f"bytes={first}-{last}"})
+            assert (status, headers["content-range"]) == (206, f"bytes {first}-{last}/{len(content)}")
+            assert body == content[first:last + 1], (first, last)
+    status, _, body = server.request("GET", "range/blocks.bin", headers={"Range": f"bytes=-{MB - offsets[-1]}"})
+    assert (status, body) == (206, content[offsets[-1]:])
+
+
+def test_concurrent_puts_of_one_key_last_head_wins_both_bodies_stay(server: Server, cql) -> None:
+    """Two PUTs of different 1 MB bodies to one key at once: both succeed, GET gives the one whose head was
+    written last (its ETag), and the blocks of both stay in the store (the other is garbage until reclaim)."""
+    bodies = [os.urandom(MB), os.urandom(MB)]
+    results: list[tuple[int, dict[str, str], bytes]] = [None, None]
+
+    def put(index: int) -> None:
+        results[index] = server.request("PUT", "race/key", bodies[index])
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r[0] for r in results] == [200, 200]
+    status, headers, got = server.request("GET", "race/key")
+    winner = bodies.index(got)
+    assert headers["etag"] == results[winner][1]["etag"] != results[1 - winner][1]["etag"]
+    for body in bodies:
+        hashes = block_hashes(cql, body)
+        rows = cql.execute(cql.prepare(f"SELECT hash FROM {DATA_KS}.blocks WHERE hash IN ?"), (hashes,))
+        assert {row.hash for row in rows} == set(hashes)
+
+
+def test_a_client_gone_mid_upload_leaves_the_old_version_and_no_claim(server: Server, cql) -> None:
+    """Injects a client that sends 14 of the 20 MB it announced, then closes its connection (three of the
+    store's 4 MiB segments read); checks the previous version is still the one served, and that no claim is
+    left on a block without an index row."""
+    assert server.request("PUT", "gone/key", b"previous")[0] == 200
+    cut = PartialPut(server, "gone/key", 20 * MB)
+    cut.send(os.urandom(14 * MB))
+    time.sleep(1)  # the server has read what was sent
+    cut.abandon()
+    # Logged once the store call has failed, i.e. after it released its claims.
+    until(lambda: "'gone/key': the client disconnected" in server.log, 30, "the server to see the client go")
+    assert server.request("GET", "gone/key")[2] == b"previous"
+    assert orphan_claims(cql) == []
 
 
 def _damage_block(cql, key: str, middle: bool) -> None:
@@ -117,7 +172,9 @@ def test_a_damaged_block_mid_file_cuts_the_response_short(server: Server, cql) -
         server.request("GET", "damaged/middle")
     assert 0 < len(caught.value.partial) < len(content)
     assert content.startswith(caught.value.partial)
-    assert "GET 'damaged/middle': cut short after the headers: CorruptionError" in server.log
+    # The log is read from the server's stderr by a thread: the line may arrive just after the client saw the cut.
+    until(lambda: "GET 'damaged/middle': cut short after the headers: CorruptionError" in server.log, 10,
+          "the server's line about the cut")
     assert "Traceback" not in server.log
 
 
@@ -157,7 +214,8 @@ def test_bad_keys_are_400_and_reach_no_file(server: Server, path: str, tmp_path:
 
 
 def test_identical_bodies_under_two_keys_upload_no_new_block(server: Server) -> None:
-    content = os.urandom(2 * 1024 * 1024)
+    """The dedup goal of issue 16: the second PUT of the same 1 MB body under another key sends no block."""
+    content = os.urandom(1024 * 1024)
     first = json.loads(server.request("PUT", "dedup/one", content)[2])
     second = json.loads(server.request("PUT", "dedup/two", content)[2])
     assert first["new_bytes"] == len(content) and first["new_blocks"] == first["blocks"] > 1
@@ -166,10 +224,7 @@ def test_identical_bodies_under_two_keys_upload_no_new_block(server: Server) -> 
 
 
 def _until_no_writer(cql, timeout_s: float = 3 * LEASE_REUSE_S + 5) -> None:
-    deadline = time.monotonic() + timeout_s
-    while active_writers(cql) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert active_writers(cql) == 0
+    until_no_writer(cql, timeout_s)
 
 
 def test_writes_share_one_lease_given_up_when_idle(server: Server, cql) -> None:
@@ -216,11 +271,32 @@ def test_token_and_read_only(cql, tmp_path: Path) -> None:
     assert "bearer token required" in log and "-> 401" in log and "Traceback" not in log
 
 
-def test_sigterm_stops_the_server_cleanly_and_gives_up_its_lease(cql) -> None:
+def test_sigterm_lets_a_running_put_finish_fails_a_stalled_one_cleanly_and_gives_up_the_lease(cql) -> None:
+    """SIGTERM with two PUTs in flight: one whose client goes on sending (it completes within the grace
+    time: 200, stored), one whose client stalls after 5 MB and never ends (cancelled after the grace time:
+    503, nothing stored, no claim left). The server exits 0, its lease gone, no traceback logged."""
     stopping = Server()
-    assert stopping.request("PUT", "sigterm/a", b"x")[0] == 200
+    finishing = PartialPut(stopping, "sigterm/finishes", 2 * MB)
+    stalled = PartialPut(stopping, "sigterm/stalls", 20 * MB)
+    finishing_body = os.urandom(2 * MB)
+    finishing.send(finishing_body[:MB])
+    stalled.send(os.urandom(5 * MB))
+    time.sleep(1)  # both requests are being served
     assert active_writers(cql) >= 1
-    code, log = stopping.stop()
+    stopping.terminate()
+    time.sleep(1)
+    finishing.send(finishing_body[MB:])
+    status, body, _ = finishing.response()
+    assert status == 200 and json.loads(body)["bytes"] == 2 * MB, body
+    assert stalled.response()[0] == 503  # after the grace time
+    code, log = stopping.wait(timeout_s=60)
     assert code == 0, log
     assert log.rstrip().endswith("casstor serve: stopped"), log
-    _until_no_writer(cql, timeout_s=5)
+    assert "Traceback" not in log
+    store = Store(cql)
+    out = io.BytesIO()
+    store.restore("sigterm/finishes", out)
+    assert out.getvalue() == finishing_body
+    assert not list(store.list("sigterm/stalls"))
+    assert orphan_claims(cql) == []
+    until_no_writer(cql, timeout_s=5)

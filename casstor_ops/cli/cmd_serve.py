@@ -2,51 +2,73 @@
 
 Example::
 
-    $ casstor serve --port 8080 --token-file ~/.casstor-token &
+    $ casstor serve --port 8080 --token-file ~/.casstor-token --metrics-port 9100 &
     $ curl -H "Authorization: Bearer $(cat ~/.casstor-token)" -T a.jpg http://127.0.0.1:8080/photos/a.jpg
 
-Failures: a port in use, an unreadable or empty token file, or an
-unreachable store end the command with one ``casstor:`` line before it
-serves anything.
+Failures: a bad flag value (exit 2), a port in use, an unreadable or empty
+token file, a certificate that cannot be loaded, or an unreachable store end
+the command with one ``casstor:`` line before it serves anything.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from casstor_ops.errors import EXIT_USAGE, CasstorError
+from casstor_ops.serve.app import Policy
 from casstor_ops.serve.auth import read_token
 from casstor_ops.serve.server import ServeOptions, serve
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S
 
+MAX_WORKERS = 64
+
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.key and not args.cert:
+        raise CasstorError("serve: --key needs --cert (the certificate it belongs to)", EXIT_USAGE)
     token = read_token(args.token_file) if args.token_file else None
-    serve(ServeOptions(args.host, args.port, token, args.read_only, args.lease_reuse))
-    return 0
+    policy = Policy(token, args.read_only, args.max_body, args.require_length)
+    return serve(ServeOptions(args.host, args.port, policy, args.lease_reuse, args.workers, args.cert, args.key,
+                              args.access_log, args.metrics_port))
 
 
-def _port(text: str) -> int:
-    port = int(text)
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text}: expected a port from 0 (any free one) to 65535")
-    return port
+def _bounded(kind: type, low: float, high: float, what: str):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text}: expected {what}")
+        return value
+    return parse
 
 
-def _seconds(text: str) -> float:
-    seconds = float(text)
-    if not 0 <= seconds <= 3600:
-        raise argparse.ArgumentTypeError(f"{text}: expected seconds from 0 to 3600")
-    return seconds
+_port = _bounded(int, 0, 65535, "a port from 0 (any free one) to 65535")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve the store over HTTP: PUT/GET/HEAD/DELETE /<ID>")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
     p.add_argument("--port", type=_port, default=8080, help="port to listen on (default: 8080; 0: any free port)")
+    p.add_argument("--workers", type=_bounded(int, 1, MAX_WORKERS, f"1 to {MAX_WORKERS} processes"), default=1,
+                   metavar="N", help="worker processes sharing the port, each with its own connection to "
+                                     "Cassandra (default: 1)")
     p.add_argument("--token-file", metavar="PATH",
                    help="require 'Authorization: Bearer <token>' with the token in PATH (401 otherwise)")
     p.add_argument("--read-only", action="store_true", help="refuse PUT and DELETE (405)")
-    p.add_argument("--lease-reuse", type=_seconds, default=DEFAULT_REUSE_S, metavar="SECONDS",
+    p.add_argument("--max-body", type=_bounded(int, 0, 2 ** 63 - 1, "a number of bytes"), metavar="BYTES",
+                   help="refuse a PUT body longer than BYTES (413), by its Content-Length or as it arrives")
+    p.add_argument("--require-length", action="store_true",
+                   help="refuse a PUT without Content-Length, i.e. a chunked body (411)")
+    p.add_argument("--cert", metavar="PEM", help="serve HTTPS with this certificate (chain)")
+    p.add_argument("--key", metavar="PEM", help="the certificate's private key (default: in the --cert file)")
+    p.add_argument("--access-log", action="store_true", help="log one line per request (off by default: it "
+                                                             "costs throughput)")
+    p.add_argument("--metrics-port", type=_port, metavar="PORT",
+                   help="serve GET /metrics (Prometheus text) on this port of --host (0: any free port)")
+    p.add_argument("--lease-reuse", type=_bounded(float, 0, 3600, "seconds from 0 to 3600"),
+                   default=DEFAULT_REUSE_S, metavar="SECONDS",
                    help=f"lend one writer lease to the writes of this many seconds (default: {DEFAULT_REUSE_S:g}); "
                         f"an offline reclaim waits at most this long plus the longest write")
     p.set_defaults(func=_serve)

@@ -1,7 +1,8 @@
 """``make experiments``: run the throughput notebooks headless and keep the executed copies.
 
 Runs ``notebooks/03_exists_query_study.ipynb`` and, when present,
-``notebooks/04_store_restore_throughput.ipynb`` with papermill, full
+``notebooks/04_store_restore_throughput.ipynb`` and
+``notebooks/05_gateway_throughput.ipynb`` with papermill, full
 parameters (``smoke=False``) unless ``--smoke``, against casstor's cluster
 (the local node, started if needed, or ``CASSTOR_NODES``). Executed copies,
 figures and CSVs go to ``plots/`` (``--out`` to change), raw cassandra-stress
@@ -27,7 +28,7 @@ from casstor_ops.cluster import paths as layout
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.errors import CasstorError, run_reporting_errors
 
-NOTEBOOKS = ["03_exists_query_study.ipynb", "04_store_restore_throughput.ipynb"]
+NOTEBOOKS = ["03_exists_query_study.ipynb", "04_store_restore_throughput.ipynb", "05_gateway_throughput.ipynb"]
 
 
 def notebooks_to_run(only: list[str] | None = None) -> list[Path]:

@@ -2,32 +2,44 @@
 
 =======  =================================================================
 PUT      store the body under the key (200, the store's JSON result:
-         ``{"id","bytes","blocks","new_blocks","new_bytes","seconds"}``)
+         ``{"id","bytes","blocks","new_blocks","new_bytes","seconds",
+         "new_stored_bytes"}``, and the new version's ETag); ``If-Match`` /
+         ``If-None-Match``: 412 when the current head does not satisfy them;
+         411 without Content-Length where one is required, 413 over the
+         body limit
 GET      the content (200), or one range of it (206); ETag, Last-Modified,
          Content-Length; ``If-None-Match`` naming the ETag: 304
 HEAD     the headers of GET, no body
 DELETE   remove the file (200, its last head as JSON); its blocks stay until reclaim
 =======  =================================================================
 
+On the metrics port (``--metrics-port``), ``GET /metrics`` answers the
+Prometheus text of :mod:`.metrics` instead; the bearer token, when one is
+set, is required there too.
+
 Each store call blocks (it drives the driver's futures on its own thread),
 so it runs on a bounded worker pool (``WRITE_THREADS`` for PUT and DELETE,
 ``READ_THREADS`` for GET, HEAD): a write holds an upload's worth of memory,
 so fewer run at once. Bodies are streamed both ways (:mod:`.streams`).
-Writes borrow the server's shared writer lease (:mod:`.shared_lease`).
+Writes borrow the server's shared writer lease (:mod:`.shared_lease`). A
+PUT's preconditions are checked before its body is read (a stale ETag costs
+no upload) and again just before its head write, under the key's
+in-process lock (:mod:`.head_locks`).
 
 Example::
 
-    >>> app = build_app(Handlers(store, SharedLease(store.session), token=None, read_only=False))  # doctest: +SKIP
+    >>> app = build_app(Handlers(store, SharedLease(store.session), Policy(), metrics))  # doctest: +SKIP
 
 Failures: every error is answered with the status of :mod:`.status`, a
 one-line text body (``internal error`` for a bug: no traceback reaches the
-client) and one log line naming the method, key and cause. A 401 (no or
-a wrong token when one is required) and a 405 (another method, or a write to
-a read-only server) come before the key is even decoded. A GET whose restore
-fails after the headers went out (a block found damaged mid-file) can only
-be cut short: the client sees fewer bytes than Content-Length, the log has
-this module's line and uvicorn's "ASGI callable returned without completing
-response".
+client), one log line naming the method, key and cause, and one count in
+``casstor_serve_errors_total``. A 401 (no or a wrong token when one is
+required) and a 405 (another method, or a write to a read-only server) come
+before the key is even decoded. A failed PUT closes its connection (its
+body may not have been read). A GET whose restore fails after the headers
+went out (a block found damaged mid-file) can only be cut short: the client
+sees fewer bytes than Content-Length, the log has this module's line and
+uvicorn's "ASGI callable returned without completing response".
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
@@ -43,14 +56,18 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.auth import Token
+from casstor_ops.serve.head_locks import HeadLocks
 from casstor_ops.serve.keys import parse_key
+from casstor_ops.serve.metrics import CONTENT_TYPE, Metrics, Recorder
 from casstor_ops.serve.ranges import Unsatisfiable, parse_range
 from casstor_ops.serve.shared_lease import SharedLease
-from casstor_ops.serve.status import status_of
-from casstor_ops.serve.streams import BodyReader, BodyTimeout, BodyWriter
-from casstor_ops.serve.validators import file_headers, not_modified
-from casstor_ops.store.api import Store, check_id
+from casstor_ops.serve.status import RETRY_AFTER_S, BodyTooLarge, LengthRequired, Status, status_of
+from casstor_ops.serve.streams import BodyReader, BodyWriter
+from casstor_ops.serve.validators import WritePrecondition, etag, file_headers, not_modified
+from casstor_ops.store.api import Store, StoreResult, check_id
+from casstor_ops.store.leases import WriterLease
 
 log = logging.getLogger("casstor.serve")
 
@@ -58,34 +75,60 @@ READ_THREADS = 16
 WRITE_THREADS = 4
 READ_METHODS = ("GET", "HEAD")
 WRITE_METHODS = ("PUT", "DELETE")
+METRICS_PATH = b"/metrics"
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What requests the server accepts: the token (None: none needed), read-only, the PUT body limits."""
+
+    token: Token | None = None
+    read_only: bool = False
+    max_body: int | None = None       # bytes; None: no limit
+    require_length: bool = False      # 411 for a PUT without Content-Length
 
 
 class Handlers:
     """The server's handlers and the worker pools they run store calls on; ``close()`` when the server stopped."""
 
-    def __init__(self, store: Store, leases: SharedLease, token: Token | None, read_only: bool) -> None:
+    def __init__(self, store: Store, leases: SharedLease, policy: Policy, metrics: Metrics, worker: int = 0) -> None:
         self._store = store
         self._leases = leases
-        self._token = token
-        self._allowed = READ_METHODS if read_only else READ_METHODS + WRITE_METHODS
+        self._policy = policy
+        self._metrics = metrics
+        self.recorder: Recorder = metrics.recorder(worker)
+        self._allowed = READ_METHODS if policy.read_only else READ_METHODS + WRITE_METHODS
         self._reads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="casstor-serve-read")
         self._writes = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="casstor-serve-write")
+        self.head_locks = HeadLocks()
 
     def close(self) -> None:
         self._reads.shutdown(cancel_futures=True)
         self._writes.shutdown(cancel_futures=True)
 
-    async def handle(self, request: Request) -> Response:
-        """Answer one request (every path and method comes here)."""
-        if self._token is not None and not self._token.allows(request.headers.get("authorization")):
+    def _refused(self, request: Request) -> Response | None:
+        """The 401 or 405 that comes before anything else, or None."""
+        token = self._policy.token
+        if token is not None and not token.allows(request.headers.get("authorization")):
             # The raw path, as repr: whatever a client puts in it stays on one log line.
             log.warning("%s %r -> 401: no or wrong bearer token", request.method, request.scope["raw_path"])
+            self.recorder.error("unauthorized")
             return PlainTextResponse("a bearer token is required\n", 401, {"www-authenticate": "Bearer"})
+        return None
+
+    def _not_allowed(self, method: str, allowed: tuple[str, ...]) -> Response:
+        self.recorder.error("method")
+        return PlainTextResponse(f"{method} is not allowed here\n", 405, {"allow": ", ".join(allowed)})
+
+    async def handle(self, request: Request) -> Response:
+        """Answer one request on the files port (every path and method comes here)."""
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         if request.method not in self._allowed:
-            return PlainTextResponse(f"{request.method} is not allowed here\n", 405,
-                                     {"allow": ", ".join(self._allowed)})
+            return self._not_allowed(request.method, self._allowed)
         key = None
         try:
             key = parse_key(request.scope["raw_path"])
@@ -95,7 +138,31 @@ class Handlers:
                 return await self._delete(key)
             return await self._get(request, key, send_body=request.method == "GET")
         except Exception as err:  # every failure becomes a status and one log line (a bug: 500)
-            return _failure(request.method, key, err)
+            response = self._failure(request.method, key, err)
+        except asyncio.CancelledError:
+            # uvicorn cancels what still runs when the grace time after SIGTERM is over.
+            response = self._cancelled(request.method, key)
+        if request.method == "PUT":
+            response.headers["connection"] = "close"  # the rest of its body may still be on the way
+        return response
+
+    def _cancelled(self, method: str, key: str | None) -> Response:
+        log.warning("%s %r -> 503: the server stopped before the request finished (grace time over)", method, key)
+        self.recorder.error("shutdown")
+        return PlainTextResponse("the server stopped before this request finished: send it again\n", 503,
+                                 _retry_after(Status(503, RETRY_AFTER_S)))
+
+    async def metrics(self, request: Request) -> Response:
+        """Answer one request on the metrics port: ``GET /metrics``."""
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        if request.method not in READ_METHODS:
+            return self._not_allowed(request.method, READ_METHODS)
+        if request.scope["raw_path"] != METRICS_PATH:
+            self.recorder.error("not_found")
+            return PlainTextResponse("the metrics are at /metrics\n", 404)
+        return Response(self._metrics.render(), headers={"content-type": CONTENT_TYPE})
 
     async def _run(self, pool: ThreadPoolExecutor, call: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, call, *args)
@@ -105,11 +172,42 @@ class Handlers:
         with self._leases.hold() as lease:
             return action(lease=lease)
 
+    def _check_length(self, content_length: str | None) -> None:
+        """411/413 from the request's Content-Length, before a byte of the body is read."""
+        if content_length is None:
+            if self._policy.require_length:
+                raise LengthRequired("a PUT needs a Content-Length here (no chunked body)")
+            return
+        if self._policy.max_body is not None and int(content_length) > self._policy.max_body:
+            raise BodyTooLarge(f"the body ({content_length} bytes) is longer than the server accepts "
+                               f"({self._policy.max_body} bytes)")
+
+    def _current_etag(self, key: str) -> str | None:
+        """The ETag of ``key``'s committed head; None when there is none."""
+        try:
+            return etag(self._store.stat(key).hash)
+        except NotFoundError:
+            return None
+
     async def _put(self, request: Request, key: str) -> Response:
         check_id(key, storing=True)  # before the lease and before a byte of the body is read
-        reader = BodyReader(request.stream(), asyncio.get_running_loop())
-        result = await self._run(self._writes, self._write, partial(self._store.put, reader, key))
-        return JSONResponse(result.as_dict())
+        self._check_length(request.headers.get("content-length"))  # h11 refuses a malformed one (400)
+        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        if condition is not None:
+            condition.check(await self._run(self._reads, self._current_etag, key), key)  # a stale ETag: no upload
+        reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body)
+        result = await self._run(self._writes, self._write, partial(self._put_body, reader, key, condition))
+        return JSONResponse(result.as_dict(), headers={"etag": etag(result.hash)})
+
+    def _put_body(self, reader: BodyReader, key: str, condition: WritePrecondition | None,
+                  lease: WriterLease) -> StoreResult:
+        """The store call of a PUT (worker thread): the precondition is checked again just before the head write."""
+        def check() -> None:
+            if condition is not None:
+                condition.check(self._current_etag(key), key)
+
+        with self.head_locks.turn(key) as turn:
+            return self._store.put(reader, key, lease=lease, before_commit=turn.then(check))
 
     async def _delete(self, key: str) -> Response:
         check_id(key)
@@ -140,63 +238,71 @@ class Handlers:
         except BaseException:
             writer.close()
             raise
-        return StreamingResponse(_rest(writer, first, key), status_code=200 if wanted is None else 206,
+        return StreamingResponse(self._rest(writer, first, key), status_code=200 if wanted is None else 206,
                                  headers=headers)
+
+    async def _rest(self, writer: BodyWriter, first: bytes | None, key: str) -> AsyncIterator[bytes]:
+        """The response body: ``first``, then the worker's chunks until its end."""
+        try:
+            chunk = first
+            while chunk is not None:
+                yield chunk
+                chunk = await writer.next()
+        except Exception as err:
+            log.error("GET %r: cut short after the headers: %s: %s", key, type(err).__name__, _one_line(err))
+            self.recorder.error(status_of(err).kind)
+            raise _CutShort() from err
+        finally:
+            writer.close()  # a client that went away stops the restore
+
+    def _failure(self, method: str, key: str | None, err: Exception) -> Response:
+        """The response to a failed request, logged as one line and counted."""
+        if isinstance(err, ClientDisconnect):
+            log.warning("%s %r: the client disconnected before the end of its body; nothing stored", method, key)
+            self.recorder.error("client_gone")
+            return PlainTextResponse("incomplete body\n", 400)
+        status = status_of(err)
+        self.recorder.error(status.kind)
+        if status.code == 500:
+            log.error("%s %r -> 500 (a bug): %s: %s", method, key, type(err).__name__, _one_line(err))
+            log.debug("traceback of the 500", exc_info=err)
+            return PlainTextResponse("internal error\n", 500)
+        log.warning("%s %r -> %d: %s", method, key, status.code, _one_line(err))
+        return PlainTextResponse(f"{_one_line(err)}\n", status.code, _retry_after(status))
 
 
 class _CutShort(Exception):
     """A response body that failed after its headers went out (already logged): the connection is dropped."""
 
 
-async def _rest(writer: BodyWriter, first: bytes | None, key: str) -> AsyncIterator[bytes]:
-    """The response body: ``first``, then the worker's chunks until its end."""
-    try:
-        chunk = first
-        while chunk is not None:
-            yield chunk
-            chunk = await writer.next()
-    except Exception as err:
-        log.error("GET %r: cut short after the headers: %s: %s", key, type(err).__name__, _one_line(err))
-        raise _CutShort() from err
-    finally:
-        writer.close()  # a client that went away stops the restore
-
-
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split())
 
 
-def _failure(method: str, key: str | None, err: Exception) -> Response:
-    """The response to a failed request, logged as one line."""
-    if isinstance(err, ClientDisconnect):
-        log.warning("%s %r: the client disconnected before the end of its body; nothing stored", method, key)
-        return PlainTextResponse("incomplete body\n", 400)
-    if isinstance(err, BodyTimeout):
-        log.warning("%s %r -> 408: %s; nothing stored", method, key, _one_line(err))
-        return PlainTextResponse(f"{err}\n", 408)
-    status = status_of(err)
-    if status.code == 500:
-        log.error("%s %r -> 500 (a bug): %s: %s", method, key, type(err).__name__, _one_line(err))
-        log.debug("traceback of the 500", exc_info=err)
-        return PlainTextResponse("internal error\n", 500)
-    log.warning("%s %r -> %d: %s", method, key, status.code, _one_line(err))
-    headers = {"retry-after": str(status.retry_after)} if status.retry_after is not None else None
-    return PlainTextResponse(f"{_one_line(err)}\n", status.code, headers)
+def _retry_after(status: Status) -> dict[str, str] | None:
+    return {"retry-after": str(status.retry_after)} if status.retry_after is not None else None
 
 
-def build_app(handlers: Handlers) -> ASGIApp:
-    """The ASGI application: every request, whatever its path and method, goes to ``handlers.handle``.
+def build_app(handlers: Handlers, metrics_port: int | None = None) -> ASGIApp:
+    """The ASGI application: a request on ``metrics_port`` goes to ``handlers.metrics``, any other (whatever its
+    path and method) to ``handlers.handle``.
 
     No router: the key is the whole path, and a router's own 404 and 405
     would answer before the token is checked.
     """
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        response = await handlers.handle(Request(scope, receive))
+        request = Request(scope, receive)
+        on_metrics_port = metrics_port is not None and (scope.get("server") or (None, None))[1] == metrics_port
+        response = await (handlers.metrics(request) if on_metrics_port else handlers.handle(request))
         try:
             await response(scope, receive, send)
         except _CutShort:
             # Returning with the response unfinished makes uvicorn drop the connection with a one-line
             # error, where raising would log a traceback of what _rest already logged.
             return
+        except asyncio.CancelledError:  # the grace time after SIGTERM is over: dropped, as above
+            log.warning("%s %r: response cut short: the server stopped (grace time over)", request.method,
+                        scope["raw_path"])
+            handlers.recorder.error("shutdown")
 
     return app

@@ -11,6 +11,8 @@ Example::
     >>> server.stop()                                          # doctest: +SKIP
     (0, 'casstor serve: listening on http://127.0.0.1:41873/ ...')
 
+``metrics_port`` is the ``--metrics-port`` the server listens on (None without it).
+
 Failures: a server that exits or does not listen within ``start_timeout_s``
 raises :class:`~casstor_ops.errors.CasstorError` with its log (it is killed
 if still running).
@@ -29,7 +31,8 @@ from urllib.parse import quote
 
 from casstor_ops.errors import CasstorError
 
-_LISTENING = re.compile(r"listening on http://(\S+):(\d+)/")
+_LISTENING = re.compile(r"listening on (https?)://(\S+):(\d+)/")
+_METRICS = re.compile(r"metrics on https?://\S+:(\d+)/metrics")
 
 
 class ServerProcess:
@@ -47,7 +50,9 @@ class ServerProcess:
             self._log.append(line)
             found = _LISTENING.search(line)
             if found:
-                self.host, self.port = found.group(1), int(found.group(2))
+                self.scheme, self.host, self.port = found.group(1), found.group(2), int(found.group(3))
+                metrics = _METRICS.search(line)
+                self.metrics_port = int(metrics.group(1)) if metrics else None
                 # Read on, so a server that logs a lot never blocks on a full pipe.
                 self._reader = threading.Thread(target=self._read_log, daemon=True)
                 self._reader.start()
@@ -58,7 +63,7 @@ class ServerProcess:
 
     def url(self, key: str) -> str:
         """The URL of ``key`` (percent-encoded, '/' kept)."""
-        return f"http://{self.host}:{self.port}/{quote(key)}"
+        return f"{self.scheme}://{self.host}:{self.port}/{quote(key)}"
 
     def _read_log(self) -> None:
         for line in self.process.stderr:
@@ -69,9 +74,17 @@ class ServerProcess:
         """What the server wrote to stderr so far."""
         return "".join(self._log)
 
-    def stop(self, timeout_s: float = 30.0) -> tuple[int, str]:
-        """SIGTERM; the exit status and the whole log (stderr)."""
+    def terminate(self) -> None:
+        """Send SIGTERM (once: uvicorn takes a second one as "stop now, cancel what runs")."""
         self.process.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout_s: float = 30.0) -> tuple[int, str]:
+        """Wait for the server to exit; the exit status and the whole log (stderr)."""
         code = self.process.wait(timeout=timeout_s)
         self._reader.join(timeout_s)
         return code, self.log
+
+    def stop(self, timeout_s: float = 30.0) -> tuple[int, str]:
+        """SIGTERM, then wait; the exit status and the whole log (stderr)."""
+        self.terminate()
+        return self.wait(timeout_s)

@@ -1,37 +1,50 @@
-"""Start and stop ``casstor serve``: the listening socket, the store, uvicorn, and the clean-up on SIGTERM.
+"""Start and stop ``casstor serve``: the listening sockets, the store, uvicorn, TLS, and the clean-up on SIGTERM.
 
-The socket is bound before the store is opened, so a port in use fails at
-once; ``--port 0`` takes a free port. Once listening, one line on stderr
-says where: ``casstor serve: listening on http://127.0.0.1:8080/ …``
-(scripts and tests read the port from it). SIGTERM or Ctrl-C stops taking
-connections, lets running requests finish (up to ``GRACE_S``), then gives
-up the writer lease and closes the store's connection: a SIGTERM exits 0.
+The sockets (the files port and, with ``--metrics-port``, the metrics
+port) are bound before the store is opened, so a port in use fails at once;
+port 0 takes a free port. Once listening, one line on stderr says where::
+
+    casstor serve: listening on http://127.0.0.1:8080/ (read-write, no token, 1 worker)
+
+and with ``--metrics-port`` it ends ``…, metrics on http://127.0.0.1:9100/metrics`` (scripts and the
+tests read the ports from it). ``--cert``/``--key`` serve HTTPS on both
+ports (the pair is loaded once before anything starts). ``--workers N``
+forks N worker processes on the same sockets (:mod:`.workers`). SIGTERM or
+Ctrl-C stops taking connections, lets running requests finish (up to
+``GRACE_S``), then gives up the writer lease and closes the store's
+connection: a SIGTERM exits 0.
 
 Example::
 
     >>> serve(ServeOptions(host="127.0.0.1", port=0))   # doctest: +SKIP
-    casstor serve: listening on http://127.0.0.1:41873/ (read-write, no token)
+    casstor serve: listening on http://127.0.0.1:41873/ (read-write, no token, 1 worker)
 
 Failures: a host/port that cannot be bound raises
-:class:`~casstor_ops.errors.CasstorError` (exit 1); connecting to the store
-fails as every command does (exit 6 unreachable, 9 not initialised, …).
+:class:`~casstor_ops.errors.CasstorError` (exit 1); a certificate or key that
+cannot be loaded, exit 2; connecting to the store fails as every command
+does (exit 6 unreachable, 9 not initialised, …).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import signal
 import socket
+import ssl
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 import uvicorn
 
-from casstor_ops.errors import CasstorError
-from casstor_ops.serve.app import Handlers, build_app
-from casstor_ops.serve.auth import Token
+from casstor_ops.errors import EXIT_USAGE, CasstorError
+from casstor_ops.serve.app import Handlers, Policy, build_app
+from casstor_ops.serve.metrics import Metrics
+from casstor_ops.serve.observe import observed
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S, SharedLease
+from casstor_ops.serve.workers import run_workers
 from casstor_ops.store.api import Store
 
 log = logging.getLogger("casstor.serve")
@@ -42,13 +55,17 @@ BACKLOG = 128
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """What `casstor serve` was asked for: where to listen, the token (None: none required), read-only, lease reuse."""
+    """What `casstor serve` was asked for (see ``casstor serve --help``)."""
 
     host: str = "127.0.0.1"
     port: int = 8080
-    token: Token | None = None
-    read_only: bool = False
+    policy: Policy = field(default_factory=Policy)
     lease_reuse_s: float = DEFAULT_REUSE_S
+    workers: int = 1
+    cert: str | None = None
+    key: str | None = None
+    access_log: bool = False
+    metrics_port: int | None = None
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -68,6 +85,18 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _check_tls(cert: str | None, key: str | None) -> None:
+    """Load the certificate and key once, so a bad pair is one line before anything is served."""
+    if cert is None:
+        return
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as err:
+        raise CasstorError(f"cannot load the TLS certificate {cert!r}"
+                           f"{f' and key {key!r}' if key else ''}: {getattr(err, 'strerror', None) or err}",
+                           EXIT_USAGE) from None
+
+
 def _is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -83,32 +112,71 @@ def _log_to_stderr() -> None:
     log.propagate = False
 
 
-def serve(options: ServeOptions) -> None:
-    """Serve the store until SIGTERM or Ctrl-C."""
-    _log_to_stderr()
-    sock = _listen(options.host, options.port)
-    with sock, Store.open() as store:
+def _url(options: ServeOptions, sock: socket.socket, path: str = "") -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"{'https' if options.cert else 'http'}://{shown}:{port}/{path}"
+
+
+def _announce(options: ServeOptions, sockets: list[socket.socket]) -> None:
+    policy = options.policy
+    workers = f"{options.workers} worker{'s' if options.workers > 1 else ''}"
+    metrics = f", metrics on {_url(options, sockets[1], 'metrics')}" if len(sockets) > 1 else ""
+    log.info("listening on %s (%s, %s, %s)%s", _url(options, sockets[0]),
+             "read-only" if policy.read_only else "read-write",
+             "bearer token required" if policy.token else "no token", workers, metrics)
+    if policy.token is None and not _is_loopback(options.host):
+        log.warning("%s is not a loopback address and no --token-file was given: anyone who can reach "
+                    "it can read and write the store", options.host)
+
+
+@contextlib.contextmanager
+def _handlers(options: ServeOptions, metrics: Metrics, worker: int) -> Iterator[Handlers]:
+    """The store, its shared lease and the handlers of one worker; all closed on exit."""
+    with Store.open() as store:
         leases = SharedLease(store.session, options.lease_reuse_s)
-        handlers = Handlers(store, leases, options.token, options.read_only)
+        handlers = Handlers(store, leases, options.policy, metrics, worker)
         try:
-            config = uvicorn.Config(build_app(handlers), log_level="warning", access_log=False, lifespan="off",
-                                    timeout_graceful_shutdown=GRACE_S)
-            host, port = sock.getsockname()[:2]
-            shown = f"[{host}]" if ":" in host else host
-            log.info("listening on http://%s:%d/ (%s, %s)", shown, port,
-                     "read-only" if options.read_only else "read-write",
-                     "bearer token required" if options.token else "no token")
-            if options.token is None and not _is_loopback(options.host):
-                log.warning("%s is not a loopback address and no --token-file was given: anyone who can reach "
-                            "it can read and write the store", options.host)
-            # uvicorn re-raises the signal that stopped it once it is done; a SIGTERM must then come back here
-            # (to give up the lease), not kill the process.
-            previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
-            try:
-                uvicorn.Server(config).run(sockets=[sock])
-            finally:
-                signal.signal(signal.SIGTERM, previous)
+            yield handlers
         finally:
             handlers.close()
             leases.close()
-    log.info("stopped")
+
+
+def _serve_worker(options: ServeOptions, sockets: list[socket.socket], metrics: Metrics, worker: int,
+                  ready: Callable[[], None]) -> None:
+    """One worker: open the store, serve until SIGTERM or Ctrl-C, give up the lease."""
+    with _handlers(options, metrics, worker) as handlers:
+        metrics_port = sockets[1].getsockname()[1] if len(sockets) > 1 else None
+        app = observed(build_app(handlers, metrics_port), handlers.recorder, options.access_log)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=GRACE_S, ssl_certfile=options.cert,
+                                ssl_keyfile=options.key)
+        ready()
+        # uvicorn re-raises the signal that stopped it once it is done; a SIGTERM must then come back here
+        # (to give up the lease), not kill the process.
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        try:
+            uvicorn.Server(config).run(sockets=sockets)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def serve(options: ServeOptions) -> int:
+    """Serve the store until SIGTERM or Ctrl-C; the exit status."""
+    _log_to_stderr()
+    _check_tls(options.cert, options.key)
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(_listen(options.host, options.port))]
+        if options.metrics_port is not None:
+            sockets.append(stack.enter_context(_listen(options.host, options.metrics_port)))
+        metrics = Metrics(options.workers)
+        code = 0
+        if options.workers == 1:
+            _serve_worker(options, sockets, metrics, 0, lambda: _announce(options, sockets))
+        else:
+            code = run_workers(options.workers,
+                               lambda index, ready: _serve_worker(options, sockets, metrics, index, ready),
+                               lambda: _announce(options, sockets))
+    log.info("stopped" if code == 0 else f"stopped (exit status {code})")
+    return code

@@ -25,8 +25,10 @@ Example::
     >>> first = await writer.next()                                          # doctest: +SKIP
 
 Failures: a client that sends nothing for ``idle_timeout_s`` makes
-``readinto`` raise :class:`BodyTimeout` (no OSError, so the store does not
-take it for an unreadable source); a client that disconnects raises
+``readinto`` raise :class:`BodyTimeout` (408), one whose body grows past
+``limit`` bytes :class:`~casstor_ops.serve.status.BodyTooLarge` (413) (neither
+is an OSError, so the store does not take them for an unreadable source,
+and it commits nothing and releases its claims); a client that disconnects raises
 Starlette's ``ClientDisconnect`` from ``readinto`` (the store then commits
 nothing). A response closed early (:meth:`BodyWriter.close`: the client went
 away) makes the worker's next ``write`` raise :class:`ResponseClosed`, which
@@ -42,13 +44,17 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+from casstor_ops.serve.status import BodyTooLarge, HttpError, Status
+
 IDLE_TIMEOUT_S = 60.0
 QUEUED_CHUNKS = 8      # blocks of at most chunk_max (256 KiB) each between the worker and the socket
 POLL_S = 0.5           # how often a waiting worker looks whether the response was closed
 
 
-class BodyTimeout(Exception):
+class BodyTimeout(HttpError):
     """The client sent no byte of its body for the idle timeout."""
+
+    status = Status(408, kind="body_timeout")
 
 
 class ResponseClosed(Exception):
@@ -68,20 +74,25 @@ class BodyReader(io.RawIOBase):
     """A request body as a blocking, non-seekable reader, for a worker thread."""
 
     def __init__(self, chunks: AsyncIterator[bytes], loop: asyncio.AbstractEventLoop,
-                 idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
+                 idle_timeout_s: float = IDLE_TIMEOUT_S, limit: int | None = None) -> None:
         super().__init__()
         self._chunks = aiter(chunks)
         self._loop = loop
         self._idle_timeout_s = idle_timeout_s
+        self._limit = limit
         self._pending = memoryview(b"")
-        self._eof = False
+        self._received = 0
+        self.eof = False
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview) -> int:
-        while not self._pending and not self._eof:
+        while not self._pending and not self.eof:
             self._pending = memoryview(self._next_chunk())
+            self._received += len(self._pending)
+            if self._limit is not None and self._received > self._limit:
+                raise BodyTooLarge(f"the body is longer than the server accepts ({self._limit} bytes)")
         count = min(len(buffer), len(self._pending))
         buffer[:count] = self._pending[:count]
         self._pending = self._pending[count:]
@@ -99,7 +110,7 @@ class BodyReader(io.RawIOBase):
         try:
             return await anext(self._chunks)
         except StopAsyncIteration:
-            self._eof = True
+            self.eof = True
             return b""
 
 

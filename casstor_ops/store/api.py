@@ -32,7 +32,7 @@ import os
 import stat
 import sys
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -144,6 +144,19 @@ def open_source(src: Source) -> Iterator[tuple[BinaryIO, FileAttributes | None]]
         yield reader, FileAttributes.of(os.fstat(reader.fileno()))
 
 
+def _fence_then_once(fence: Fence, hook: Callable[[], None]) -> Fence:
+    """``fence``, then ``hook`` on the first call only: a retried head write must not re-check a head that may
+    already be its own."""
+    pending = [hook]
+
+    def fenced(before: str) -> None:
+        fence(before)
+        if pending:
+            pending.pop()()
+
+    return fenced
+
+
 class Store:
     """A deduplicating file store on a driver session (see the module docstring)."""
 
@@ -194,13 +207,18 @@ class Store:
             yield lease.fence if lease else no_fence
 
     def put(self, src: Source, file_id: str, progress: ProgressCallback | None = None,
-            lease: WriterLease | bool = True) -> StoreResult:
+            lease: WriterLease | bool = True, before_commit: Callable[[], None] | None = None) -> StoreResult:
         """Store a file (path or binary file object) under ``file_id``, replacing any previous version atomically.
 
         A path's permission bits and mtime are recorded with it (a file object's are not).
+        ``before_commit`` is called once, when every block is stored and the head is about to be written
+        (after the lease's fence): an error it raises propagates and nothing is committed (an HTTP server's
+        ``If-Match`` check, made as late as the store allows).
         """
         check_id(file_id, storing=True)
         with open_source(src) as (reader, attributes), self._lease("store", lease) as fence:
+            if before_commit is not None:
+                fence = _fence_then_once(fence, before_commit)
             upload = Upload(self.session, self.settings, self._st, progress=progress, fence=fence,
                             **self._upload_options)
             try:

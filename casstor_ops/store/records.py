@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +19,11 @@ from typing import Any
 @dataclass(frozen=True)
 class StoreResult:
     """One ``put``: logical bytes and blocks, how many of them were new to the store, and the bytes those new
-    blocks take as stored (after compression)."""
+    blocks take as stored (after compression).
+
+    ``hash`` is the committed version's file hash (an HTTP server's ETag); it is not part of ``as_dict``, the
+    ``--json`` result of ``casstor store``.
+    """
 
     id: str
     bytes: int
@@ -28,9 +32,12 @@ class StoreResult:
     new_bytes: int
     seconds: float
     new_stored_bytes: int = 0
+    hash: bytes | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        result = asdict(self)
+        del result["hash"]
+        return result
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,8 @@ class Upload:
             self._claims.release()
             raise
         return StoreResult(file_id, size, len(self._hashes), self.new_blocks, self.new_bytes,
-                           round(time.perf_counter() - started, 6), self._uploads.new_stored_bytes)
+                           round(time.perf_counter() - started, 6), self._uploads.new_stored_bytes,
+                           file_hash(self._hashes))
 
 
 def _block_hashes(blocks: list[memoryview]) -> list[bytes]:

@@ -16,8 +16,9 @@ import pytest
 from cassandra import OperationTimedOut
 from cassandra.cluster import NoHostAvailable
 
-from casstor_ops.serve.app import Handlers, build_app
+from casstor_ops.serve.app import Handlers, Policy, build_app
 from casstor_ops.serve.auth import Token
+from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.shared_lease import SharedLease
 
 
@@ -31,12 +32,15 @@ class _FailingStore:
         raise self.error
 
 
-def _request(handlers: Handlers, method: str, path: str,
-             headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    """One request through the ASGI app: status, headers, body."""
+METRICS_PORT = 9100
+
+
+def _request(handlers: Handlers, method: str, path: str, headers: dict[str, str] | None = None,
+             port: int = 8080) -> tuple[int, dict[str, str], bytes]:
+    """One request through the ASGI app (received on ``port``): status, headers, body."""
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
              "scheme": "http", "path": unquote(path), "raw_path": path.encode(), "query_string": b"",
-             "root_path": "", "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8080),
+             "root_path": "", "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", port),
              "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]}
     sent: list[dict] = []
 
@@ -46,7 +50,7 @@ def _request(handlers: Handlers, method: str, path: str,
     async def send(message: dict) -> None:
         sent.append(message)
 
-    asyncio.run(build_app(handlers)(scope, receive, send))
+    asyncio.run(build_app(handlers, METRICS_PORT)(scope, receive, send))
     start = sent[0]
     return (start["status"], {k.decode(): v.decode() for k, v in start["headers"]},
             b"".join(m.get("body", b"") for m in sent[1:]))
@@ -56,9 +60,10 @@ def _request(handlers: Handlers, method: str, path: str,
 def make_handlers():
     made: list[tuple[Handlers, SharedLease]] = []
 
-    def make(error: BaseException, token: Token | None = None, read_only: bool = False) -> Handlers:
+    def make(error: BaseException, token: Token | None = None, read_only: bool = False,
+             **limits: object) -> Handlers:
         leases = SharedLease(session=None)  # no write reaches it: it never touches the session
-        handlers = Handlers(_FailingStore(error), leases, token, read_only)
+        handlers = Handlers(_FailingStore(error), leases, Policy(token, read_only, **limits), Metrics())
         made.append((handlers, leases))
         return handlers
 
@@ -99,3 +104,24 @@ def test_the_token_and_the_method_are_checked_before_the_store(make_handlers) ->
 def test_a_bad_key_is_400_before_the_store(make_handlers) -> None:
     status, _, body = _request(make_handlers(RuntimeError("the store must not be called")), "GET", "/a%00b")
     assert status == 400 and b"NUL" in body
+
+
+def test_the_body_limits_answer_before_the_store_and_close_the_connection(make_handlers) -> None:
+    limited = make_handlers(RuntimeError("the store must not be called"), max_body=10, require_length=True)
+    status, headers, body = _request(limited, "PUT", "/a", {"Content-Length": "11"})
+    assert (status, headers["connection"]) == (413, "close") and b"10 bytes" in body
+    status, _, body = _request(limited, "PUT", "/a")  # no Content-Length: a chunked body
+    assert status == 411 and b"Content-Length" in body
+
+
+def test_metrics_are_on_their_own_port_behind_the_token(make_handlers) -> None:
+    guarded = make_handlers(RuntimeError("the store must not be called"), Token(b"t0ken"))
+    assert _request(guarded, "GET", "/metrics", port=METRICS_PORT)[0] == 401
+    good = {"Authorization": "Bearer t0ken"}
+    status, headers, body = _request(guarded, "GET", "/metrics", good, port=METRICS_PORT)
+    assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert b'casstor_serve_errors_total{kind="unauthorized"} 1' in body
+    assert _request(guarded, "GET", "/other", good, port=METRICS_PORT)[0] == 404
+    assert _request(guarded, "PUT", "/metrics", good, port=METRICS_PORT)[0] == 405
+    # On the files port, /metrics is the file 'metrics' (here: the store is asked, and fails).
+    assert _request(guarded, "GET", "/metrics", good)[0] == 500

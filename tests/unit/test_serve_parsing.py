@@ -15,8 +15,8 @@ from casstor_ops.errors import (EXIT_USAGE, CasstorError, CorruptionError, FileC
 from casstor_ops.serve.auth import Token, read_token
 from casstor_ops.serve.keys import parse_key
 from casstor_ops.serve.ranges import ByteRange, Unsatisfiable, parse_range
-from casstor_ops.serve.status import Status, status_of
-from casstor_ops.serve.streams import BodyWriter
+from casstor_ops.serve.status import BodyTooLarge, LengthRequired, PreconditionFailed, Status, status_of
+from casstor_ops.serve.streams import BodyTimeout, BodyWriter
 from casstor_ops.serve.validators import file_headers, not_modified
 from casstor_ops.store.records import FileInfo
 
@@ -99,16 +99,20 @@ def test_validators_are_the_file_hash_and_the_commit_time() -> None:
 
 
 @pytest.mark.parametrize("error, status", [
-    (CasstorError("bad ID", EXIT_USAGE), Status(400)),
-    (NotFoundError("no such file"), Status(404)),
-    (CorruptionError("block damaged"), Status(502)),
-    (MaintenanceError("offline reclaim window"), Status(503, 5)),
-    (LeaseLapsedError("lease may have lapsed"), Status(503, 5)),
-    (FileChangedError("changed during restore"), Status(503, 5)),
-    (CasstorError("unreachable", 6), Status(503, 5)),
-    (CasstorError("not initialised", 9), Status(503)),
-    (NoHostAvailable("none up", {}), Status(503, 5)),
-    (OperationTimedOut("slow"), Status(503, 5)),
+    (CasstorError("bad ID", EXIT_USAGE), Status(400, kind="bad_request")),
+    (NotFoundError("no such file"), Status(404, kind="not_found")),
+    (CorruptionError("block damaged"), Status(502, kind="corrupt")),
+    (MaintenanceError("offline reclaim window"), Status(503, 5, "window")),
+    (LeaseLapsedError("lease may have lapsed"), Status(503, 5, "unavailable")),
+    (FileChangedError("changed during restore"), Status(503, 5, "unavailable")),
+    (CasstorError("unreachable", 6), Status(503, 5, "unavailable")),
+    (CasstorError("not initialised", 9), Status(503, kind="setup")),
+    (NoHostAvailable("none up", {}), Status(503, 5, "unavailable")),
+    (OperationTimedOut("slow"), Status(503, 5, "unavailable")),
+    (BodyTimeout("nothing for 60 s"), Status(408, kind="body_timeout")),
+    (BodyTooLarge("too long"), Status(413, kind="too_large")),
+    (LengthRequired("chunked"), Status(411, kind="length_required")),
+    (PreconditionFailed("moved"), Status(412, kind="precondition")),
     (RuntimeError("a bug"), Status(500)),
     (KeyError("a bug"), Status(500)),
 ])

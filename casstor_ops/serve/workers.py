@@ -1,0 +1,118 @@
+"""``--workers N``: N forked worker processes serving the same listening sockets, and their supervisor.
+
+Each worker is a whole server (its own driver session, Store, shared writer
+lease and uvicorn loop); the kernel hands each new connection to one of the
+processes blocked in ``accept()`` on the shared socket. The sockets (and the
+metrics' shared memory) are made before the fork and the store is opened
+only after it: the driver's threads and connections do not survive a fork.
+
+The supervisor (the process that forked) waits until every worker says it is
+ready (one byte each on a pipe), calls ``on_ready`` (the ``listening on``
+line), then waits. SIGTERM or Ctrl-C is passed on to every worker, which stops
+as a single server does (running requests finish, up to the grace time, the
+lease is given up); the supervisor returns once all have exited: 0 if they
+all exited 0. A worker that exits while the server is not stopping is a
+failure (a bug or a lost store): the others are stopped and the supervisor
+returns that worker's exit status, so a service manager restarts the whole
+server.
+
+Example::
+
+    >>> run_workers(2, lambda index, ready: serve_one(index, ready), lambda: print("listening"))  # doctest: +SKIP
+    listening
+
+Failures: a worker that fails before it is ready (e.g. Cassandra unreachable)
+prints its own ``casstor:`` line; the others are stopped and its exit status
+is returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import traceback
+from collections.abc import Callable
+from functools import partial
+
+from casstor_ops.errors import run_reporting_errors
+
+log = logging.getLogger("casstor.serve")
+
+Work = Callable[[int, Callable[[], None]], None]
+"""One worker's whole life: ``work(index, ready)``, calling ``ready()`` once it can serve."""
+
+
+def _fork(index: int, work: Work, ready_fd: int, read_fd: int) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:  # the child: never return into the supervisor's code
+        os.close(read_fd)
+        code = run_reporting_errors(lambda: work(index, partial(_say_ready, ready_fd)))
+    except BaseException:  # a bug: its traceback, as a single server would show it
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _say_ready(ready_fd: int) -> None:
+    # Closed at once: the pipe reaches its end when every worker is ready or gone.
+    os.write(ready_fd, b"r")
+    os.close(ready_fd)
+
+
+def _stop(pids: dict[int, int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def _exit_code(status: int) -> int:
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def _wait_ready(count: int, read_fd: int) -> bool:
+    """Whether all ``count`` workers said they are ready (False: one exited without saying it)."""
+    seen = 0
+    while data := os.read(read_fd, count):
+        seen += len(data)
+    return seen == count
+
+
+def run_workers(count: int, work: Work, on_ready: Callable[[], None]) -> int:
+    """Fork ``count`` workers running ``work``; supervise them until they all exit (see the module docstring)."""
+    read_fd, ready_fd = os.pipe()
+    pids = {_fork(index, work, ready_fd, read_fd): index for index in range(count)}
+    os.close(ready_fd)
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        _stop(pids)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with os.fdopen(read_fd, "rb", buffering=0) as ready:
+            if _wait_ready(count, ready.fileno()):
+                on_ready()
+            else:
+                stopping = True
+                _stop(pids)
+        code = 0
+        while pids:
+            pid, status = os.wait()
+            index, worker_code = pids.pop(pid), _exit_code(status)
+            if not stopping:
+                log.error("worker %d exited with status %d: stopping the server", index, worker_code)
+                stopping = True
+                _stop(pids)
+            code = code or worker_code
+        return code
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,71 @@
+"""``--workers N``: the supervisor of forked workers (no node: each worker here only waits for SIGTERM).
+
+Run in a child interpreter, so the supervisor's signal handlers and forks
+never touch the test process.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+SUPERVISOR = textwrap.dedent("""
+    import os, signal, sys
+    import cassandra.cluster  # imported before the fork, as by the server: it starts a thread when imported
+    from casstor_ops.errors import CasstorError
+    from casstor_ops.serve.workers import run_workers
+
+    failing, when = int(sys.argv[1]), sys.argv[2]
+
+    def work(index, ready):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        if index == failing and when == "before":
+            raise CasstorError("Cassandra unreachable", 6)
+        print(f"worker {index} pid {os.getpid()}", flush=True)
+        ready()
+        if index == failing:
+            raise CasstorError("lost the store", 6)
+        signal.sigwait({signal.SIGTERM})
+
+    code = run_workers(2, work, lambda: print("ready", flush=True))
+    print(f"exit {code}", flush=True)
+""")
+
+
+def _supervisor(failing: int, when: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", SUPERVISOR, str(failing), when], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return True
+
+
+def test_sigterm_stops_every_worker_and_exits_0() -> None:
+    supervisor = _supervisor(-1, "")
+    lines = [supervisor.stdout.readline().strip() for _ in range(3)]
+    assert lines[2] == "ready" and sorted(lines[:2])[0].startswith("worker 0")
+    supervisor.send_signal(signal.SIGTERM)
+    out, _ = supervisor.communicate(timeout=30)
+    assert out.strip() == "exit 0" and supervisor.returncode == 0
+    assert all(_gone(int(line.split()[-1])) for line in lines[:2])
+
+
+def test_a_worker_that_dies_stops_the_others_and_its_status_is_returned() -> None:
+    supervisor = _supervisor(1, "after")
+    out, err = supervisor.communicate(timeout=30)
+    assert "exit 6" in out and "casstor: lost the store" in err
+    assert "worker 1 exited with status 6: stopping the server" in err
+
+
+def test_a_worker_that_cannot_start_means_the_server_never_says_ready() -> None:
+    supervisor = _supervisor(0, "before")
+    out, err = supervisor.communicate(timeout=30)
+    assert "ready" not in out and "exit 6" in out
+    assert err.count("casstor: Cassandra unreachable") == 1 and "Traceback" not in err
