@@ -42,7 +42,8 @@ def run_notebook(name: str, out_dir, **parameters) -> Path:
     return output
 
 
-def spark_submit(*args: str, master: str = "local[2]", env: dict[str, str] | None = None) -> tuple[int, str]:
+def spark_submit(*args: str, master: str = "local[2]", env: dict[str, str] | None = None,
+                 timeout: float = 600) -> tuple[int, str]:
     """Run ``spark-submit`` on a job as a user would; exit status and output.
 
     spark-submit pipes the Python driver's stderr into its stdout, so the
@@ -51,5 +52,5 @@ def spark_submit(*args: str, master: str = "local[2]", env: dict[str, str] | Non
     inherits; ``env`` adds to (or overrides) it.
     """
     run = subprocess.run([str(SPARK_SUBMIT), "--master", master, "--conf", "spark.ui.enabled=false", *args],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT, env={**os.environ, **(env or {})})
+                         capture_output=True, text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
     return run.returncode, run.stdout + run.stderr

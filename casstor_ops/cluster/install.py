@@ -124,6 +124,10 @@ def write_spark_defaults(connector_jars: list[Path] | None) -> Path:
         "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n\n"
         "logger.ivy.name = org.apache.spark.deploy\n"
         "logger.ivy.level = error\n"
+        "# Each failed task attempt's WARN carries the executor's traceback and Java frames; a job that fails\n"
+        "# reports its cause itself (one casstor: line when the executors are not set up).\n"
+        "logger.tasks.name = org.apache.spark.scheduler.TaskSetManager\n"
+        "logger.tasks.level = error\n"
     )
     return conf
 
