@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -43,7 +42,8 @@ from casstor_ops.lab.corpus import tree_files, write_versioned_tree
 from casstor_ops.store.keyspaces import DATA_KS
 from casstor_ops.store.schema import init_store, set_commit_bound
 
-from .support import SPARK_MASTER_PORT, SPARK_SUBMIT, SPARK_WEBUI_PORT, THREE_NODE_PORTS, run_casstor, spark_submit
+from .support import (SPARK_MASTER_PORT, SPARK_SUBMIT, SPARK_WEBUI_PORT, THREE_NODE_PORTS, run_casstor, running,
+                      spark_submit, stop_process)
 
 pytestmark = pytest.mark.cluster
 # Limits for a machine loaded by other suites (load average 30-50 on 2 cores measured, where one dedup_stats
@@ -91,14 +91,8 @@ class StandaloneSpark:
 
     def stop(self) -> None:
         # Workers first, so the master does not log them as lost and none re-registers.
-        for name, proc in reversed(list(self.processes.items())):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(STOP_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        for proc in reversed(list(self.processes.values())):
+            stop_process(proc, STOP_TIMEOUT_S)
 
     def _launch(self, name: str, main_class: str, *args: str) -> None:
         # No CASSTOR_* variable on the workers: the executors must get the store's endpoint from the job.
@@ -130,12 +124,8 @@ class StandaloneSpark:
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> StandaloneSpark:
     """A running master and two registered workers; stopped (by pid) even if start-up or a test fails."""
-    spark = StandaloneSpark(tmp_path_factory.mktemp("spark-standalone"))
-    try:
-        spark.start()
+    with running(StandaloneSpark(tmp_path_factory.mktemp("spark-standalone"))) as spark:
         yield spark
-    finally:
-        spark.stop()
 
 
 def _use_store_on(three_nodes: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> None:

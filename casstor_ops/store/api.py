@@ -194,13 +194,15 @@ class Store:
             yield lease.fence if lease else no_fence
 
     def put(self, src: Source, file_id: str, progress: ProgressCallback | None = None,
-            lease: WriterLease | bool = True) -> StoreResult:
+            lease: WriterLease | bool = True, attributes: FileAttributes | None = None) -> StoreResult:
         """Store a file (path or binary file object) under ``file_id``, replacing any previous version atomically.
 
-        A path's permission bits and mtime are recorded with it (a file object's are not).
+        A path's permission bits and mtime are recorded with it; a file object's are ``attributes`` (none by
+        default).
         """
         check_id(file_id, storing=True)
-        with open_source(src) as (reader, attributes), self._lease("store", lease) as fence:
+        with open_source(src) as (reader, own), self._lease("store", lease) as fence:
+            attributes = own or attributes
             upload = Upload(self.session, self.settings, self._st, progress=progress, fence=fence,
                             **self._upload_options)
             try:
