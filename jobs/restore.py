@@ -1,9 +1,12 @@
-"""``spark-submit jobs/restore.py PREFIX DEST [--force] [--report out.json]``: parallel verified restore.
+"""``spark-submit jobs/restore.py PREFIX DEST [--force] [--report out.json] [--storage-option K=V]``: parallel verified restore.
 
 Every file whose id starts with PREFIX is restored to DEST/<id> by the
 executors, each hash-checked before it is moved into place (DEST must be
-readable at the same path by the executors: local for the local node, a
-shared mount on a cluster). Existing files are not overwritten unless
+writable at the same path by the executors: local for the local node, a
+shared mount on a cluster), or committed: DEST may be the URL of a
+directory on any filesystem fsspec supports (``s3://bucket/out/``), which the
+executors write through (``--storage-option KEY=VALUE``, repeatable:
+:mod:`casstor_ops.store.locations`). Existing files are not overwritten unless
 ``--force``, as with ``casstor restore``.
 
 Exit status: 0 when every file was restored, 4 (EXIT_PARTIAL) when some
@@ -19,7 +22,7 @@ from __future__ import annotations
 import argparse
 
 from casstor_ops.spark.bulk_report import finish
-from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cli.args import OneLineParser, add_storage_options
 from casstor_ops.spark.job_progress import print_progress
 from casstor_ops.spark.job_runner import run_job
 from casstor_ops.spark.bulk_restore import restore_many
@@ -28,16 +31,19 @@ from casstor_ops.spark.bulk_restore import restore_many
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="jobs/restore.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("prefix", metavar="PREFIX", help="restore every id starting with this ('' for all)")
-    parser.add_argument("dest", metavar="DEST", help="directory to restore into (created if missing)")
+    parser.add_argument("dest", metavar="DEST",
+                        help="directory to restore into (created if missing), or its URL (s3://bucket/out/)")
     parser.add_argument("--force", action="store_true", help="overwrite files that exist in DEST")
     parser.add_argument("--report", metavar="FILE", help="write per-file results and totals as JSON")
     parser.add_argument("--parallelism", type=int, help="number of tasks (default: 2 per core)")
+    add_storage_options(parser)
     return parser
 
 
 def main(args: argparse.Namespace, spark) -> int:
     results = restore_many(spark, args.prefix, args.dest, force=args.force, parallelism=args.parallelism,
-                           progress=print_progress("restore"))
+                           progress=print_progress("restore"),
+                           storage_options=args.storage_options)
     return finish(results, "restore", args.report)
 
 

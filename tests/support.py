@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator, Protocol, TypeVar
 
 from casstor_ops.cluster.launcher import ClusterPorts
 
@@ -51,7 +54,8 @@ def printed_output(notebook: Path) -> str:
                    for out in cell.get("outputs", []) if out.get("output_type") == "stream")
 
 
-def spark_submit(*args: str, master: str = "local[2]", env: dict[str, str] | None = None) -> tuple[int, str]:
+def spark_submit(*args: str, master: str = "local[2]", env: dict[str, str] | None = None,
+                 timeout: float = 600) -> tuple[int, str]:
     """Run ``spark-submit`` on a job as a user would; exit status and output.
 
     spark-submit pipes the Python driver's stderr into its stdout, so the
@@ -60,5 +64,34 @@ def spark_submit(*args: str, master: str = "local[2]", env: dict[str, str] | Non
     inherits; ``env`` adds to (or overrides) it.
     """
     run = subprocess.run([str(SPARK_SUBMIT), "--master", master, "--conf", "spark.ui.enabled=false", *args],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT, env={**os.environ, **(env or {})})
+                         capture_output=True, text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
     return run.returncode, run.stdout + run.stderr
+
+
+class _Server(Protocol):
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+ServerT = TypeVar("ServerT", bound=_Server)
+
+
+@contextlib.contextmanager
+def running(server: ServerT) -> Iterator[ServerT]:
+    """``server`` started, and stopped even if its start-up or a test fails (a fixture's ``with``)."""
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGTERM exactly ``process`` (a process the test started), then SIGKILL it if it is still there after ``timeout``."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

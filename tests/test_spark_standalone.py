@@ -12,10 +12,14 @@ than minutes; one file is removed before reclaim, so it has blocks to free.
 Checked: ingest stores every file; restore gives them back byte-exact; the
 dedup report computed on the cluster equals the one computed with
 ``local[2]`` on the same store; verify finds no problem; ``reclaim
---online`` exits 0; the master ran every submitted application.
+--online`` exits 0; the master ran every submitted application. Then: a job
+whose executors run a Python without casstor fails with one ``casstor:``
+line, no traceback and no Java frames.
 
-Marked ``cluster``: ``make test-all`` runs it (about five minutes: three
-nodes start one at a time, then six Spark applications).
+Marked ``cluster``: ``make test-all`` runs it (about 5 minutes on a quiet
+machine: three nodes start one at a time, then seven Spark applications;
+more than 35 minutes measured while other suites loaded the two cores to a
+load average of 30-50, hence the time limits below).
 """
 
 from __future__ import annotations
@@ -23,11 +27,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 import urllib.request
+import venv
 from pathlib import Path
 
 import pytest
@@ -38,9 +42,15 @@ from casstor_ops.lab.corpus import tree_files, write_versioned_tree
 from casstor_ops.store.keyspaces import DATA_KS
 from casstor_ops.store.schema import init_store, set_commit_bound
 
-from .support import SPARK_MASTER_PORT, SPARK_SUBMIT, SPARK_WEBUI_PORT, THREE_NODE_PORTS, run_casstor, spark_submit
+from .support import (SPARK_MASTER_PORT, SPARK_SUBMIT, SPARK_WEBUI_PORT, THREE_NODE_PORTS, run_casstor, running,
+                      spark_submit, stop_process)
 
 pytestmark = pytest.mark.cluster
+# Limits for a machine loaded by other suites (load average 30-50 on 2 cores measured, where one dedup_stats
+# application on the cluster took more than 10 minutes): a job, and the first test, whose set-up starts the
+# three nodes and the Spark daemons (9 minutes measured under that load).
+JOB_TIMEOUT_S = 1500
+LOADED_MACHINE_TIMEOUT_S = 5400
 
 SPARK_CLASS = SPARK_SUBMIT.parent / "spark-class"
 START_TIMEOUT_S = 120.0
@@ -81,14 +91,8 @@ class StandaloneSpark:
 
     def stop(self) -> None:
         # Workers first, so the master does not log them as lost and none re-registers.
-        for name, proc in reversed(list(self.processes.items())):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(STOP_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        for proc in reversed(list(self.processes.values())):
+            stop_process(proc, STOP_TIMEOUT_S)
 
     def _launch(self, name: str, main_class: str, *args: str) -> None:
         # No CASSTOR_* variable on the workers: the executors must get the store's endpoint from the job.
@@ -120,22 +124,12 @@ class StandaloneSpark:
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> StandaloneSpark:
     """A running master and two registered workers; stopped (by pid) even if start-up or a test fails."""
-    spark = StandaloneSpark(tmp_path_factory.mktemp("spark-standalone"))
-    try:
-        spark.start()
+    with running(StandaloneSpark(tmp_path_factory.mktemp("spark-standalone"))) as spark:
         yield spark
-    finally:
-        spark.stop()
 
 
-def _submit(*args: str, master: str) -> str:
-    code, output = spark_submit(*args, master=master)
-    assert code == 0, output
-    return output
-
-
-def test_jobs_on_a_standalone_cluster(three_nodes: LocalCluster, standalone: StandaloneSpark,
-                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _use_store_on(three_nodes: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point the jobs at the three nodes and initialise the store there (RF 3; a commit bound of 1 s)."""
     monkeypatch.setenv("CASSTOR_NODES", ",".join(three_nodes.contact_points))
     monkeypatch.setenv("CASSTOR_PORT", str(THREE_NODE_PORTS.cql))
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
@@ -147,6 +141,17 @@ def test_jobs_on_a_standalone_cluster(three_nodes: LocalCluster, standalone: Sta
     finally:
         session.cluster.shutdown()
 
+
+def _submit(*args: str, master: str) -> str:
+    code, output = spark_submit(*args, master=master, timeout=JOB_TIMEOUT_S)
+    assert code == 0, output
+    return output
+
+
+@pytest.mark.timeout(LOADED_MACHINE_TIMEOUT_S)
+def test_jobs_on_a_standalone_cluster(three_nodes: LocalCluster, standalone: StandaloneSpark,
+                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use_store_on(three_nodes, monkeypatch)
     source = tmp_path / "src"
     write_versioned_tree(source, versions=3, files=3, file_bytes=1 << 20, seed=15)
     files = [p for version in sorted(source.iterdir()) for p in tree_files(version)]
@@ -182,3 +187,24 @@ def test_jobs_on_a_standalone_cluster(three_nodes: LocalCluster, standalone: Sta
     # The master may not have filed the last application as completed yet when its spark-submit exits.
     master = standalone.state()
     assert len(master["completedapps"]) + len(master["activeapps"]) == 5, master
+
+
+def test_an_executor_python_without_casstor_is_one_line(three_nodes: LocalCluster, standalone: StandaloneSpark,
+                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Injects: the executors run a bare Python of the same version (a fresh venv: PySpark reaches it through
+    the workers' PYTHONPATH, casstor and its dependencies do not). Checks: the ingest fails with exit 1 and one
+    ``casstor:`` line naming the module and the setting to fix, and prints no traceback and no Java frame."""
+    _use_store_on(three_nodes, monkeypatch)
+    bare = tmp_path / "bare-python"
+    venv.create(bare, with_pip=False)
+    source = tmp_path / "src"
+    write_versioned_tree(source, versions=1, files=2, file_bytes=1 << 16, seed=16)
+
+    code, output = spark_submit("--conf", f"spark.pyspark.python={bare / 'bin' / 'python'}", "jobs/ingest.py",
+                                str(source), "--prefix", "bare/", master=standalone.url, timeout=JOB_TIMEOUT_S)
+
+    casstor_lines = [line for line in output.splitlines() if line.startswith("casstor:")]
+    assert code == 1, output
+    assert casstor_lines == [casstor_lines[0]] and "cannot import 'casstor_ops'" in casstor_lines[0], output
+    assert "spark.pyspark.python" in casstor_lines[0], output
+    assert "Traceback" not in output and not re.search(r"^\s+at [\w.$]+\(", output, re.MULTILINE), output

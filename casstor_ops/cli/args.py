@@ -21,9 +21,10 @@ Sub-command parsers get the same behaviour with
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn, Sequence
 
-from casstor_ops.errors import EXIT_USAGE
+from casstor_ops.errors import EXIT_USAGE, CasstorError
+from casstor_ops.store.locations import parse_storage_options
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -31,3 +32,30 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+class _StorageOptions(argparse.Action):
+    """Collects repeated ``KEY=VALUE`` values into one dict (a bad pair is a usage error)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option_string: str | Sequence[Any] | None = None) -> None:
+        try:
+            options = {**(getattr(namespace, self.dest) or {}), **parse_storage_options([value])}
+        except CasstorError as err:
+            parser.error(str(err))
+        setattr(namespace, self.dest, options)
+
+
+def add_storage_options(parser: argparse.ArgumentParser) -> None:
+    """``--storage-option KEY=VALUE`` (repeatable) for a job that takes a URL: ``args.storage_options``, a dict.
+
+    Example::
+
+        >>> parser = OneLineParser(prog="jobs/ingest.py"); add_storage_options(parser)
+        >>> parser.parse_args(["--storage-option", "anon=true"]).storage_options
+        {'anon': True}
+    """
+    parser.add_argument("--storage-option", dest="storage_options", action=_StorageOptions, default={},
+                        metavar="KEY=VALUE",
+                        help="an option of a URL's filesystem (e.g. endpoint_url=http://127.0.0.1:9000); a VALUE "
+                             "that is JSON is decoded; repeatable")

@@ -22,13 +22,12 @@ from casstor_ops.cluster import paths as layout
 from casstor_ops.errors import CasstorError
 from casstor_ops.cluster.jvm import java17_home
 
-_SERVER_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+_ONE_DEPENDENCY_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
-  <groupId>casstor</groupId><artifactId>cassandra-server</artifactId><version>1</version>
+  <groupId>casstor</groupId><artifactId>{artifact}-runtime</artifactId><version>1</version>
   <dependencies>
     <dependency>
-      <groupId>org.apache.cassandra</groupId><artifactId>cassandra-all</artifactId>
-      <version>{version}</version>
+      <groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version>
     </dependency>
   </dependencies>
 </project>
@@ -46,18 +45,29 @@ def _mvn(args: list[str], cwd: Path) -> None:
         raise CasstorError(f"mvn {args[0]} failed: {' | '.join(tail)}")
 
 
-def install_cassandra_jars() -> Path:
-    """Copy ``cassandra-all`` and its runtime dependencies into the cache."""
-    lib = layout.cassandra_lib_dir()
-    if (lib / f"cassandra-all-{layout.CASSANDRA_VERSION}.jar").exists():
+def _install_runtime_jars(group: str, artifact: str, version: str, lib: Path) -> Path:
+    """Copy ``group:artifact:version`` and its runtime dependencies into ``lib`` (renamed into place when complete)."""
+    if (lib / f"{artifact}-{version}.jar").exists():
         return lib
-    print(f"setup: downloading Cassandra {layout.CASSANDRA_VERSION} jars from Maven Central")
+    print(f"setup: downloading {artifact} {version} jars from Maven Central")
     lib.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
-        (Path(tmp) / "pom.xml").write_text(_SERVER_POM.format(version=layout.CASSANDRA_VERSION))
+        (Path(tmp) / "pom.xml").write_text(_ONE_DEPENDENCY_POM.format(group=group, artifact=artifact, version=version))
         _mvn(["dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory=lib"], Path(tmp))
         (Path(tmp) / "lib").rename(lib)
     return lib
+
+
+def install_cassandra_jars() -> Path:
+    """Copy ``cassandra-all`` and its runtime dependencies into the cache."""
+    return _install_runtime_jars("org.apache.cassandra", "cassandra-all", layout.CASSANDRA_VERSION,
+                                 layout.cassandra_lib_dir())
+
+
+def install_s3proxy() -> Path:
+    """Copy S3Proxy (a real S3 server; the tests run it on the filesystem backend) and its dependencies into the
+    cache: 43 MB, about 2 minutes on a loaded machine, so fetched by the first test that needs it, not by setup."""
+    return _install_runtime_jars("org.gaul", "s3proxy", layout.S3PROXY_VERSION, layout.s3proxy_lib_dir())
 
 
 def install_stress() -> Path:
@@ -124,6 +134,10 @@ def write_spark_defaults(connector_jars: list[Path] | None) -> Path:
         "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n\n"
         "logger.ivy.name = org.apache.spark.deploy\n"
         "logger.ivy.level = error\n"
+        "# Each failed task attempt's WARN carries the executor's traceback and Java frames; a job that fails\n"
+        "# reports its cause itself (one casstor: line when the executors are not set up).\n"
+        "logger.tasks.name = org.apache.spark.scheduler.TaskSetManager\n"
+        "logger.tasks.level = error\n"
     )
     return conf
 

@@ -45,7 +45,13 @@ from casstor_ops.cluster.jvm import JAVA17_MODULE_FLAGS, find_java17
 
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 60.0
-SEED_UNREACHABLE = "Unable to contact any seeds"  # Cassandra's start-up error when gossip found no seed
+# Cassandra's start-up errors when a joining node heard from no seed in time: the shadow round (2 x the ring
+# delay) and the bootstrap's check for a live seed.
+SEED_UNREACHABLE = ("Unable to gossip with any peers", "Unable to contact any seeds")
+# A local ring has no gossip to wait for: 6 s start instead of 51 s. A node that missed its seed with it
+# is started again with the patient delay (a 20 s shadow round; its bootstrap then sleeps ~2 x 10 s).
+FAST_RING_DELAY_MS = 1000
+PATIENT_RING_DELAY_MS = 10000
 MAX_NODES = 254         # 127.0.0.1..254
 MIN_HEAP_MB = 256       # below this Cassandra 5 does not get through start-up
 MAX_HEAP_MB = 1 << 20
@@ -122,7 +128,7 @@ class Node:
             return "down"
         return "up" if _port_open(self.address, self.ports.cql) else "starting"
 
-    def start(self, log: Callable[[str], None], seeds: str) -> None:
+    def start(self, log: Callable[[str], None], seeds: str, ring_delay_ms: int = FAST_RING_DELAY_MS) -> None:
         if self.pid() is not None:
             log(f"node{self.index} ({self.address}) already running, pid {self.pid()}")
             self._wait_until_up()
@@ -133,7 +139,7 @@ class Node:
         self._check_ports_free()
         self._write_config(seeds)
         java = find_java17()
-        cmd = [str(java), *self._jvm_args(), "org.apache.cassandra.service.CassandraDaemon"]
+        cmd = [str(java), *self._jvm_args(ring_delay_ms), "org.apache.cassandra.service.CassandraDaemon"]
         out = open(self.root / "logs" / "stdout.log", "ab")
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=self.root, start_new_session=True)
@@ -209,7 +215,7 @@ class Node:
                     f"port {host}:{port} is already in use by another process: stop that process "
                     f"or choose another port with {var}")
 
-    def _jvm_args(self) -> list[str]:
+    def _jvm_args(self, ring_delay_ms: int) -> list[str]:
         lib = layout.cassandra_lib_dir()
         if not lib.is_dir():
             raise CasstorError(f"Cassandra jars not found in {lib}: run 'make setup'")
@@ -230,8 +236,7 @@ class Node:
             f"-Dcassandra.logdir={root / 'logs'}",
             f"-Dcassandra.jmx.local.port={self.jmx_port}",
             "-Dcassandra-foreground=yes",
-            # A local ring has no gossip to wait for: 6 s start instead of 51 s.
-            "-Dcassandra.ring_delay_ms=1000", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+            f"-Dcassandra.ring_delay_ms={ring_delay_ms}", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
             "-Dcassandra.superuser_setup_delay_ms=0",
             f"-Djava.io.tmpdir={root / 'tmp'}", f"-Djna.tmpdir={root / 'tmp'}",
             "-cp", f"{lib}/*",
@@ -394,16 +399,21 @@ class LocalCluster:
 
     @staticmethod
     def _start_joining(node: "Node", log: Callable[[str], None], seeds: str) -> None:
-        """Start ``node``; once more if it gave up on the seed: with the fast-start flags a node waits only
-        seconds for gossip, and on a loaded machine the seed can answer late (seen: "Unable to contact any
-        seeds" from a third node while the first was up)."""
+        """Start ``node``; once more, with the patient ring delay, if it gave up on the seed.
+
+        With the fast-start flags a joining node waits only 2 s for the seed's
+        gossip (its shadow round); on a loaded machine the seed answers later
+        (seen: "Unable to gossip with any peers" 4 s after node2 first reached
+        node1, "Unable to contact any seeds" from a third node while the first
+        was up). Starting it again just as fast can miss again.
+        """
         try:
             node.start(log, seeds)
         except CasstorError as err:
-            if SEED_UNREACHABLE not in str(err):
+            if not any(marker in str(err) for marker in SEED_UNREACHABLE):
                 raise
-            log(f"node{node.index}: the seed did not answer in time; starting it again")
-            node.start(log, seeds)
+            log(f"node{node.index}: the seed did not answer in time; starting it again, waiting longer for gossip")
+            node.start(log, seeds, ring_delay_ms=PATIENT_RING_DELAY_MS)
 
     def start_node(self, index: int, log: Callable[[str], None] = print) -> None:
         with self._start_lock(log):

@@ -4,7 +4,8 @@ Three places, none inside the git tree:
 
 * the cache (``$CASSTOR_CACHE``, default ``~/.cache/casstor``): downloaded
   Cassandra jars, the cassandra-stress distribution, the Ivy cache of the
-  Spark Cassandra Connector. Safe to delete; ``make setup`` refills it.
+  Spark Cassandra Connector (``make setup`` fills these), and S3Proxy's jars
+  (fetched by the first test that needs an S3 server). Safe to delete.
 * the home (``$CASSTOR_HOME``, default ``~/.local/share/casstor``): node
   data, logs, pid files of the local cluster. Deleting it deletes the store.
 * the project's ``plots/`` (figures) and ``bench/results/`` (raw numbers).
@@ -25,6 +26,7 @@ STRESS_DIST = "org.apache.cassandra:apache-cassandra:4.0-alpha2:tar.gz:bin"
 STRESS_DIR_NAME = "apache-cassandra-4.0-alpha2"
 JAXB_API = "javax.xml.bind:jaxb-api:2.3.1"
 SPARK_CONNECTOR = "com.datastax.spark:spark-cassandra-connector_2.12:3.5.1"
+S3PROXY_VERSION = "2.6.0"  # a real S3 server for the tests of s3:// URLs (not part of make setup: 43 MB)
 
 
 def cache_dir() -> Path:
@@ -41,6 +43,10 @@ def cassandra_lib_dir() -> Path:
 
 def stress_home() -> Path:
     return cache_dir() / STRESS_DIR_NAME
+
+
+def s3proxy_lib_dir() -> Path:
+    return cache_dir() / f"s3proxy-{S3PROXY_VERSION}" / "lib"
 
 
 def ivy_dir() -> Path:

@@ -42,6 +42,7 @@ from functools import partial
 from operator import attrgetter
 from typing import Any, Callable, Sequence
 
+from fsspec.spec import AbstractFileSystem
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
@@ -50,6 +51,7 @@ from casstor_ops.spark.bulk_tasks import BulkJob, driver_store, result_schema, r
 from casstor_ops.spark.job_progress import JobProgress
 from casstor_ops.store.api import Store
 from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.locations import is_url, resolve
 from casstor_ops.store.path_ids import path_to_id
 from casstor_ops.store.source_listing import SourceFile, list_source
 from casstor_ops.store.tree_files import check_prefix, store_unless_unchanged
@@ -68,8 +70,9 @@ def _writer_lease(store: Store) -> WriterLease:
     return WriterLease(store.session, "ingest")
 
 
-def ingest_job(max_file_bytes: int | None = None) -> BulkJob[SourceFile]:
-    """The ingest as a :class:`~casstor_ops.spark.bulk_tasks.BulkJob` over listed :class:`SourceFile` entries.
+def ingest_job(max_file_bytes: int | None = None, fs: AbstractFileSystem | None = None) -> BulkJob[SourceFile]:
+    """The ingest as a :class:`~casstor_ops.spark.bulk_tasks.BulkJob` over listed :class:`SourceFile` entries
+    (local paths, or URLs on ``fs``).
 
     Example::
 
@@ -78,17 +81,21 @@ def ingest_job(max_file_bytes: int | None = None) -> BulkJob[SourceFile]:
     Failures: see the module docstring.
     """
     return BulkJob("ingest", INGEST_SCHEMA, size=attrgetter("size"), describe=_describe,
-                   work=partial(store_unless_unchanged, max_file_bytes=max_file_bytes), task_scope=_writer_lease)
+                   work=partial(store_unless_unchanged, max_file_bytes=max_file_bytes, fs=fs),
+                   task_scope=_writer_lease)
 
 
 def ingest(spark: SparkSession, source: str | os.PathLike | Sequence[str | os.PathLike], prefix: str = "",
            parallelism: int | None = None, max_file_bytes: int | None = None, root: str | None = None,
            endpoint: Endpoint | None = None, progress: Callable[[JobProgress], None] | None = None,
-           follow_symlinks: bool = False) -> DataFrame:
+           follow_symlinks: bool = False, storage_options: dict[str, object] | None = None) -> DataFrame:
     """Store every file of ``source`` as ``prefix`` + its relative path; per-file results.
 
     ``source``: a directory, a glob or a list of paths, readable at the same
-    path on every executor (see :mod:`casstor_ops.store.source_listing`).
+    path on every executor (see :mod:`casstor_ops.store.source_listing`), or
+    the URL of a directory, file or glob on any fsspec filesystem, read by the
+    executors through it with ``storage_options`` (see
+    :mod:`casstor_ops.store.locations`).
     ``parallelism``: the number of tasks (default 2 per core).
     ``follow_symlinks``: enter symlinked directories below the source root
     (never twice the same directory). Returns a DataFrame with
@@ -103,6 +110,8 @@ def ingest(spark: SparkSession, source: str | os.PathLike | Sequence[str | os.Pa
     Failures: see the module docstring.
     """
     endpoint = endpoint or endpoint_from_env()
-    files = list_source(source, check_prefix(prefix), root, follow_symlinks)
+    location = resolve(source, storage_options) if is_url(source) else None
+    files = list_source(location or source, check_prefix(prefix), root, follow_symlinks)
     driver_store(endpoint)
-    return run_bulk(spark, ingest_job(max_file_bytes), files, endpoint, parallelism, progress)
+    job = ingest_job(max_file_bytes, location.fs if location else None)
+    return run_bulk(spark, job, files, endpoint, parallelism, progress)

@@ -10,6 +10,11 @@ Example::
     >>> code = finish(results, "ingest", "ingest.json")   # doctest: +SKIP
     ingest: 120 files, 1234.5 MB: 100 stored, 20 skipped, 0 failed; 3.2 MB new in 10 new blocks
 
+Failed files are listed one ``casstor: <id>: <error>`` line each (the first
+:data:`MAX_ERRORS_SHOWN`), except when every listed file was missing on the
+executors: that is the source not being where the executors look (not
+mounted there, or removed since the listing), said in one line.
+
 Failures: a report file that cannot be written raises
 :class:`~casstor_ops.errors.CasstorError` (after the summary is printed).
 """
@@ -24,7 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.tree_files import (CORRUPT, FAILED, INGEST_STATUSES, NEW_COUNTS, RESTORE_STATUSES,
+from casstor_ops.store.tree_files import (CORRUPT, FAILED, INGEST_STATUSES, NEW_COUNTS, RESTORE_STATUSES, VANISHED,
                                           exit_status, summary_line)
 
 MAX_ERRORS_SHOWN = 20
@@ -57,10 +62,15 @@ def finish(results: DataFrame, what: str, report_path: str | None = None) -> int
     summary = totals(results)
     print(summary_line(what, summary))
     failed = results.where(F.col("status").isin(FAILED, CORRUPT)).orderBy("id")
-    for row in failed.limit(MAX_ERRORS_SHOWN).collect():
-        print(f"casstor: {row.id}: {row.error}", file=sys.stderr)
-    if summary.get(FAILED, 0) + summary.get(CORRUPT, 0) > MAX_ERRORS_SHOWN:
-        print("casstor: ... and more failed files (see --report)", file=sys.stderr)
+    if summary.get(FAILED) == summary["files"] and failed.where(F.col("error") != VANISHED).isEmpty():
+        print(f"casstor: {what}: none of the {summary['files']} listed files exists where the executors look "
+              f"({VANISHED}): the source must be at the same path on the driver and on every executor (a shared "
+              f"mount), or be a URL they can all read (s3://…, hdfs://…; see docs/spark.md)", file=sys.stderr)
+    else:
+        for row in failed.limit(MAX_ERRORS_SHOWN).collect():
+            print(f"casstor: {row.id}: {row.error}", file=sys.stderr)
+        if summary.get(FAILED, 0) + summary.get(CORRUPT, 0) > MAX_ERRORS_SHOWN:
+            print("casstor: ... and more failed files (see --report)", file=sys.stderr)
     if report_path:
         report = {"summary": summary, "files": [r.asDict() for r in results.orderBy("id").collect()]}
         try:

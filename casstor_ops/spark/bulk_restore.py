@@ -34,6 +34,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from fsspec.spec import AbstractFileSystem
 from pyspark.sql import DataFrame, SparkSession
 
 from casstor_ops.cluster.connection import Endpoint, endpoint_from_env
@@ -41,6 +42,7 @@ from casstor_ops.errors import CasstorError
 from casstor_ops.spark.bulk_tasks import BulkJob, driver_store, result_schema, run_bulk
 from casstor_ops.spark.job_progress import JobProgress
 from casstor_ops.store.api import Store
+from casstor_ops.store.locations import Location, is_url, make_directory, resolve
 from casstor_ops.store.tree_files import files_to_restore, restore_below
 
 RESTORE_SCHEMA = result_schema()
@@ -50,18 +52,32 @@ def _describe(item: tuple[str, int]) -> dict[str, Any]:
     return dict(id=item[0], path="")  # the target is known once the id is checked, on the executor
 
 
-def _restore_file(dest_dir: str, force: bool, store: Store, item: tuple[str, int], row: dict[str, Any],
-                  _scope: None) -> None:
-    restore_below(store, dest_dir, item[0], row, force)
+def _restore_file(dest_dir: str, force: bool, fs: AbstractFileSystem | None, store: Store, item: tuple[str, int],
+                  row: dict[str, Any], _scope: None) -> None:
+    restore_below(store, dest_dir, item[0], row, force, fs=fs)
+
+
+def _destination(dest_dir: str | os.PathLike, storage_options: dict[str, object] | None) -> Location | Path:
+    """The destination directory: a URL's location, or a local path that is not a file."""
+    if is_url(dest_dir):
+        return resolve(str(dest_dir), storage_options)
+    dest = Path(dest_dir).absolute()
+    if dest.exists() and not dest.is_dir():
+        raise CasstorError(f"{str(dest)!r} exists and is not a directory")
+    return dest
 
 
 def restore_many(spark: SparkSession, prefix_or_ids: str | Sequence[str], dest_dir: str | os.PathLike,
                  force: bool = False, parallelism: int | None = None, endpoint: Endpoint | None = None,
-                 progress: Callable[[JobProgress], None] | None = None) -> DataFrame:
+                 progress: Callable[[JobProgress], None] | None = None,
+                 storage_options: dict[str, object] | None = None) -> DataFrame:
     """Restore every file under a prefix (or the listed ids) to ``dest_dir/<id>``, verified.
 
     Refuses to overwrite an existing file unless ``force``, as ``casstor
     restore``. ``parallelism``: the number of tasks (default 2 per core).
+    ``dest_dir``: a local directory, or the URL of one on any fsspec
+    filesystem, written by the executors through it with ``storage_options``
+    (see :mod:`casstor_ops.store.locations`).
     Returns a DataFrame with :data:`RESTORE_SCHEMA`, one row per file.
 
     Example::
@@ -72,11 +88,13 @@ def restore_many(spark: SparkSession, prefix_or_ids: str | Sequence[str], dest_d
     Failures: see the module docstring.
     """
     endpoint = endpoint or endpoint_from_env()
-    dest = Path(dest_dir).absolute()
-    if dest.exists() and not dest.is_dir():
-        raise CasstorError(f"{str(dest)!r} exists and is not a directory")
+    dest = _destination(dest_dir, storage_options)
     files = files_to_restore(driver_store(endpoint), prefix_or_ids)
-    dest.mkdir(parents=True, exist_ok=True)
-    job = BulkJob("restore", RESTORE_SCHEMA, size=itemgetter(1), describe=_describe,
-                  work=partial(_restore_file, str(dest), force))
+    if isinstance(dest, Location):
+        make_directory(dest)
+        work = partial(_restore_file, dest.path, force, dest.fs)
+    else:
+        dest.mkdir(parents=True, exist_ok=True)
+        work = partial(_restore_file, str(dest), force, None)
+    job = BulkJob("restore", RESTORE_SCHEMA, size=itemgetter(1), describe=_describe, work=work)
     return run_bulk(spark, job, files, endpoint, parallelism, progress)

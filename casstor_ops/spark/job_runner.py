@@ -3,7 +3,9 @@
 A job is a function ``(args, spark) -> int``; this wraps it the way
 :mod:`casstor_ops.cli.main` wraps commands, so ``spark-submit jobs/X.py`` with
 bad input prints ``casstor: <message>`` and exits non-zero, never a
-Python traceback, and always stops its SparkSession.
+Python traceback, and always stops its SparkSession. A Spark job that failed
+because the executors' Python cannot run casstor is one line too
+(:mod:`casstor_ops.spark.executor_setup`).
 
 Example (``jobs/dedup_stats.py``)::
 
@@ -22,6 +24,7 @@ import sys
 from typing import TYPE_CHECKING, Callable, NoReturn
 
 from casstor_ops.errors import run_reporting_errors
+from casstor_ops.spark.executor_setup import explained
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,7 +46,8 @@ def run_job(main: Callable[[argparse.Namespace, "SparkSession"], int],
         from casstor_ops.spark.session import spark_session
 
         spark = spark_session(app_name)
-        return main(args, spark)
+        with explained():
+            return main(args, spark)
 
     try:
         code = run_reporting_errors(job)

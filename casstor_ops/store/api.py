@@ -207,16 +207,18 @@ class Store:
             yield lease.fence if lease else no_fence
 
     def put(self, src: Source, file_id: str, progress: ProgressCallback | None = None,
-            lease: WriterLease | bool = True, before_commit: Callable[[], None] | None = None) -> StoreResult:
+            lease: WriterLease | bool = True, attributes: FileAttributes | None = None,
+            before_commit: Callable[[], None] | None = None) -> StoreResult:
         """Store a file (path or binary file object) under ``file_id``, replacing any previous version atomically.
 
-        A path's permission bits and mtime are recorded with it (a file object's are not).
-        ``before_commit`` is called once, when every block is stored and the head is about to be written
-        (after the lease's fence): an error it raises propagates and nothing is committed (an HTTP server's
-        ``If-Match`` check, made as late as the store allows).
+        A path's permission bits and mtime are recorded with it; a file object's are ``attributes`` (none by
+        default). ``before_commit`` is called once, when every block is stored and the head is about to be
+        written (after the lease's fence): an error it raises propagates and nothing is committed (an HTTP
+        server's ``If-Match`` check, made as late as the store allows).
         """
         check_id(file_id, storing=True)
-        with open_source(src) as (reader, attributes), self._lease("store", lease) as fence:
+        with open_source(src) as (reader, own), self._lease("store", lease) as fence:
+            attributes = own or attributes
             if before_commit is not None:
                 fence = _fence_then_once(fence, before_commit)
             upload = Upload(self.session, self.settings, self._st, progress=progress, fence=fence,

@@ -17,7 +17,11 @@ split by.
 * a list of paths: each path as given, even if it does not exist (an
   explicit list is a promise: a missing path is reported by the ingest as
   a failed file with size -1, not silently dropped); root = ``root`` or
-  the deepest directory common to them all.
+  the deepest directory common to them all;
+* a :class:`~casstor_ops.store.locations.Location` (a URL of any fsspec
+  filesystem, resolved by the caller): the files the filesystem lists
+  below it (:func:`~casstor_ops.store.locations.list_files`), each
+  ``path`` the file's URL; the rules for IDs are the same.
 
 Symlinked directories below the root are not entered unless
 ``follow_symlinks`` (so a link cannot lead the ingest outside the tree);
@@ -45,11 +49,13 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import posixpath
 import stat
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from casstor_ops.errors import CasstorError
+from casstor_ops.store.locations import Location, list_files
 from casstor_ops.store.path_ids import path_to_id
 
 UNKNOWN_SIZE = -1
@@ -189,7 +195,14 @@ def _tree(walker: _Walker, paths: list[str], root: str, prefix: str, source: str
     return files
 
 
-def list_source(source: str | os.PathLike | Sequence[str | os.PathLike], prefix: str = "",
+def _located(location: Location, prefix: str) -> list[SourceFile]:
+    """The files a URL names, as entries whose ``path`` is each file's URL."""
+    root, found = list_files(location)
+    return [SourceFile(location.url(path), path_to_id(prefix + posixpath.relpath(path, root or "/")), size)
+            for path, size in found]
+
+
+def list_source(source: str | os.PathLike | Sequence[str | os.PathLike] | Location, prefix: str = "",
                 root: str | os.PathLike | None = None, follow_symlinks: bool = False) -> list[SourceFile]:
     """The files of ``source`` with their store ids (see the module docstring).
 
@@ -203,6 +216,8 @@ def list_source(source: str | os.PathLike | Sequence[str | os.PathLike], prefix:
 
     Failures: see the module docstring.
     """
+    if isinstance(source, Location):
+        return _located(source, prefix)
     walker = _Walker(follow_symlinks)
     if isinstance(source, (str, os.PathLike)):
         text = os.fspath(source)

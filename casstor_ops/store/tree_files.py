@@ -20,6 +20,10 @@ when every file meets an :func:`outage`, and exits with :func:`exit_status`.
   PREFIX`` put it on) is turned back into a path
   (:func:`~casstor_ops.store.path_ids.id_to_path`) under the destination;
   an ID that would escape it (``..``, absolute) is refused.
+* **URLs**: given the source's or destination's fsspec filesystem (``fs``),
+  a file is read from, or restored to, that filesystem
+  (:mod:`casstor_ops.store.locations`) by the same rules; such a file
+  records no mode or mtime (an object has none to give).
 
 Example::
 
@@ -37,26 +41,31 @@ runner to record.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import PurePosixPath
-from typing import Any, Sequence
+from typing import Any, BinaryIO, Iterator, Sequence
 
 from cassandra import DriverException
 from cassandra.cluster import NoHostAvailable
 from cassandra.connection import ConnectionBusy, ConnectionException
+from fsspec.spec import AbstractFileSystem
 
 from casstor_ops.cluster.connection import Endpoint, connect_error
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, CorruptionError
 from casstor_ops.store.api import FileInfo, Store, check_id, open_source
 from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.locations import open_reader, replacing_writer
 from casstor_ops.store.path_ids import id_to_path, path_to_id
 from casstor_ops.store.source_listing import UNKNOWN_SIZE, SourceFile
+from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.upload import source_file_hash
 
 STORED, SKIPPED, RESTORED, FAILED, CORRUPT = "stored", "skipped", "restored", "failed", "corrupt"
 INGEST_STATUSES = (STORED, SKIPPED, FAILED)
 RESTORE_STATUSES = (RESTORED, FAILED, CORRUPT)
 NEW_COUNTS = ("new_blocks", "new_bytes", "new_stored_bytes")  # what a store of the tree added to the store
+VANISHED = "no such file (vanished since the listing)"
 # Errors that belong to one file; anything else is a bug and fails the job with its traceback.
 # NoHostAvailable and the connection errors are no DriverException: they reach here once the store's
 # request window has used up its retries.
@@ -158,30 +167,46 @@ def check_prefix(prefix: str) -> str:
     return prefix
 
 
+@contextlib.contextmanager
+def _opened(entry: SourceFile, fs: AbstractFileSystem | None
+            ) -> Iterator[tuple[int, BinaryIO, FileAttributes | None]]:
+    """The size, a reader and the attributes of a listed file: a local path, or a path on ``fs``."""
+    if fs is not None:
+        with open_reader(fs, entry.path) as reader:
+            yield reader.size, reader, None
+        return
+    size = os.stat(entry.path).st_size  # FileNotFoundError before open_source makes it a one-line error
+    # Opened as a store opens it, so a FIFO swapped in after the listing is refused here instead of blocking.
+    with open_source(entry.path) as (reader, attributes):
+        yield size, reader, attributes
+
+
 def store_unless_unchanged(store: Store, entry: SourceFile, row: dict[str, Any], lease: WriterLease,
-                           max_file_bytes: int | None = None) -> None:
-    """Store one listed file unless it is already committed unchanged; ``lease`` fences its head write."""
+                           max_file_bytes: int | None = None, fs: AbstractFileSystem | None = None) -> None:
+    """Store one listed file unless it is already committed unchanged; ``lease`` fences its head write.
+
+    ``fs``: the filesystem of a URL source (``entry.path`` is then a URL on it), None for a local path.
+    """
     if entry.error:
         raise CasstorError(entry.error)
     try:
-        size = row["bytes"] = os.stat(entry.path).st_size
-        if max_file_bytes is not None and size > max_file_bytes:
-            raise CasstorError(f"{size} bytes: larger than the limit of {max_file_bytes} bytes")
-        # Opened as a store opens it, so a FIFO swapped in after the listing is refused here instead of
-        # blocking; a chmod or touch alone is a change too: the head must carry the source's mode and mtime.
-        with open_source(entry.path) as (reader, attributes):
+        with _opened(entry, fs) as (size, reader, attributes):
+            row["bytes"] = size
+            if max_file_bytes is not None and size > max_file_bytes:
+                raise CasstorError(f"{size} bytes: larger than the limit of {max_file_bytes} bytes")
+            # A chmod or touch alone is a change too: the head must carry the source's mode and mtime.
             head = _head(store, entry.file_id)
             if head is not None and head.size == size and head.attributes == attributes \
                     and source_file_hash(reader, store.settings) == head.hash:
                 row.update(blocks=head.blocks, status=SKIPPED)
                 return
-        result = store.put(entry.path, entry.file_id, lease=lease)
+            reader.seek(0)
+            result = store.put(reader, entry.file_id, lease=lease, attributes=attributes)
         row.update(bytes=result.bytes, blocks=result.blocks, new_blocks=result.new_blocks,
                    new_bytes=result.new_bytes, new_stored_bytes=result.new_stored_bytes, status=STORED)
     except FileNotFoundError:
         # A listed size means the file existed when it was listed; an explicit path may never have.
-        raise CasstorError("no such file" + (" (vanished since the listing)" if entry.size != UNKNOWN_SIZE
-                                             else "")) from None
+        raise CasstorError(VANISHED if entry.size != UNKNOWN_SIZE else "no such file") from None
 
 
 def restore_target(dest_dir: str, file_id: str, below: str = "") -> str:
@@ -195,12 +220,20 @@ def restore_target(dest_dir: str, file_id: str, below: str = "") -> str:
 
 
 def restore_below(store: Store, dest_dir: str, file_id: str, row: dict[str, Any], force: bool = False,
-                  below: str = "") -> None:
-    """Restore ``file_id`` to :func:`restore_target` (directories made as needed), verified."""
+                  below: str = "", fs: AbstractFileSystem | None = None) -> None:
+    """Restore ``file_id`` to :func:`restore_target` (directories made as needed), verified.
+
+    ``fs``: the filesystem of a URL destination (``dest_dir`` is then a path on it), None for a local one.
+    """
     target = restore_target(dest_dir, file_id, below)
-    row["path"] = path_to_id(target)  # text: an undecodable name shown escaped, as in its ID
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    result = store.restore(file_id, target, force=force)
+    if fs is not None:
+        row["path"] = fs.unstrip_protocol(target)
+        with replacing_writer(fs, target, force) as out:
+            result = store.restore(file_id, out)
+    else:
+        row["path"] = path_to_id(target)  # text: an undecodable name shown escaped, as in its ID
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        result = store.restore(file_id, target, force=force)
     row.update(bytes=result.bytes, blocks=result.blocks, status=RESTORED)
 
 

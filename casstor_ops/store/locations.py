@@ -1,0 +1,279 @@
+"""Where a bulk job's files come from and go to when they are not local paths: URLs of any fsspec filesystem.
+
+An ingest source or a restore destination given as a URL (``s3://bucket/tree/``,
+``file:///data/tree``, ``hdfs://namenode/tree``, a chained
+``simplecache::s3://…``) is read and written through fsspec, so it need not
+be mounted on the executors; any other text is a local path and keeps the
+local code (:mod:`casstor_ops.store.source_listing`,
+:func:`~casstor_ops.store.restore.restore_to_path`).
+
+* **Resolving** (:func:`resolve`, on the driver): the filesystem is made from
+  the URL, fsspec's own configuration (``FSSPEC_<PROTOCOL>_<OPTION>``
+  variables such as ``FSSPEC_S3_ENDPOINT_URL``, ``~/.config/fsspec/*.json``)
+  and the job's ``--storage-option KEY=VALUE`` pairs
+  (:func:`parse_storage_options`; these win). A :class:`Location` pickles
+  with those options, so every executor opens the same filesystem with the
+  same settings. What the backend's library finds by itself (for ``s3://``,
+  botocore's ``AWS_*`` variables and ``~/.aws``) is found where the file is
+  opened: on the executors.
+* **Listing** (:func:`list_files`, on the driver): the files below a
+  directory URL, one file, or the matches of a glob (``**`` recursive), with
+  their sizes; the root their IDs are relative to (the directory, the file's
+  directory, the glob's part before its first wildcard). Only entries the
+  filesystem calls files (a symlinked directory or a FIFO of ``file://`` is
+  not one).
+* **Reading** (:func:`open_reader`): a streaming file object (reads of
+  :data:`STREAM_BLOCK_BYTES` at most are buffered), never the whole file.
+* **Writing** (:func:`replacing_writer`): streamed too, and nothing appears at
+  the destination unless it was written whole. An object store (S3, GCS,
+  Azure) gets the object under its final name as one upload that is only
+  committed at the end (S3: a PUT, or a multi-part upload completed at the
+  end and aborted on failure); any other filesystem a temporary name beside
+  it (``.casstor-<random>.tmp``), moved into place when complete (a rename:
+  atomic on a local disk and on HDFS). An existing destination is kept unless
+  ``force``: checked before writing and again before the commit or move
+  (check-then-act: two writers of one name can race).
+
+Example::
+
+    >>> location = resolve("s3://bucket/tree/", parse_storage_options(["endpoint_url=http://127.0.0.1:9000"]))  # doctest: +SKIP
+    >>> root, files = list_files(location)                                 # doctest: +SKIP
+    >>> with open_reader(location.fs, files[0][0]) as reader:             # doctest: +SKIP
+    ...     head = reader.read(16)
+
+Failures: a bad ``--storage-option`` or an unknown protocol is a
+:class:`~casstor_ops.errors.CasstorError` (exit 2); a URL that does not
+exist, holds no file or cannot be listed, or a filesystem package that is
+not installed (``s3fs`` for ``s3://``), a CasstorError (exit 1). On the
+executors an ``OSError`` (a file that vanished, no permission) propagates
+for the caller to record per file, and a backend's own error that is not an
+``OSError`` (botocore's "Could not connect to the endpoint URL") becomes a
+one-line CasstorError naming the URL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import posixpath
+import re
+import secrets
+from typing import BinaryIO, Iterator, NamedTuple, Sequence
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+from fsspec.spec import AbstractFileSystem
+
+from casstor_ops.errors import EXIT_USAGE, CasstorError
+
+# Read buffers and upload parts of this size: memory per open file stays bounded whatever the file size (an
+# S3 upload has at most 10,000 parts, so one file up to 160 GiB).
+STREAM_BLOCK_BYTES = 16 * 1024 * 1024
+# Filesystems whose uploads become visible whole when committed, and that have no rename (a move is a copy).
+OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss"})
+_URL = re.compile(r"^[A-Za-z][\w+.-]*(::[A-Za-z][\w+.-]*)*://")
+
+
+def _backend_errors() -> tuple[type[BaseException], ...]:
+    """The errors of installed backends that are no OSError (s3fs lets botocore's connection errors through)."""
+    try:
+        from botocore.exceptions import BotoCoreError
+    except ImportError:
+        return ()
+    return (BotoCoreError,)
+
+
+BACKEND_ERRORS = _backend_errors()
+
+
+class Location(NamedTuple):
+    """A filesystem and a path on it (fsspec's form: no protocol, e.g. ``bucket/tree``)."""
+
+    fs: AbstractFileSystem
+    path: str
+
+    def url(self, path: str | None = None) -> str:
+        """The URL of ``path`` (default: this location's), for messages and result rows."""
+        return self.fs.unstrip_protocol(self.path if path is None else path)
+
+
+def is_url(text: object) -> bool:
+    """Whether ``text`` is a URL (a scheme and ``://``), not a local path.
+
+    Example::
+
+        >>> is_url("s3://bucket/tree"), is_url("file:///data"), is_url("data/tree"), is_url("a:b")
+        (True, True, False, False)
+    """
+    return isinstance(text, str) and _URL.match(text) is not None
+
+
+def parse_storage_options(pairs: Sequence[str] | None) -> dict[str, object]:
+    """``KEY=VALUE`` pairs as filesystem options; a VALUE that is valid JSON is decoded (``true``, ``5``,
+    ``{"region_name": "eu-west-1"}``), any other is a string.
+
+    Example::
+
+        >>> parse_storage_options(["endpoint_url=http://127.0.0.1:9000", "anon=true"])
+        {'endpoint_url': 'http://127.0.0.1:9000', 'anon': True}
+
+    Failures: a pair without ``=`` or with an empty KEY is a CasstorError (exit 2).
+    """
+    options: dict[str, object] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CasstorError(f"--storage-option {pair!r}: expected KEY=VALUE", EXIT_USAGE)
+        try:
+            options[key.strip()] = json.loads(value)
+        except ValueError:
+            options[key.strip()] = value
+    return options
+
+
+def resolve(url: str, options: dict[str, object] | None = None) -> Location:
+    """The filesystem and path of ``url``, with fsspec's configuration and ``options`` (see the module docstring).
+
+    Failures: an unknown protocol or options the filesystem refuses (exit 2), a missing package (exit 1).
+    """
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **(options or {}))
+    except ImportError as err:  # fsspec's message names the package to install
+        raise CasstorError(f"{url!r}: {' '.join(str(err).split())}") from None
+    except (ValueError, TypeError) as err:
+        raise CasstorError(f"{url!r}: {' '.join(str(err).split()) or type(err).__name__}", EXIT_USAGE) from None
+    return Location(fs, path)
+
+
+def _listing_error(location: Location, err: BaseException) -> CasstorError:
+    what = getattr(err, "strerror", None) or " ".join(str(err).split()) or type(err).__name__
+    return CasstorError(f"{location.url()!r}: cannot list it: {what}")
+
+
+def _files_in(fs: AbstractFileSystem, found: dict[str, dict]) -> dict[str, dict]:
+    """The entries of ``found`` that are files, and the files below those that are directories."""
+    files = {}
+    for path, info in found.items():
+        if info.get("type") == "directory":
+            files.update(_files_in(fs, fs.find(path, detail=True)))
+        elif info.get("type") == "file":
+            files[path] = info
+    return files
+
+
+def list_files(location: Location) -> tuple[str, list[tuple[str, int]]]:
+    """The root the files' IDs are relative to, and every ``(path, size)`` the URL names, sorted by path.
+
+    Example::
+
+        >>> list_files(resolve("file:///data/tree"))                     # doctest: +SKIP
+        ('/data/tree', [('/data/tree/a.bin', 1200), ('/data/tree/sub/b.bin', 80)])
+
+    Failures: a URL that does not exist or names no file, or cannot be listed, is one CasstorError.
+    """
+    fs, path = location
+    try:
+        if glob.has_magic(path):
+            found = _files_in(fs, fs.glob(path, detail=True))
+            root = posixpath.dirname(path[:re.search(r"[*?[]", path).start()])
+        elif fs.isdir(path):
+            found, root = _files_in(fs, fs.find(path, detail=True)), path.rstrip("/")
+        elif fs.isfile(path):
+            found, root = {path: fs.info(path)}, posixpath.dirname(path)
+        else:
+            raise CasstorError(f"{location.url()!r}: no such file or directory")
+    except (OSError, *BACKEND_ERRORS) as err:
+        raise _listing_error(location, err) from None
+    if not found:
+        raise CasstorError(f"{location.url()!r} holds no files: nothing to ingest")
+    return root, sorted((name, int(info.get("size") or 0)) for name, info in found.items())
+
+
+@contextlib.contextmanager
+def backend_errors_as_one_line(url: str) -> Iterator[None]:
+    """Let OSError through (the caller records it per file); a backend's own error becomes a CasstorError."""
+    try:
+        yield
+    except BACKEND_ERRORS as err:
+        raise CasstorError(f"{url}: {type(err).__name__}: {' '.join(str(err).split())}") from None
+
+
+@contextlib.contextmanager
+def open_reader(fs: AbstractFileSystem, path: str) -> Iterator[BinaryIO]:
+    """``path`` open for streaming reads (``size`` is its length); see :func:`backend_errors_as_one_line`."""
+    with backend_errors_as_one_line(fs.unstrip_protocol(path)), \
+            fs.open(path, "rb", block_size=STREAM_BLOCK_BYTES) as reader:
+        yield reader
+
+
+def make_directory(location: Location) -> None:
+    """Make a restore destination (a no-op on object stores); refuse one that is a file."""
+    try:
+        if location.fs.isfile(location.path):
+            raise CasstorError(f"{location.url()!r} exists and is not a directory")
+        location.fs.makedirs(location.path, exist_ok=True)
+    except (OSError, *BACKEND_ERRORS) as err:
+        raise CasstorError(f"{location.url()!r}: cannot make it: "
+                           f"{getattr(err, 'strerror', None) or ' '.join(str(err).split())}") from None
+
+
+def _refuse_existing(fs: AbstractFileSystem, path: str, force: bool) -> None:
+    if not force and fs.exists(path):
+        raise CasstorError(f"{fs.unstrip_protocol(path)}: already exists (use --force to overwrite)")
+
+
+def _is_object_store(fs: AbstractFileSystem) -> bool:
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol
+    return not OBJECT_STORES.isdisjoint(protocols)
+
+
+@contextlib.contextmanager
+def replacing_writer(fs: AbstractFileSystem, path: str, force: bool = False) -> Iterator[BinaryIO]:
+    """A streaming writer whose content appears at ``path`` only if the ``with`` block completes (see the
+    module docstring for each filesystem's atomicity); an existing ``path`` is kept unless ``force``."""
+    url = fs.unstrip_protocol(path)
+    if not isinstance(fs, LocalFileSystem):
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CasstorError(f"{url!r}: the name is not valid UTF-8, which this filesystem cannot hold") from None
+    with backend_errors_as_one_line(url):
+        _refuse_existing(fs, path, force)
+        if _is_object_store(fs):
+            with _committed_upload(fs, path, force) as out:
+                yield out
+        else:
+            with _renamed_into_place(fs, path, force) as out:
+                yield out
+
+
+@contextlib.contextmanager
+def _committed_upload(fs: AbstractFileSystem, path: str, force: bool) -> Iterator[BinaryIO]:
+    out = fs.open(path, "wb", block_size=STREAM_BLOCK_BYTES, autocommit=False)
+    try:
+        yield out
+        out.close()
+        _refuse_existing(fs, path, force)
+    except BaseException:
+        with contextlib.suppress(Exception):  # the upload may be what failed; the first error is the one to report
+            out.close()
+            out.discard()
+        raise
+    out.commit()
+
+
+@contextlib.contextmanager
+def _renamed_into_place(fs: AbstractFileSystem, path: str, force: bool) -> Iterator[BinaryIO]:
+    parent = fs._parent(path)
+    fs.makedirs(parent, exist_ok=True)
+    temporary = posixpath.join(parent, f".casstor-{secrets.token_hex(8)}.tmp")
+    try:
+        with fs.open(temporary, "wb", block_size=STREAM_BLOCK_BYTES) as out:
+            yield out
+        _refuse_existing(fs, path, force)
+        fs.mv(temporary, path)
+    finally:
+        with contextlib.suppress(Exception):  # gone once moved; left behind only if the filesystem fails here too
+            if fs.exists(temporary):
+                fs.rm_file(temporary)
