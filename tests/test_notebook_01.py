@@ -1,5 +1,5 @@
 """notebooks/01_bulk_ingest.ipynb runs headless (papermill) with its defaults in smoke mode, from the project root
-and from notebooks/ (Jupyter Lab's working directory), and writes its plot under the project's plots/."""
+and (slow) from notebooks/ (Jupyter Lab's working directory), and writes its plot under the project's plots/."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .support import NOTEBOOKS, ROOT, run_notebook
 PLOT = ROOT / "plots" / "01_bulk_ingest_throughput.png"
 
 
-@pytest.mark.parametrize("cwd", [ROOT, NOTEBOOKS], ids=["project-root", "notebooks-dir"])
+@pytest.mark.parametrize("cwd", [ROOT, pytest.param(NOTEBOOKS, marks=pytest.mark.slow)], ids=["project-root", "notebooks-dir"])
 def test_notebook_ingests_sample_and_writes_plot(empty_store, tmp_path: Path, cwd: Path) -> None:
     started = time.time()
     executed = run_notebook("01_bulk_ingest.ipynb", tmp_path, cwd=cwd, smoke=True)
