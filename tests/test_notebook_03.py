@@ -37,6 +37,8 @@ def _scratch_node_alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.timeout(3600)  # 10 min on a quiet machine, 25+ under the load of parallel suites: never cut short, since
+# a kernel shut down mid-cell is SIGKILLed and cannot stop the nodes of its node-count section
 @pytest.mark.parametrize("cwd", [ROOT, NOTEBOOKS], ids=["project-root", "notebooks-dir"])
 def test_notebook_03_smoke(local_cluster, tmp_path: Path, cwd: Path) -> None:
     started = time.time()

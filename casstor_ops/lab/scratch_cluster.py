@@ -14,6 +14,11 @@ Example::
     ...     scratch.grow(3)                               # nodes 1..3, one at a time
     ...     session = connect(scratch.endpoint(), start=False)
 
+A process killed outright (SIGKILL, a Jupyter kernel shut down in the
+middle of a cell, a test runner's timeout) runs no cleanup: its nodes
+keep running under ``/tmp/casstor-scratch-*/``; stop them with
+``CASSTOR_HOME=/tmp/casstor-scratch-XXXX casstor cluster stop``.
+
 Failures: a node that does not start raises
 :class:`~casstor_ops.errors.CasstorError` (the launcher's one line) and the
 nodes already running are stopped; no free ports found raises
