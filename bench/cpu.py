@@ -14,6 +14,11 @@ Example::
     >>> cost.client_s, cost.node_s                            # doctest: +SKIP
     (2.1, 6.0)
 
+With ``whole_tree=True`` the client is this process and every process
+below it, with what their exited children used (a SparkSession's JVM and
+its Python workers run as such descendants, whose CPU ``getrusage`` counts
+only once they exit).
+
 Failures: a node pid that vanished counts as no CPU (the node's own
 failure surfaces in the measurement itself).
 """
@@ -48,20 +53,45 @@ def _client_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _process_s(pid: int) -> float:
+def _stat_fields(pid: int) -> list[str] | None:
     try:
         with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()  # after "(comm)", which may hold spaces
+            return stat.read().rsplit(")", 1)[1].split()  # after "(comm)", which may hold spaces
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+        return None
+
+
+def _process_s(pid: int) -> float:
+    fields = _stat_fields(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+def tree_s(root: int | None = None) -> float:
+    """CPU seconds of ``root`` (default: this process) and its live descendants, each with its waited-for
+    children's (cutime, cstime)."""
+    root = root or os.getpid()
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := _stat_fields(int(entry))) is not None:
+            stats[int(entry)] = fields
+            children.setdefault(int(fields[1]), []).append(int(entry))  # fields[1]: the parent pid
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            total += sum(int(v) for v in stats[pid][11:15])  # utime, stime, cutime, cstime
+        todo += children.get(pid, [])
+    return total / _TICKS
 
 
 class CpuMeter:
-    """Measures the client's CPU, and the CPU of ``node_pids`` (empty: nodes not local)."""
+    """Measures the client's CPU (``whole_tree``: with its live descendants), and the CPU of ``node_pids``
+    (empty: nodes not local)."""
 
-    def __init__(self, node_pids: list[int]) -> None:
+    def __init__(self, node_pids: list[int], whole_tree: bool = False) -> None:
         self._pids = node_pids
+        self._client = tree_s if whole_tree else _client_s
 
     def _node_s(self) -> float | None:
         return sum(_process_s(p) for p in self._pids) if self._pids else None
@@ -69,8 +99,8 @@ class CpuMeter:
     @contextlib.contextmanager
     def measure(self) -> Iterator[Cost]:
         cost = Cost()
-        client, node = _client_s(), self._node_s()
+        client, node = self._client(), self._node_s()
         yield cost
-        cost.client_s = _client_s() - client
+        cost.client_s = self._client() - client
         if node is not None:
             cost.node_s = self._node_s() - node
