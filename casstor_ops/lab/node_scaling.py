@@ -19,7 +19,7 @@ Example::
     >>> rows = run_node_scaling(ScalingPlan.smoke(), "plots/stress")   # doctest: +SKIP
     >>> plot_vs_nodes(rows, "plots/03_nodes.png")                     # doctest: +SKIP
     >>> conclusions(rows)[0]                                          # doctest: +SKIP
-    'existing_blocks, exists_one: At 16 threads, 3 nodes (RF 3) ran 2,104 op/s vs 3,920 op/s for 1 node (RF 1) ...'
+    '**existing_blocks, insert.** At 16 threads, 3 nodes (RF 3) ran 120 op/s vs 85 op/s for 1 node (RF 1) (1.41x); ...'
 
 Failures: a node that does not start, or a cassandra-stress run that
 fails, raises :class:`~casstor_ops.errors.CasstorError` (one line) after
