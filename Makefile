@@ -38,6 +38,8 @@ bench: setup
 	@$(PY) -m bench.serve
 	@$(PY) -m bench.compression
 	@$(PY) -m bench.codec_levels
+	@$(PY) -m bench.cluster_scaling
+	@$(PY) -m bench.row_costs
 
 experiments: setup
 	@$(PY) -m casstor_ops.cli.experiments

@@ -18,6 +18,11 @@ Example::
     >>> cost.client_s, cost.node_s                            # doctest: +SKIP
     (2.1, 6.0)
 
+With ``whole_tree=True`` the client is this process and every process
+below it, with what their exited children used (a SparkSession's JVM and
+its Python workers run as such descendants, whose CPU ``getrusage`` counts
+only once they exit).
+
 Failures: a node pid that vanished counts as no CPU (the node's own
 failure surfaces in the measurement itself).
 """
@@ -56,30 +61,57 @@ def _client_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _process_s(pid: int) -> float:
+def _stat_fields(pid: int) -> list[str] | None:
     try:
         with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()  # after "(comm)", which may hold spaces
+            return stat.read().rsplit(")", 1)[1].split()  # after "(comm)", which may hold spaces
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+        return None
 
 
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (e.g. a server and its worker processes), as they are now."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as children:
-            return [pid, *(p for child in children.read().split() for p in process_tree(int(child)))]
-    except OSError:
-        return [pid]
+def _process_s(pid: int) -> float:
+    fields = _stat_fields(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+def process_tree(root: int | None = None) -> list[int]:
+    """``root`` (default: this process) and its live descendants, e.g. a server and its worker processes.
+
+    Walks every process's parent pid: a thread other than the main one may have started a child
+    (a JVM's Python workers), which ``/proc/<pid>/task/<pid>/children`` would miss.
+    """
+    root = root or os.getpid()
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := _stat_fields(int(entry))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry))  # fields[1]: the parent pid
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def tree_s(root: int | None = None) -> float:
+    """CPU seconds of ``root`` (default: this process) and its live descendants, each with its waited-for
+    children's (cutime, cstime)."""
+    total = 0
+    for pid in process_tree(root):
+        fields = _stat_fields(pid)
+        if fields is not None:
+            total += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    return total / _TICKS
 
 
 class CpuMeter:
-    """Measures the client's CPU, the CPU of ``node_pids`` (empty: nodes not local) and of ``server_pids``."""
+    """Measures the client's CPU (``whole_tree``: with its live descendants), the CPU of ``node_pids`` (empty:
+    nodes not local) and of ``server_pids``."""
 
-    def __init__(self, node_pids: list[int], server_pids: list[int] | None = None) -> None:
+    def __init__(self, node_pids: list[int], server_pids: list[int] | None = None, whole_tree: bool = False) -> None:
         self._pids = node_pids
         self._server_pids = server_pids
+        self._client = tree_s if whole_tree else _client_s
 
     def _node_s(self) -> float | None:
         return sum(_process_s(p) for p in self._pids) if self._pids else None
@@ -90,9 +122,9 @@ class CpuMeter:
     @contextlib.contextmanager
     def measure(self) -> Iterator[Cost]:
         cost = Cost()
-        client, node, server = _client_s(), self._node_s(), self._server_s()
+        client, node, server = self._client(), self._node_s(), self._server_s()
         yield cost
-        cost.client_s = _client_s() - client
+        cost.client_s = self._client() - client
         if node is not None:
             cost.node_s = self._node_s() - node
         if server is not None:

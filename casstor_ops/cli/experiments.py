@@ -1,17 +1,18 @@
-"""``make experiments``: run the throughput notebooks headless and keep the executed copies.
+"""``make experiments``: run every notebook headless, in order, and keep the executed copies.
 
-Runs ``notebooks/03_exists_query_study.ipynb`` and, when present,
-``notebooks/04_store_restore_throughput.ipynb`` and
-``notebooks/05_gateway_throughput.ipynb`` with papermill, full
-parameters (``smoke=False``) unless ``--smoke``, against casstor's cluster
-(the local node, started if needed, or ``CASSTOR_NODES``). Executed copies,
-figures and CSVs go to ``plots/`` (``--out`` to change), raw cassandra-stress
-logs to ``plots/stress/``.
+Runs each notebook ``notebooks/01_*.ipynb`` .. ``05_*.ipynb`` that exists, in
+order (01 ingests a sample tree that 02 reports on), with papermill and
+the parameters ``smoke`` (full sizes unless ``--smoke``) and ``plots_dir``,
+from the project root, against casstor's cluster (the local node, started
+if needed, or ``CASSTOR_NODES``); notebook 03 also starts and stops local
+clusters of its own for its node-count section. Executed copies, figures
+and CSVs go to ``plots/`` (``--out`` to change), raw cassandra-stress logs
+to ``plots/stress/``.
 
 Example::
 
-    $ .venv/bin/python -m casstor_ops.cli.experiments            # full study, ~30-60 min on 2 cores
-    $ .venv/bin/python -m casstor_ops.cli.experiments --smoke --only 03
+    $ .venv/bin/python -m casstor_ops.cli.experiments            # everything at full size: about an hour on 2 cores
+    $ .venv/bin/python -m casstor_ops.cli.experiments --smoke --only 01 03
 
 A notebook that fails stops the run: ``casstor: notebook 03_...: <the
 cell's error>`` on stderr, exit 1; its executed copy (with the traceback)
@@ -28,16 +29,18 @@ from casstor_ops.cluster import paths as layout
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.errors import CasstorError, run_reporting_errors
 
-NOTEBOOKS = ["03_exists_query_study.ipynb", "04_store_restore_throughput.ipynb", "05_gateway_throughput.ipynb"]
+NOTEBOOKS = "0[1-5]_*.ipynb"  # the numbered notebooks; 0N_ orders them
 
 
-def notebooks_to_run(only: list[str] | None = None) -> list[Path]:
-    """The present notebooks of :data:`NOTEBOOKS`, or those whose name starts with one of ``only``."""
-    folder = layout.project_root() / "notebooks"
-    chosen = [folder / n for n in NOTEBOOKS if not only or any(n.startswith(o) for o in only)]
+def notebooks_to_run(only: list[str] | None = None, folder: Path | None = None) -> list[Path]:
+    """Every notebook 01-05 present in ``folder`` (default ``notebooks/``) in order, or those whose name starts
+    with one of ``only``."""
+    present = sorted((folder or layout.project_root() / "notebooks").glob(NOTEBOOKS))
+    chosen = [path for path in present if not only or any(path.name.startswith(o) for o in only)]
     if only and not chosen:
-        raise CasstorError(f"--only {' '.join(only)}: no such notebook (known: {', '.join(NOTEBOOKS)})")
-    return [path for path in chosen if path.exists()]
+        raise CasstorError(f"--only {' '.join(only)}: no such notebook "
+                           f"(known: {', '.join(path.name for path in present)})")
+    return chosen
 
 
 def run_notebook(path: Path, out_dir: Path, smoke: bool) -> Path:

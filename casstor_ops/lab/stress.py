@@ -47,6 +47,7 @@ from casstor_ops.errors import CasstorError
 from casstor_ops.cluster.jvm import java17_home
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.store.keyspaces import DATA_KS
+from casstor_ops.store.schema import Replication
 from casstor_ops.lab.stress_results import INTERVAL_COLUMNS, SUMMARY_COLUMNS, failure_reason, parse_output
 
 STRESS_KS = "casstor_stress"
@@ -65,7 +66,8 @@ RUN_TIMEOUT_S = 900.0
 
 
 def stress_binary() -> Path:
-    script = layout.stress_home() / "tools" / "bin" / "cassandra-stress"
+    """The cassandra-stress launcher, as an absolute path (``CASSTOR_CACHE`` may be relative)."""
+    script = layout.stress_home().absolute() / "tools" / "bin" / "cassandra-stress"
     if not script.exists():
         raise CasstorError(f"cassandra-stress not found at {script}: run 'make setup'")
     return script
@@ -121,15 +123,16 @@ def _profile_table(path: Path) -> str:
     return match.group(1)
 
 
-def _connection_args(endpoint: Endpoint) -> list[str]:
+def _connection_args(endpoint: Endpoint, jmx_port: int | None) -> list[str]:
     if endpoint.ssl_ca:
         raise CasstorError("CASSTOR_SSL_CA is set: cassandra-stress needs a Java truststore for TLS; "
                            "run the stress experiments against a cluster without client TLS")
     node = (["datacenter=" + endpoint.local_dc] if endpoint.local_dc else []) + [",".join(endpoint.hosts)]
     port = [f"native={endpoint.port}"]
-    if endpoint.embedded:
-        # Never the default 7199: that may be someone else's node.
-        port.append(f"jmx={LocalCluster().ports.jmx_base}")
+    if jmx_port is None and endpoint.embedded:
+        jmx_port = LocalCluster().ports.jmx_base
+    if jmx_port is not None:  # never the default 7199 for a local cluster: that may be someone else's node
+        port.append(f"jmx={jmx_port}")
     mode = ["native", "cql3", "protocolVersion=4"]
     if endpoint.username:
         mode += [f"user={endpoint.username}", f"password={endpoint.password}"]
@@ -138,8 +141,13 @@ def _connection_args(endpoint: Endpoint) -> list[str]:
 
 def stress_command(profile: Path, ops_spec: str, *, population: int, threads: int, n: int | None,
                    duration_s: int | None, endpoint: Endpoint, hdr_file: Path, warmup: bool = True,
-                   consistency: str | None = None) -> list[str]:
-    """The cassandra-stress argument list for one run (see :func:`run_stress`)."""
+                   consistency: str | None = None, jmx_port: int | None = None) -> list[str]:
+    """The cassandra-stress argument list for one run (see :func:`run_stress`).
+
+    Every path in it is absolute: cassandra-stress runs in the results
+    directory, where a path relative to the caller's directory names nothing
+    (a relative ``hdrfile=`` failed with "No such file or directory").
+    """
     if (n is None) == (duration_s is None):
         raise CasstorError("stress run: give exactly one of n (operations) or duration_s")
     if population < 1:
@@ -147,10 +155,10 @@ def stress_command(profile: Path, ops_spec: str, *, population: int, threads: in
     inserting_only = re.fullmatch(r"ops\(insert=\d+\)", ops_spec) is not None
     pop = f"seq=1..{population}" if inserting_only else f"dist=uniform(1..{population})"
     count = f"n={n}" if n is not None else f"duration={duration_s}s"
-    return [str(stress_binary()), "user", f"profile={profile}", ops_spec, count,
+    return [str(stress_binary()), "user", f"profile={Path(profile).absolute()}", ops_spec, count,
             *([] if warmup else ["no-warmup"]), f"cl={consistency or endpoint.consistency}",
-            "-pop", pop, "-rate", f"threads={threads}", *_connection_args(endpoint),
-            "-log", "interval=1s", f"hdrfile={hdr_file}"]
+            "-pop", pop, "-rate", f"threads={threads}", *_connection_args(endpoint, jmx_port),
+            "-log", "interval=1s", f"hdrfile={Path(hdr_file).absolute()}"]
 
 
 def _run_one(cmd: list[str], log: Path, timeout_s: float) -> str:
@@ -177,14 +185,18 @@ def _run_one(cmd: list[str], log: Path, timeout_s: float) -> str:
 def run_stress(profile: str | Path, ops: str | Mapping[str, int], *, population: int,
                n: int | None = None, duration_s: int | None = None, threads: Sequence[int] = (4,),
                endpoint: Endpoint | None = None, results_dir: Path | str | None = None,
-               name: str | None = None, warmup: bool = True, consistency: str | None = None) -> StressResult:
+               name: str | None = None, warmup: bool = True, consistency: str | None = None,
+               jmx_port: int | None = None) -> StressResult:
     """Run cassandra-stress once per thread count; parse and keep its output.
 
     ``population`` is the number of keys loaded (inserts write seeds 1..N,
     reads draw from 1..N); give ``n`` operations or ``duration_s`` seconds
     per thread count. Raw output goes to ``<results_dir>/<name>/t<threads>.log``
     (with ``.err``, ``.cmd`` and ``.hdr`` beside it); ``results_dir``
-    defaults to ``plots/stress``, ``name`` to ``<profile>-<ops>``.
+    defaults to ``plots/stress``, ``name`` to ``<profile>-<ops>``; a relative
+    ``results_dir`` is taken from the current directory. ``jmx_port``: the
+    JMX port of the first node (default: the embedded cluster's; none for a
+    remote one), where cassandra-stress reads GC figures.
     """
     path = resolve_profile(profile)
     table = _profile_table(path)
@@ -193,15 +205,14 @@ def run_stress(profile: str | Path, ops: str | Mapping[str, int], *, population:
         raise CasstorError(f"threads {list(threads)!r}: expected one or more positive thread counts")
     endpoint = endpoint or endpoint_from_env()
     ensure_running(endpoint)
-    # Absolute: cassandra-stress runs in its own directory, where a relative hdrfile= path does not exist.
-    run_dir = Path(results_dir or RESULTS_DIR).resolve() / (name or f"{path.stem}-{label}")
+    run_dir = Path(results_dir or RESULTS_DIR).absolute() / (name or f"{path.stem}-{label}")
     run_dir.mkdir(parents=True, exist_ok=True)
     summaries, intervals, logs = [], [], []
     for count in threads:
         log = run_dir / f"t{count}.log"
         cmd = stress_command(path, spec, population=population, threads=int(count), n=n, duration_s=duration_s,
                              endpoint=endpoint, hdr_file=log.with_suffix(".hdr"), warmup=warmup,
-                             consistency=consistency)
+                             consistency=consistency, jmx_port=jmx_port)
         limit = RUN_TIMEOUT_S + (duration_s or 0)
         output = parse_output(_run_one(cmd, log, limit))
         total = output.summary[output.summary.op == "total"]
@@ -251,16 +262,31 @@ def drop_stress_keyspace(session: Session) -> None:
     session.cluster.control_connection.wait_for_schema_agreement()
 
 
-def flush_local(endpoint: Endpoint | None = None) -> bool:
-    """Flush the stress keyspace's memtables on every local node, so reads go to SSTables.
+def create_stress_keyspace(session: Session, replication_factor: int) -> None:
+    """An empty stress keyspace replicated ``replication_factor`` times (SimpleStrategy).
 
-    Returns False (and does nothing) for a remote cluster (``CASSTOR_NODES``):
-    flush it with its own nodetool.
+    The profiles' own ``keyspace_definition`` (RF 1) is then skipped:
+    cassandra-stress creates the keyspace only when it does not exist.
+    Raises :class:`CasstorError` for a factor below 1.
     """
-    endpoint = endpoint or endpoint_from_env()
-    if not endpoint.embedded:
-        return False
-    cluster = LocalCluster()
+    replication = Replication.simple(replication_factor)  # validated: DDL cannot be prepared
+    drop_stress_keyspace(session)
+    session.execute(f"CREATE KEYSPACE {STRESS_KS} WITH replication = {replication.cql()}")
+    session.cluster.control_connection.wait_for_schema_agreement()
+
+
+def flush_local(endpoint: Endpoint | None = None, cluster: LocalCluster | None = None) -> bool:
+    """Flush the stress keyspace's memtables on every node of a local cluster, so reads go to SSTables.
+
+    ``cluster`` defaults to the embedded one of ``endpoint``. Returns False
+    (and does nothing) for a remote cluster (``CASSTOR_NODES``): flush it
+    with its own nodetool.
+    """
+    if cluster is None:
+        endpoint = endpoint or endpoint_from_env()
+        if not endpoint.embedded:
+            return False
+        cluster = LocalCluster()
     for status in cluster.status():
         if status.state == "up":
             cluster.nodetool("flush", STRESS_KS, node=status.index)
