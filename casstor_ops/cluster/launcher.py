@@ -46,6 +46,7 @@ from casstor_ops.cluster.jvm import JAVA17_MODULE_FLAGS, find_java17
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 60.0
 SEED_UNREACHABLE = "Unable to contact any seeds"  # Cassandra's start-up error when gossip found no seed
+GOSSIP_UNREACHABLE = "Unable to gossip with any peers"  # the same, when the seed answered too late for a shadow round
 MAX_NODES = 254         # 127.0.0.1..254
 MIN_HEAP_MB = 256       # below this Cassandra 5 does not get through start-up
 MAX_HEAP_MB = 1 << 20
@@ -396,11 +397,11 @@ class LocalCluster:
     def _start_joining(node: "Node", log: Callable[[str], None], seeds: str) -> None:
         """Start ``node``; once more if it gave up on the seed: with the fast-start flags a node waits only
         seconds for gossip, and on a loaded machine the seed can answer late (seen: "Unable to contact any
-        seeds" from a third node while the first was up)."""
+        seeds" from a third node while the first was up, and "Unable to gossip with any peers" from a second one)."""
         try:
             node.start(log, seeds)
         except CasstorError as err:
-            if SEED_UNREACHABLE not in str(err):
+            if SEED_UNREACHABLE not in str(err) and GOSSIP_UNREACHABLE not in str(err):
                 raise
             log(f"node{node.index}: the seed did not answer in time; starting it again")
             node.start(log, seeds)

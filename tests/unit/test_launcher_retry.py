@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from casstor_ops.cluster.launcher import SEED_UNREACHABLE, LocalCluster
+from casstor_ops.cluster.launcher import GOSSIP_UNREACHABLE, SEED_UNREACHABLE, LocalCluster
 from casstor_ops.errors import CasstorError
 
 
@@ -23,9 +23,10 @@ class FakeNode:
             raise CasstorError(self.errors.pop(0))
 
 
-def test_a_node_that_missed_its_seed_is_started_again() -> None:
-    """Injects the start-up failure seen on a loaded machine; checks one more start, and a line saying why."""
-    node, said = FakeNode(f"node3 exited with code 3 during start-up; see x: {SEED_UNREACHABLE}: [/127.0.0.1:7000]"), []
+@pytest.mark.parametrize("missed", [f"{SEED_UNREACHABLE}: [/127.0.0.1:7000]", GOSSIP_UNREACHABLE])
+def test_a_node_that_missed_its_seed_is_started_again(missed: str) -> None:
+    """Injects the start-up failures seen on a loaded machine; checks one more start, and a line saying why."""
+    node, said = FakeNode(f"node3 exited with code 3 during start-up; see x: java.lang.RuntimeException: {missed}"), []
     LocalCluster._start_joining(node, said.append, "127.0.0.1:7000")
     assert node.starts == 2 and said == ["node3: the seed did not answer in time; starting it again"]
 
