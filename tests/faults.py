@@ -8,17 +8,21 @@ job ended first.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
+
+import pytest
 
 from casstor_ops.cluster.launcher import LocalCluster
 
-from .support import ROOT, SPARK_SUBMIT
+from .support import ROOT, SPARK_SUBMIT, THREE_NODE_PORTS
 
 JOB_TIMEOUT_S = 900
 
@@ -52,6 +56,17 @@ class BackgroundJob:
         if self.running():
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+
+
+@contextlib.contextmanager
+def three_node_env(cluster: LocalCluster) -> Iterator[None]:
+    """``CASSTOR_*`` of the module's three nodes (QUORUM) for this process and the jobs it starts, then restored."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CASSTOR_NODES", ",".join(cluster.contact_points))
+        env.setenv("CASSTOR_PORT", str(THREE_NODE_PORTS.cql))
+        env.setenv("CASSTOR_CONSISTENCY", "QUORUM")
+        env.setenv("PYSPARK_PYTHON", sys.executable)
+        yield
 
 
 def submit(*args: str, log: Path, env: dict[str, str] | None = None) -> BackgroundJob:
