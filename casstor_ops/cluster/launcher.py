@@ -45,6 +45,7 @@ from casstor_ops.cluster.jvm import JAVA17_MODULE_FLAGS, find_java17
 
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 60.0
+PORT_RELEASE_S = 65.0   # a TCP TIME_WAIT lasts 60 s on Linux
 SEED_UNREACHABLE = "Unable to contact any seeds"  # Cassandra's start-up error when gossip found no seed
 GOSSIP_UNREACHABLE = "Unable to gossip with any peers"  # the same, when the seed answered too late for a shadow round
 MAX_NODES = 254         # 127.0.0.1..254
@@ -83,6 +84,20 @@ def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
+
+
+def _listening(port: int) -> bool:
+    """Whether a TCP socket listens on ``port`` (any address): ``/proc/net/tcp`` and ``tcp6``, state 0A."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -221,6 +236,11 @@ class Node:
                   (self.address, self.ports.storage, "CASSTOR_STORAGE_PORT"),
                   ("127.0.0.1", self.jmx_port, "CASSTOR_JMX_PORT")]
         for host, port, var in checks:
+            # A port no socket listens on is held by closing connections (TIME_WAIT: a nodetool connection to
+            # the JMX port of a node just stopped), which Cassandra's JMX cannot bind past: they end within a minute.
+            deadline = time.monotonic() + PORT_RELEASE_S
+            while not _port_free(host, port) and not _listening(port) and time.monotonic() < deadline:
+                time.sleep(1)
             if not _port_free(host, port):
                 raise CasstorError(
                     f"port {host}:{port} is already in use by another process: stop that process "

@@ -4,13 +4,15 @@ a stopped node is waited for until its process has exited."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
-from casstor_ops.cluster.launcher import GOSSIP_UNREACHABLE, SEED_UNREACHABLE, LocalCluster, _wait_exited
+from casstor_ops.cluster.launcher import (GOSSIP_UNREACHABLE, SEED_UNREACHABLE, LocalCluster, _listening, _port_free,
+                                         _wait_exited)
 from casstor_ops.errors import CasstorError
 
 
@@ -61,3 +63,19 @@ def test_a_stopped_node_counts_as_exited_only_once_its_process_has() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_listening_port_is_told_from_one_held_only_by_closing_connections() -> None:
+    """Real sockets on a port the kernel picks: a listener counts as taken at once; a TIME_WAIT left by a
+    connection the server side closed first (what a stopped node's JMX port keeps) is not a listener."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    assert _listening(port)
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = server.accept()
+    accepted.close()
+    server.close()
+    client.close()
+    assert not _listening(port) and not _port_free("127.0.0.1", port)
