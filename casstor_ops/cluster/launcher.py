@@ -86,18 +86,14 @@ def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def _listening(port: int) -> bool:
-    """Whether a TCP socket listens on ``port`` (any address): ``/proc/net/tcp`` and ``tcp6``, state 0A."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                return True
-    return False
+def _listening(host: str, port: int) -> bool:
+    """Whether a TCP socket listens on ``host:port`` or on the wildcard address (``/proc/net/tcp``, state 0A)."""
+    wanted = {f"{socket.inet_aton(host)[::-1].hex().upper()}:{port:04X}", f"00000000:{port:04X}"}
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    return any(fields[1] in wanted and fields[3] == "0A" for fields in map(str.split, lines))
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -223,7 +219,7 @@ class Node:
             # A port no socket listens on is held by closing connections (TIME_WAIT: a nodetool connection to
             # the JMX port of a node just stopped), which Cassandra's JMX cannot bind past: they end within a minute.
             deadline = time.monotonic() + PORT_RELEASE_S
-            while not _port_free(host, port) and not _listening(port) and time.monotonic() < deadline:
+            while not _port_free(host, port) and not _listening(host, port) and time.monotonic() < deadline:
                 time.sleep(1)
             if not _port_free(host, port):
                 raise CasstorError(

@@ -50,10 +50,10 @@ def test_a_listening_port_is_told_from_one_held_only_by_closing_connections() ->
     server.bind(("127.0.0.1", 0))
     server.listen()
     port = server.getsockname()[1]
-    assert _listening(port)
+    assert _listening("127.0.0.1", port) and not _listening("127.0.0.2", port)
     client = socket.create_connection(("127.0.0.1", port))
     accepted, _ = server.accept()
     accepted.close()
     server.close()
     client.close()
-    assert not _listening(port) and not _port_free("127.0.0.1", port)
+    assert not _listening("127.0.0.1", port) and not _port_free("127.0.0.1", port)
