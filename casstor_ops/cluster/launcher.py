@@ -106,6 +106,20 @@ def _port_free(host: str, port: int) -> bool:
             return False
 
 
+def _wait_exited(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Wait until ``pid`` has exited (gone, or a zombie): its command line empties before its sockets close, so a
+    node restarted at once found its JMX port still bound (seen on a loaded machine)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.05)
+
+
 class Node:
     """One node's directory, configuration and process."""
 
@@ -168,6 +182,7 @@ class Node:
             os.kill(pid, signal.SIGKILL)
             while self.pid() is not None:
                 time.sleep(0.1)
+        _wait_exited(pid)
         self.pid_file.unlink(missing_ok=True)
         log(f"node{self.index} ({self.address}) stopped")
 
@@ -178,6 +193,7 @@ class Node:
             os.kill(pid, signal.SIGKILL)
             while self.pid() is not None:
                 time.sleep(0.1)
+            _wait_exited(pid)
         self.pid_file.unlink(missing_ok=True)
 
     def log_tail(self, lines: int = 15) -> str:

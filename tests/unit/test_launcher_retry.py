@@ -1,13 +1,18 @@
 """A joining node that gave up on its seed is started once more; any other start-up failure is final (no JVM);
-a port held only by closing connections is told from a listener."""
+a stopped node is waited for until its process has exited."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
-from casstor_ops.cluster.launcher import GOSSIP_UNREACHABLE, SEED_UNREACHABLE, LocalCluster, _listening, _port_free
+from casstor_ops.cluster.launcher import (GOSSIP_UNREACHABLE, SEED_UNREACHABLE, LocalCluster, _listening, _port_free,
+                                         _wait_exited)
 from casstor_ops.errors import CasstorError
 
 
@@ -41,6 +46,23 @@ def test_other_failures_and_a_second_miss_are_final(errors: tuple[str, ...]) -> 
     with pytest.raises(CasstorError):
         LocalCluster._start_joining(node, lambda line: None, "127.0.0.1:7000")
     assert node.starts == len(errors)
+
+
+def test_a_stopped_node_counts_as_exited_only_once_its_process_has() -> None:
+    """A real child process: running, it is waited for (up to the timeout); killed and not yet reaped (a zombie,
+    its sockets closed), it is not."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = time.monotonic()
+        _wait_exited(child.pid, timeout_s=0.5)
+        assert time.monotonic() - started >= 0.5
+        child.send_signal(signal.SIGKILL)
+        started = time.monotonic()
+        _wait_exited(child.pid, timeout_s=30)
+        assert time.monotonic() - started < 10
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_listening_port_is_told_from_one_held_only_by_closing_connections() -> None:
