@@ -45,6 +45,7 @@ from casstor_ops.cluster.jvm import JAVA17_MODULE_FLAGS, find_java17
 
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 60.0
+PORT_RELEASE_S = 65.0   # a TCP TIME_WAIT lasts 60 s on Linux
 # Cassandra's start-up errors when a joining node heard from no seed in time: the shadow round (2 x the ring
 # delay) and the bootstrap's check for a live seed.
 SEED_UNREACHABLE = ("Unable to gossip with any peers", "Unable to contact any seeds")
@@ -90,6 +91,16 @@ def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+def _listening(host: str, port: int) -> bool:
+    """Whether a TCP socket listens on ``host:port`` or on the wildcard address (``/proc/net/tcp``, state 0A)."""
+    wanted = {f"{socket.inet_aton(host)[::-1].hex().upper()}:{port:04X}", f"00000000:{port:04X}"}
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    return any(fields[1] in wanted and fields[3] == "0A" for fields in map(str.split, lines))
+
+
 def _port_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -98,6 +109,20 @@ def _port_free(host: str, port: int) -> bool:
             return True
         except OSError:
             return False
+
+
+def _wait_exited(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Wait until ``pid`` has exited (gone, or a zombie): its command line empties before its sockets close, so a
+    node restarted at once found its JMX port still bound (seen on a loaded machine)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.05)
 
 
 class Node:
@@ -162,6 +187,7 @@ class Node:
             os.kill(pid, signal.SIGKILL)
             while self.pid() is not None:
                 time.sleep(0.1)
+        _wait_exited(pid)
         self.pid_file.unlink(missing_ok=True)
         log(f"node{self.index} ({self.address}) stopped")
 
@@ -172,6 +198,7 @@ class Node:
             os.kill(pid, signal.SIGKILL)
             while self.pid() is not None:
                 time.sleep(0.1)
+            _wait_exited(pid)
         self.pid_file.unlink(missing_ok=True)
 
     def log_tail(self, lines: int = 15) -> str:
@@ -210,6 +237,11 @@ class Node:
                   (self.address, self.ports.storage, "CASSTOR_STORAGE_PORT"),
                   ("127.0.0.1", self.jmx_port, "CASSTOR_JMX_PORT")]
         for host, port, var in checks:
+            # A port no socket listens on is held by closing connections (TIME_WAIT: a nodetool connection to
+            # the JMX port of a node just stopped), which Cassandra's JMX cannot bind past: they end within a minute.
+            deadline = time.monotonic() + PORT_RELEASE_S
+            while not _port_free(host, port) and not _listening(host, port) and time.monotonic() < deadline:
+                time.sleep(1)
             if not _port_free(host, port):
                 raise CasstorError(
                     f"port {host}:{port} is already in use by another process: stop that process "

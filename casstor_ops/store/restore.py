@@ -26,7 +26,9 @@ the end. A missing or damaged block stops the restore at once with
 and the block (FileChangedError instead when the file changed, above). A path destination is written to a temporary file beside
 it (flushed to disk in the background as it grows), fsynced and renamed
 into place only when everything checked out, so a failed restore leaves
-nothing at DEST.
+nothing at DEST; a restore killed before that leaves its temporary file,
+which the next restore to the same DEST removes
+(:mod:`casstor_ops.store.temporary` names each after its DEST and writer).
 Requests time out (``timeout_s``) and are retried a few times; nothing
 waits forever.
 
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -58,6 +59,7 @@ from casstor_ops.store.inflight import RequestWindow
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileInfo, RestoreResult
 from casstor_ops.store.statements import Statements
+from casstor_ops.store.temporary import create_temporary, remove_strays
 
 READ_WINDOW = 8        # concurrent block reads (see docs/driver.md)
 BLOCKS_PER_READ = 16   # distinct blocks per read (IN ? of 16: a third less client CPU per MB than 4)
@@ -231,7 +233,8 @@ def restore_to_path(restore: Restore, dest: Path, force: bool) -> RestoreResult:
     check_destination(dest, force)
     tmp: Path | None = None
     try:
-        tmp, file = _create_temporary(dest.parent)
+        remove_strays(dest)  # what a restore of this DEST killed earlier left behind
+        tmp, file = create_temporary(dest)
         with file, _SyncingWriter(file) as out:
             result = restore.run(out)
             out.sync()
@@ -251,23 +254,6 @@ def restore_to_path(restore: Restore, dest: Path, force: bool) -> RestoreResult:
     finally:
         if tmp is not None:  # None: nothing was created, and a name another restore drew is not ours to delete
             tmp.unlink(missing_ok=True)
-
-
-def _create_temporary(directory: Path) -> tuple[Path, BinaryIO]:
-    """A new empty file in ``directory`` with a unique name of a fixed 29 bytes, and the file open for writing.
-
-    The name does not include DEST's: any basename up to the file system's
-    limit (255 bytes) can be restored. ``xb`` never opens an existing file,
-    so a name drawn twice is drawn again rather than shared. Example:
-    ``_create_temporary(Path("/data"))`` -> ``(Path("/data/.casstor-1f0c9a7e5b3d2c41.tmp"), file)``;
-    an OSError (no permission, disk full) propagates.
-    """
-    while True:
-        tmp = directory / f".casstor-{secrets.token_hex(8)}.tmp"
-        try:
-            return tmp, open(tmp, "xb")
-        except FileExistsError:
-            continue
 
 
 class _SyncingWriter:

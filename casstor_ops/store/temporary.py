@@ -1,0 +1,122 @@
+"""A restore's temporary file: its name, who owns it, and removing the ones a killed restore left behind.
+
+A path restore writes ``DEST``'s content to a temporary file beside it and
+renames it into place only when every block checked out
+(:func:`~casstor_ops.store.restore.restore_to_path`). A restore killed
+meanwhile (``kill -9``, a power cut) leaves that file behind, so the name
+says whose it is: ``.casstor-<tag>-<pid>-<random>.tmp``, where ``tag`` is
+12 hex digits of BLAKE2b of DEST's basename (the basename itself could be
+255 bytes long: no room for it beside a prefix) and ``pid`` the writer's
+process id. The writer also holds an exclusive ``flock`` on the file for
+as long as it writes.
+
+The next restore to the same DEST calls :func:`remove_strays` first: it
+removes the temporary files of that DEST (same tag) whose writer is gone,
+i.e. both (1) no process with that pid exists on this host and (2) the
+file's lock can be taken at once. (1) covers the instant between the
+writer's create and its lock; (2) covers a writer on another host of a
+shared file system (NFS emulates ``flock`` with its own locks), or a pid in
+another pid namespace. A live restore's file is never removed: either test
+keeps it. A pid reused by an unrelated process keeps a stray until that
+process ends (the safe side). Files of other DESTs and any other name
+(``.casstor-<16 hex>.tmp`` of older versions, which say nothing of their
+owner) are left alone.
+
+Example::
+
+    >>> path, file = create_temporary(Path("/data/big.iso"))   # doctest: +SKIP
+    >>> path.name                                              # doctest: +SKIP
+    '.casstor-5d1e0a77c2f4-4242-9f3a61c0.tmp'
+    >>> remove_strays(Path("/data/big.iso"))                   # doctest: +SKIP
+    []
+
+Failures: :func:`create_temporary` raises OSError (no permission, disk
+full); :func:`remove_strays` never raises for a file it cannot inspect or
+remove (it keeps it), only for a directory it cannot list.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+_NAME = re.compile(r"\.casstor-(?P<tag>[0-9a-f]{12})-(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{8}\.tmp")
+
+
+class Owner(NamedTuple):
+    """What a temporary file's name says: which DEST (its tag) and which process wrote it."""
+
+    tag: str
+    pid: int
+
+
+def dest_tag(dest: Path) -> str:
+    """12 hex digits naming ``dest``'s basename in its temporary files (e.g. ``'5d1e0a77c2f4'``)."""
+    return hashlib.blake2b(os.fsencode(dest.name), digest_size=6).hexdigest()
+
+
+def temporary_name(dest: Path, pid: int, nonce: str) -> str:
+    """``.casstor-<tag>-<pid>-<nonce>.tmp``: at most 43 bytes, whatever DEST's name (``nonce``: 8 hex digits)."""
+    return f".casstor-{dest_tag(dest)}-{pid}-{nonce}.tmp"
+
+
+def owner_of(name: str) -> Owner | None:
+    """The tag and pid of a temporary file's name; None for any other name."""
+    match = _NAME.fullmatch(name)
+    return Owner(match["tag"], int(match["pid"])) if match else None
+
+
+def create_temporary(dest: Path) -> tuple[Path, BinaryIO]:
+    """A new empty temporary file beside ``dest``, open for writing and locked for as long as it stays open.
+
+    ``xb`` never opens an existing file, so a name drawn twice is drawn again
+    rather than shared.
+    """
+    while True:
+        path = dest.parent / temporary_name(dest, os.getpid(), secrets.token_hex(4))
+        try:
+            file = open(path, "xb")
+        except FileExistsError:
+            continue
+        fcntl.flock(file, fcntl.LOCK_EX)  # never blocks: the file is new and ours
+        return path, file
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_strays(dest: Path) -> list[Path]:
+    """Remove the temporary files of ``dest`` left by restores that are gone (see the module docstring); the removed."""
+    tag = dest_tag(dest)
+    removed = []
+    for entry in os.scandir(dest.parent):
+        owner = owner_of(entry.name)
+        if owner is None or owner.tag != tag or pid_alive(owner.pid):
+            continue
+        if _remove_if_unlocked(Path(entry.path)):
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _remove_if_unlocked(path: Path) -> bool:
+    """Unlink ``path`` if its lock can be taken at once (no writer holds it); False when kept."""
+    try:
+        with open(path, "rb") as file:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            path.unlink()  # under the lock: a writer still alive elsewhere could not have taken it
+            return True
+    except OSError:  # locked (a live writer elsewhere), or gone or unreadable meanwhile: keep it
+        return False

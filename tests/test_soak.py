@@ -1,0 +1,169 @@
+"""Soak: writers store, overwrite and remove files with shared blocks while online reclaim and verify run again and
+again; at the end nothing committed is lost and the garbage left is only what the last reclaim could not free.
+
+Writers: :data:`WRITERS` processes of :mod:`tests.soak_writer` (the Store API, each in its own process, each
+with a ledger). Maintenance: the test process alternates ``reclaim(online=True)`` and ``verify`` (the library
+calls behind ``jobs/reclaim.py --online`` and ``jobs/verify.py``) on the session's local[2] SparkSession until the
+writers stop: a ``spark-submit`` per run would spend most of the one-minute soak starting Spark (the jobs
+themselves run through ``spark-submit`` in ``tests/test_faults_node_kill.py``). The commit bound is 1 s, so
+each online reclaim waits ~6 s.
+
+At the end, checked:
+
+* no writer operation failed, and every verify during the soak found no problem;
+* the committed files are exactly the ledgers' last states, and each restores byte-exact (SHA-256);
+* a final verify is clean;
+* the garbage left (index rows no head's block list names) is only what the last reclaim could not yet prove
+  unreferenced: each such block was written after that reclaim's cut-off (its plan time: its index row's write
+  time is later, which includes an index row a rescue rewrote), or was named by a version whose overwrite or
+  removal had not returned at the cut-off (it may still have been a head when the plan read the heads);
+* then, the writers gone, a final offline reclaim leaves no garbage at all (by the same rule, nothing was
+  written or dereferenced after its cut-off), so a reclaim that frees less than it should fails even when the
+  machine is so slow that the soak's last reclaim planned before most garbage existed.
+
+The figures (operations by kind, reclaims, bytes reclaimed, garbage left, duration) are printed.
+``test_soak[1min]`` runs in ``make test``; ``test_soak[10min]`` is ``slow`` (``make test-all``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from casstor_ops.ops.reclaim import reclaim
+from casstor_ops.ops.verify import verify
+from casstor_ops.store.api import Store
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
+
+from .faults import BackgroundJob, sha256
+
+WRITERS = 3
+
+
+@dataclass
+class Figures:
+    ops: Counter = field(default_factory=Counter)
+    bytes_stored: int = 0
+    reclaims: int = 0
+    reclaimed_blocks: int = 0
+    reclaimed_bytes: int = 0
+    rescued_blocks: int = 0
+    verifies: int = 0
+    garbage_left: dict = field(default_factory=dict)
+
+    def line(self) -> str:
+        return (f"soak: {WRITERS} writers: {sum(self.ops.values())} operations "
+                f"({', '.join(f'{n} {op}' for op, n in sorted(self.ops.items()))}), {self.bytes_stored / 1e6:.1f} MB "
+                f"stored; {self.reclaims} online reclaims deleted {self.reclaimed_blocks} blocks "
+                f"({self.reclaimed_bytes / 1e6:.1f} MB), rescued {self.rescued_blocks}; {self.verifies} verifies "
+                f"clean; garbage left {self.garbage_left}")
+
+
+def _ledger(paths: list[Path]) -> list[dict]:
+    return [json.loads(line) for path in paths for line in path.read_text().splitlines()]
+
+
+def _last_states(entries: list[dict]) -> dict[str, str]:
+    """ID -> SHA-256 of the content its writer last committed (removed IDs absent)."""
+    state: dict[str, str] = {}
+    for entry in sorted(entries, key=lambda e: e["end"]):
+        if entry["op"] == "remove":
+            del state[entry["id"]]
+        else:
+            state[entry["id"]] = entry["sha256"]
+    return state
+
+
+def _garbage_left(session, entries: list[dict], cutoff: datetime) -> tuple[dict[str, int], list[str]]:
+    """Counts of the garbage left by reason, and the blocks no reason explains (hex), given the last cut-off."""
+    heads = {(r.id, r.version) for r in session.execute(f"SELECT id, version FROM {META_KS}.files")}
+    lists: dict[bytes, list] = {}
+    for row in session.execute(f"SELECT id, version, hash FROM {META_KS}.file_blocks"):
+        lists.setdefault(row.hash, []).append((row.id, row.version))
+    referenced = {h for h, versions in lists.items() if any(v in heads for v in versions)}
+    dereferenced_at = {e["old"]: e["end"] for e in entries if e["op"] in ("overwrite", "remove")}
+    cutoff_us = int(cutoff.timestamp() * 1_000_000)
+    counts, unexplained = Counter(), []
+    for row in session.execute(f"SELECT hash, size, WRITETIME(size) AS written FROM {DATA_KS}.existing_blocks"):
+        if row.hash in referenced:
+            continue
+        if row.written >= cutoff_us:
+            counts["written after the cut-off"] += 1
+        elif any(dereferenced_at.get(str(v), 0) > cutoff.timestamp() for _, v in lists.get(row.hash, [])):
+            counts["dereferenced after the cut-off"] += 1
+        else:
+            unexplained.append(row.hash.hex())
+    return dict(counts), unexplained
+
+
+@pytest.fixture()
+def soak_store(empty_store) -> Store:
+    set_commit_bound(empty_store, 1)
+    yield Store(empty_store)
+    set_commit_bound(empty_store, DEFAULT_COMMIT_BOUND_S)
+
+
+@pytest.mark.parametrize("seconds", [pytest.param(60, id="1min", marks=pytest.mark.timeout(1800)),
+                                     pytest.param(600, id="10min", marks=[pytest.mark.slow, pytest.mark.timeout(3600)])])
+def test_soak(seconds: int, soak_store: Store, spark, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Injects concurrency, not a fault: writers racing online reclaims and verifies for ``seconds``. Checks the
+    module docstring's list: nothing committed is lost, verify stays clean, only unprovable garbage is left."""
+    session, figures, started = soak_store.session, Figures(), time.monotonic()
+    ledgers = [tmp_path / f"ledger-w{w}.jsonl" for w in range(WRITERS)]
+    writers = [BackgroundJob([sys.executable, "-m", "tests.soak_writer", str(w), str(seconds), str(ledgers[w])],
+                             tmp_path / f"writer-{w}.log") for w in range(WRITERS)]
+    cutoff = None
+    try:
+        while any(w.running() for w in writers):
+            outcome = reclaim(spark, session, online=True, log=lambda _: None)
+            cutoff = outcome.plan.planned_at
+            figures.reclaims += 1
+            figures.reclaimed_blocks += outcome.stats.deleted.blocks
+            figures.reclaimed_bytes += outcome.stats.deleted.bytes
+            figures.rescued_blocks += outcome.stats.rescued.blocks
+            if not any(w.running() for w in writers):
+                break  # the final verify below follows at once
+            report = verify(spark)
+            assert report.exit_code == 0 and not any(report.problems.values()), report.table()
+            figures.verifies += 1
+    finally:
+        for writer in writers:
+            writer.kill() if writer.running() else None
+    for writer in writers:
+        code, output = writer.wait()
+        assert code == 0, output[-3000:]
+    entries = _ledger(ledgers)
+    figures.ops = Counter(e["op"] for e in entries)
+    figures.bytes_stored = sum(e["size"] or 0 for e in entries)
+    assert figures.ops["failed"] == 0 and figures.ops["overwrite"] and figures.ops["remove"], figures.ops
+
+    figures.garbage_left, unexplained = _garbage_left(session, entries, cutoff)
+    with capsys.disabled():
+        print(f"\n{figures.line()}")
+    assert unexplained == [], f"garbage the last reclaim should have deleted: {unexplained[:5]}"
+    # With the writers gone, one more reclaim can prove every unreferenced block garbage: none may be left.
+    swept = reclaim(spark, session, log=lambda _: None)
+    left, unexplained = _garbage_left(session, entries, swept.plan.planned_at)
+    with capsys.disabled():
+        print(f"soak: a final offline reclaim deleted {swept.stats.deleted.blocks} blocks "
+              f"({swept.stats.deleted.bytes / 1e6:.1f} MB); garbage left {left}")
+    assert left == {} and unexplained == [], (left, unexplained[:5])
+
+    expected = _last_states(entries)
+    assert {info.id for info in soak_store.list("soak/")} == set(expected)
+    out = tmp_path / "restored"
+    for file_id, digest in expected.items():
+        soak_store.restore(file_id, out, force=True)
+        assert sha256(out) == digest, file_id
+    final = verify(spark)
+    assert final.exit_code == 0 and not any(final.problems.values()), final.table()
+    with capsys.disabled():
+        print(f"soak: all checks passed in {time.monotonic() - started:.0f} s")
