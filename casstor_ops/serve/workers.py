@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import time
 import traceback
 from collections.abc import Callable
 from functools import partial
@@ -41,6 +42,9 @@ log = logging.getLogger("casstor.serve")
 
 Work = Callable[[int, Callable[[], None]], None]
 """One worker's whole life: ``work(index, ready)``, calling ``ready()`` once it can serve."""
+
+WAIT_POLL_S = 0.1
+"""How often the supervisor looks for exited workers (see ``_wait_any``)."""
 
 
 def _fork(index: int, work: Work, ready_fd: int, read_fd: int) -> int:
@@ -75,6 +79,16 @@ def _exit_code(status: int) -> int:
     return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
+def _wait_any() -> tuple[int, int]:
+    """``os.wait()`` that lets the signal handlers run: a SIGTERM taken by another thread (the driver's, numpy's)
+    sets no EINTR on the main thread's blocking wait, so the handler would not run until a worker exits."""
+    while True:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid:
+            return pid, status
+        time.sleep(WAIT_POLL_S)
+
+
 def _wait_ready(count: int, read_fd: int) -> bool:
     """Whether all ``count`` workers said they are ready (False: one exited without saying it)."""
     seen = 0
@@ -105,7 +119,7 @@ def run_workers(count: int, work: Work, on_ready: Callable[[], None]) -> int:
                 _stop(pids)
         code = 0
         while pids:
-            pid, status = os.wait()
+            pid, status = _wait_any()
             index, worker_code = pids.pop(pid), _exit_code(status)
             if not stopping:
                 log.error("worker %d exited with status %d: stopping the server", index, worker_code)

@@ -6,10 +6,15 @@ never touch the test process.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
+
+import pytest
 
 SUPERVISOR = textwrap.dedent("""
     import os, signal, sys
@@ -18,12 +23,16 @@ SUPERVISOR = textwrap.dedent("""
     from casstor_ops.serve.workers import run_workers
 
     failing, when = int(sys.argv[1]), sys.argv[2]
+    if when == "other-thread":  # only another thread (as numpy's, the driver's) may take SIGTERM
+        import threading, time
+        threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 
     def work(index, ready):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         if index == failing and when == "before":
             raise CasstorError("Cassandra unreachable", 6)
-        print(f"worker {index} pid {os.getpid()}", flush=True)
+        os.write(1, f"worker {index} pid {os.getpid()}\\n".encode())  # one write: the workers share the pipe
         ready()
         if index == failing:
             raise CasstorError("lost the store", 6)
@@ -34,9 +43,22 @@ SUPERVISOR = textwrap.dedent("""
 """)
 
 
-def _supervisor(failing: int, when: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", SUPERVISOR, str(failing), when], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+@pytest.fixture()
+def supervisors() -> Iterator[Callable[[int, str], subprocess.Popen]]:
+    """Starts supervisors in sessions of their own; whatever a test leaves of them (a hang) is killed after it."""
+    started: list[subprocess.Popen] = []
+
+    def start(failing: int, when: str) -> subprocess.Popen:
+        started.append(subprocess.Popen([sys.executable, "-c", SUPERVISOR, str(failing), when],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        start_new_session=True))
+        return started[-1]
+
+    yield start
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # the supervisor's session: it and its workers
+        process.communicate()
 
 
 def _gone(pid: int) -> bool:
@@ -47,8 +69,11 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def test_sigterm_stops_every_worker_and_exits_0() -> None:
-    supervisor = _supervisor(-1, "")
+@pytest.mark.parametrize("when", ["", "other-thread"])
+def test_sigterm_stops_every_worker_and_exits_0(supervisors, when: str) -> None:
+    """``other-thread`` injects a SIGTERM that the kernel delivers to a thread other than the main one (the
+    driver's, as in the real server): the supervisor must still pass it on and exit."""
+    supervisor = supervisors(-1, when)
     lines = [supervisor.stdout.readline().strip() for _ in range(3)]
     assert lines[2] == "ready" and sorted(lines[:2])[0].startswith("worker 0")
     supervisor.send_signal(signal.SIGTERM)
@@ -57,15 +82,15 @@ def test_sigterm_stops_every_worker_and_exits_0() -> None:
     assert all(_gone(int(line.split()[-1])) for line in lines[:2])
 
 
-def test_a_worker_that_dies_stops_the_others_and_its_status_is_returned() -> None:
-    supervisor = _supervisor(1, "after")
+def test_a_worker_that_dies_stops_the_others_and_its_status_is_returned(supervisors) -> None:
+    supervisor = supervisors(1, "after")
     out, err = supervisor.communicate(timeout=30)
     assert "exit 6" in out and "casstor: lost the store" in err
     assert "worker 1 exited with status 6: stopping the server" in err
 
 
-def test_a_worker_that_cannot_start_means_the_server_never_says_ready() -> None:
-    supervisor = _supervisor(0, "before")
+def test_a_worker_that_cannot_start_means_the_server_never_says_ready(supervisors) -> None:
+    supervisor = supervisors(0, "before")
     out, err = supervisor.communicate(timeout=30)
     assert "ready" not in out and "exit 6" in out
     assert err.count("casstor: Cassandra unreachable") == 1 and "Traceback" not in err
