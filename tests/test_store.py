@@ -2,6 +2,7 @@
 
 import io
 import os
+import socket
 import threading
 
 import pytest
@@ -180,3 +181,11 @@ def test_bad_sources(store, tmp_path):
         store.put(tmp_path, "x")
     with pytest.raises(CasstorError, match="Input/output error"):
         store.put("/proc/self/mem", "x")  # opens, then every read fails (root can read any mode bits)
+
+
+def test_connections_send_small_requests_at_once(cql):
+    """Every connection of a session disables Nagle's algorithm (TCP_NODELAY): with it on, a request longer than
+    one TCP segment (a 4 KiB block) waited for the node's delayed ACK, ~40 ms a request sent alone."""
+    connections = [c for pool in cql._pools.values() for c in pool.get_connections()]
+    connections.append(cql.cluster.control_connection._connection)
+    assert connections and all(c._socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for c in connections)
