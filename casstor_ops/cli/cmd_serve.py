@@ -15,11 +15,14 @@ from __future__ import annotations
 import argparse
 
 from casstor_ops.serve.auth import read_token
-from casstor_ops.serve.server import ServeOptions, serve
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # Here, not at the top: the server stack (uvicorn, Starlette) is a fifth of the import time of every other
+    # command, which only registers this one.
+    from casstor_ops.serve.server import ServeOptions, serve
+
     token = read_token(args.token_file) if args.token_file else None
     serve(ServeOptions(args.host, args.port, token, args.read_only, args.lease_reuse))
     return 0

@@ -79,7 +79,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, fields
 
-from cassandra import ConsistencyLevel
+from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import Session
 from cassandra.query import SimpleStatement
 
@@ -260,10 +260,12 @@ def read_settings(session: Session) -> StoreSettings | None:
     """
     st = Statements.for_session(session)
     with reported_as_user_errors(endpoint_of(session), "read the store's settings"):
-        # Asked first, so that reading the table never fails only because it is not there.
-        if session.execute(st.table_exists, (META_KS, "settings")).one() is None:
-            return None
-        found = {r.name: r.value for r in session.execute(st.all_settings)}
+        try:
+            found = {r.name: r.value for r in session.execute(st.all_settings)}
+        except InvalidRequest:  # preparing the read fails without the table: asked only then (one read fewer)
+            if session.execute(st.table_exists, (META_KS, "settings")).one() is None:
+                return None
+            raise
     return StoreSettings.from_rows(found) if found else None
 
 
