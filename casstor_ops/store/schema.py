@@ -28,8 +28,12 @@ small, precious rows (files, block lists, settings, the reclaim window).
   (:mod:`casstor_ops.store.upload`). ``CLAIM_BUCKETS`` partitions, chosen by the
   hash, so one conditional batch (one Paxos round) claims many blocks:
   measured here, 4,356 claims cost the node 0.8-1.2 CPU-seconds in
-  batches of ~16 against 5.5-9 one LWT each. More buckets spread claims
-  over more replicas and cost more rounds.
+  batches of ~16 against 5.5-9 one LWT each; per claim, in batches of the
+  missing blocks of one existence check (256 hashes), 16 buckets cost the
+  node ~107 us, 4 buckets ~40, 1 bucket ~20 (``docs/benchmarks.md``). More
+  buckets spread claims over more replicas and make concurrent stores meet
+  less often in one Paxos round, and cost more rounds: 4 keeps most of the
+  saving.
 
 ``casstor_meta``
 
@@ -124,7 +128,9 @@ _TABLES = [
         writer uuid PRIMARY KEY, kind text, host text, started_at timestamp)""",
 ]
 
-CLAIM_BUCKETS = 16  # every writer must agree: a block's claim lives in one partition
+# Every writer must agree: a block's claim lives in one partition. (16 until the lean write path: a casstor of
+# before and one of after, storing the same new block at the same moment, may both upload it.)
+CLAIM_BUCKETS = 4
 
 
 def claim_bucket(digest: bytes) -> int:
@@ -234,9 +240,7 @@ def replication_map(session: Session, keyspace: str) -> dict[str, str] | None:
 def _ensure_keyspace(session: Session, keyspace: str, wanted: Replication, explicit: bool) -> None:
     existing = replication_map(session, keyspace)
     if existing is None:
-        session.execute(SimpleStatement(
-            f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {wanted.cql()}",
-            consistency_level=ConsistencyLevel.ONE))
+        _ddl(session, f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {wanted.cql()}")
         return
     if explicit and existing != wanted.as_map():
         raise CasstorError(
@@ -309,7 +313,7 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
     _ensure_keyspace(session, DATA_KS, data or Replication.simple(rf), data is not None)
     _ensure_keyspace(session, META_KS, meta or Replication.simple(rf), meta is not None)
     for ddl in _TABLES:
-        session.execute(SimpleStatement(ddl, consistency_level=ConsistencyLevel.ONE))
+        _ddl(session, ddl)
     session.cluster.control_connection.wait_for_schema_agreement()
     wanted = settings or StoreSettings()
     st = Statements.for_session(session)
@@ -343,20 +347,28 @@ def set_compression(session: Session, spec: str) -> StoreSettings:
     return require_settings(session)
 
 
+def _ddl(session: Session, cql: str) -> None:
+    """Run a schema statement (never prepared; its only variable parts are validated constants)."""
+    session.execute(SimpleStatement(cql, consistency_level=ConsistencyLevel.ONE))
+
+
 # The commit bound is a tunable, not a recorded setting: changing it never
 # breaks dedup, and the tests shorten it. Stores enforce it (every block a
 # commit relies on was verified less than the bound ago); online reclaim
 # waits longer than it. Both read it from the same row, so they agree.
 DEFAULT_COMMIT_BOUND_S = 300
+# The least bound: a store whose checks are all younger than half of it need not read the row
+# (casstor_ops.store.commit); a smaller value written to the row by hand counts as this.
+MIN_COMMIT_BOUND_S = 1
 
 
 def commit_bound_s(session: Session) -> int:
-    """Seconds a store may rely on an existence check before its commit."""
+    """Seconds a store may rely on an existence check before its commit (at least ``MIN_COMMIT_BOUND_S``)."""
     row = session.execute(Statements.for_session(session).setting, ("commit_bound_s",)).one()
-    return int(row.value) if row else DEFAULT_COMMIT_BOUND_S
+    return max(MIN_COMMIT_BOUND_S, int(row.value)) if row else DEFAULT_COMMIT_BOUND_S
 
 
 def set_commit_bound(session: Session, seconds: int) -> None:
-    if seconds < 1:
-        raise CasstorError(f"commit bound {seconds} s: must be at least 1 s")
+    if seconds < MIN_COMMIT_BOUND_S:
+        raise CasstorError(f"commit bound {seconds} s: must be at least {MIN_COMMIT_BOUND_S} s")
     session.execute(Statements.for_session(session).write_setting, ("commit_bound_s", str(seconds)))
