@@ -139,12 +139,11 @@ class Commit:
         return data
 
     def _write_block_list(self, file_id: str, version) -> None:
-        rows_per_batch = BLOCK_LIST_BATCH_ROWS
         offsets = itertools.accumulate([0] + self._sizes)
         rows = [(file_id, version, offset, digest, size)
                 for offset, digest, size in zip(offsets, self._hashes, self._sizes)]
-        for start in range(0, len(rows), rows_per_batch):
-            self._window.submit_batch(self._st.insert_file_block, rows[start:start + rows_per_batch],
+        for start in range(0, len(rows), BLOCK_LIST_BATCH_ROWS):
+            self._window.submit_batch(self._st.insert_file_block, rows[start:start + BLOCK_LIST_BATCH_ROWS],
                                       lambda _rows: None)
         self._window.drain()
 

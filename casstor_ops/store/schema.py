@@ -18,7 +18,9 @@ small, precious rows (files, block lists, settings, the reclaim window).
   asks "do you have it?". It has no content column, so existence checks
   and full scans (stats, reclaim, verify) never touch blob SSTables (a
   ``count(*)`` over ``blocks`` ran a 1 GiB-heap node out of memory). It is
-  written *after* the block, so an index row implies the block is there.
+  written in one mutation with the block's content (same key, same
+  keyspace: :mod:`casstor_ops.store.block_uploads`), so an index row implies
+  the block is there.
   It lives beside ``blocks`` (same replication): it vouches for blocks.
   ``stored_size`` is the content's length as stored (null: as ``size``),
   so stats count bytes after compression without reading content.
