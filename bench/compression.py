@@ -12,11 +12,17 @@ process per file, as a user's loop or a cron job runs it) and as one tree
 
 casstor runs twice per corpus on an empty store: with ``--compression none``
 (blocks as the code before compressed blocks stored them) and with the
-default ``zstd:3``. Each store loop starts on quiet nodes; ``--repeat N``
-empties the store and stores again N times, and restores N times, keeping
-the best. Bytes on disk are the live SSTables of both casstor keyspaces
-after a flush (``nodetool tablestats``), against restic's repository
-directory. Every restore is compared byte for byte with its source.
+default ``zstd:3`` (or ``--compression SPEC``). Each store loop starts on
+quiet nodes; ``--repeat N`` empties the store and stores again N times, and
+restores N times, keeping the best. Bytes on disk are the live SSTables of
+both casstor keyspaces after a flush (``nodetool tablestats``; also per
+table), against restic's repository directory. Every restore is compared
+byte for byte with its source.
+
+``--compare OLD.json`` prints, beside the run's own report, each figure
+against the same figure of an earlier run's results (e.g. the code before a
+change, run in the same session from a worktree): MB/s new / old, CPU per MB
+new / old, bytes new / old.
 
 The bench runs its own throw-away node (a temporary ``CASSTOR_HOME`` on
 ports ``--port-base`` + 0/1/2), so emptying the store never touches a
@@ -25,6 +31,8 @@ user's data; the node is stopped at the end.
 Example::
 
     $ .venv/bin/python -m bench.compression --versions 4 --random-mb 64
+    $ PYTHONPATH=../main-worktree .venv/bin/python -m bench.compression --out /tmp/old.json   # the code before
+    $ .venv/bin/python -m bench.compression --compare /tmp/old.json
 
 Figures are ratios (casstor / restic MB/s; casstor / restic bytes; zstd /
 none) with client and node CPU ms per MB beside them. Failures: restic or
@@ -35,6 +43,7 @@ the corpus unavailable, or a restore that differs, end the run with one line
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import shutil
 import subprocess
@@ -47,7 +56,7 @@ from pathlib import Path
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.store.codec import DEFAULT_COMPRESSION
+from casstor_ops.store.codec import DEFAULT_COMPRESSION, BlockCodec
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import set_compression
 
@@ -60,6 +69,7 @@ CASSTOR = str(Path(sys.executable).with_name("casstor"))
 MODES = ("none", DEFAULT_COMPRESSION)
 TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_claims"), (META_KS, "files"),
           (META_KS, "file_blocks"), (META_KS, "writer_leases")]
+SPEEDS = ("store", "restore", "tree_store", "tree_restore")
 
 
 def _loop(commands: list[list[str]]) -> None:
@@ -110,13 +120,13 @@ def _casstor(run: _Run, corpus: str, files: list[Path], work: Path, mode: str) -
     _check_restored(files, tree_out, f"casstor ({mode}, tree)")
     run.measure(f"{corpus}_{mode}_store", nbytes, lambda: _empty_store(run.session),
                 lambda: _loop([[CASSTOR, "store", str(f), i, "--quiet"] for f, i in zip(files, ids)]))
-    disk = live_bytes(LocalCluster(), DATA_KS) + live_bytes(LocalCluster(), META_KS)
+    tables = {f"{keyspace}.{table}": live_bytes(LocalCluster(), keyspace, table) for keyspace, table in TABLES}
     out = work / f"restore-{corpus}-{mode}"
     run.measure(f"{corpus}_{mode}_restore", nbytes, lambda: (shutil.rmtree(out, True), out.mkdir()),
                 lambda: _loop([[CASSTOR, "restore", i, str(out / f.name), "--quiet"] for f, i in zip(files, ids)]))
     _check_restored(files, out, f"casstor ({mode})")
     stats = subprocess.run([CASSTOR, "stats", "--json"], capture_output=True, text=True, check=True).stdout
-    return {"disk_bytes": disk, "stats": stats}
+    return {"disk_bytes": sum(tables.values()), "tables": tables, "stats": stats}
 
 
 def _check_restored(files: list[Path], out: Path, who: str) -> None:
@@ -156,18 +166,38 @@ def _restic(run: _Run, corpus: str, files: list[Path], work: Path) -> dict:
     return {"repo_bytes": state["repo"].repo_bytes(), "version": state["repo"].version()}
 
 
-def _ratios(figures: dict, disk: dict) -> dict:
+def _ratios(figures: dict, disk: dict, modes: tuple[str, str]) -> dict:
     ratios = {}
     for corpus in ("source", "random"):
-        for op in ("store", "restore", "tree_store", "tree_restore"):
+        for op in SPEEDS:
             restic = figures[f"{corpus}_restic_{op}"]["mbps"]
-            for mode in MODES:
+            for mode in modes:
                 ratios[f"{corpus}_{op}_{mode}_vs_restic"] = figures[f"{corpus}_{mode}_{op}"]["mbps"] / restic
-            ratios[f"{corpus}_{op}_zstd_vs_none"] = (figures[f"{corpus}_{MODES[1]}_{op}"]["mbps"]
+            ratios[f"{corpus}_{op}_zstd_vs_none"] = (figures[f"{corpus}_{modes[1]}_{op}"]["mbps"]
                                                      / figures[f"{corpus}_none_{op}"]["mbps"])
-        for mode in MODES:
+        for mode in modes:
             ratios[f"{corpus}_disk_{mode}_vs_restic"] = disk[corpus][mode]["disk_bytes"] / disk[corpus]["restic"]
     return ratios
+
+
+def compare(new: dict, old: dict) -> str:
+    """Each casstor figure of ``new`` against the same figure of ``old`` (an earlier run's results): MB/s,
+    client and node CPU per MB and bytes on disk, each as new / old (speed > 1 is faster, CPU and bytes < 1 are
+    less). Figures only one of the runs has are left out."""
+    lines = ["against the earlier run (new / old: MB/s, client CPU per MB, node CPU per MB):"]
+    for name, figure in new["figures"].items():
+        before = old["figures"].get(name)
+        if before and "restic" not in name:
+            lines.append(f"  {name:<28} {figure['mbps'] / before['mbps']:6.3f}  "
+                         f"{figure['client_ms_per_mb'] / before['client_ms_per_mb']:6.3f}  "
+                         f"{(figure['node_ms_per_mb'] or 0) / (before['node_ms_per_mb'] or 1):6.3f}")
+    lines.append("bytes on disk, new / old:")
+    for corpus, modes in new["disk"].items():
+        for mode, found in modes.items():
+            before = old["disk"].get(corpus, {}).get(mode)
+            if mode != "restic" and before:
+                lines.append(f"  {corpus} {mode:<10} {found['disk_bytes'] / before['disk_bytes']:6.3f}")
+    return "\n".join(lines)
 
 
 def _report(results: dict) -> str:
@@ -181,13 +211,18 @@ def _report(results: dict) -> str:
     lines.append("CPU ms per MB (client incl. child processes / node):")
     lines += [f"  {name:<28} {f['client_ms_per_mb']:7.1f} / {f['node_ms_per_mb'] or 0:7.1f}   ({f['mbps']:.1f} MB/s)"
               for name, f in results["figures"].items()]
+    lines.append("bytes on disk by table (per-file store):")
+    lines += [f"  {corpus} {mode:<8} " + ", ".join(f"{table} {size}" for table, size in found["tables"].items())
+              for corpus, modes in results["disk"].items() for mode, found in modes.items() if mode != "restic"]
     return "\n".join(lines)
 
 
 def run_benchmark(source: list[Path], random_mb: int, random_files: int, repeat: int,
-                  log: Callable[[str], None] = print) -> dict:
-    """Every loop above on the environment's node, ``source`` as the source corpus; the results as a dict (see the
-    module docstring). It empties the store: :func:`main` gives it a node of its own."""
+                  log: Callable[[str], None] = print, compression: str = DEFAULT_COMPRESSION) -> dict:
+    """Every loop above on the environment's node, ``source`` as the source corpus, ``none`` against
+    ``compression``; the results as a dict (see the module docstring). It empties the store: :func:`main` gives it
+    a node of its own."""
+    modes = ("none", compression)
     with tempfile.TemporaryDirectory(prefix="casstor-bench-compression-") as tmp:
         work = Path(tmp)
         # Each corpus alone in a directory of its own: the tree commands store exactly its files.
@@ -204,13 +239,13 @@ def run_benchmark(source: list[Path], random_mb: int, random_files: int, repeat:
             restic_version = ""
             for corpus, files in corpora.items():
                 log(f"{corpus}: {len(files)} files")
-                disk[corpus] = {mode: _casstor(run, corpus, files, work, mode) for mode in MODES}
+                disk[corpus] = {mode: _casstor(run, corpus, files, work, mode) for mode in modes}
                 restic = _restic(run, corpus, files, work)
                 disk[corpus]["restic"], restic_version = restic["repo_bytes"], restic["version"]
             set_compression(session, DEFAULT_COMPRESSION)
         return {"repeat": repeat, "restic_version": restic_version, "figures": run.figures, "disk": disk,
                 "corpora": {c: {"files": len(f), "bytes": sum(p.stat().st_size for p in f)} for c, f in corpora.items()},
-                "ratios": _ratios(run.figures, disk)}
+                "ratios": _ratios(run.figures, disk, modes), "compression": compression}
 
 
 def _own_node(home: Path, port_base: int) -> None:
@@ -229,10 +264,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--port-base", type=int, default=19542)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "casstor" / "corpus")
+    parser.add_argument("--compression", default=DEFAULT_COMPRESSION, help="the compressed mode, against none")
+    parser.add_argument("--compare", type=Path, help="an earlier run's results (JSON): print each figure against it")
     parser.add_argument("--out", type=Path, default=Path("bench/results/compression.json"))
     args = parser.parse_args()
     if not 1 <= args.versions <= 8 or args.repeat < 1 or args.random_mb < 1 or args.random_files < 1:
         parser.error("--versions takes 1-8; --repeat, --random-mb and --random-files at least 1")
+    try:
+        BlockCodec.parse(args.compression)
+    except CasstorError as err:
+        parser.error(str(err))
+    if args.compare and not args.compare.is_file():
+        parser.error(f"--compare {args.compare}: no such file")
 
     def body() -> int:
         if args.source:
@@ -241,10 +284,13 @@ def main() -> None:
                 raise CasstorError(f"--source {args.source}: no files")
         else:
             source = release_tars(args.cache, "Django", [f"5.0.{n}" for n in range(1, args.versions + 1)])
+        earlier = json.loads(args.compare.read_text()) if args.compare else None
         with tempfile.TemporaryDirectory(prefix="casstor-bench-node-") as home:
             _own_node(Path(home), args.port_base)
-            results = run_benchmark(source, args.random_mb, args.random_files, args.repeat)
-        return publish(results, _report(results), args.out)
+            results = run_benchmark(source, args.random_mb, args.random_files, args.repeat,
+                                    compression=args.compression)
+        report = _report(results) + ("\n" + compare(results, earlier) if earlier else "")
+        return publish(results, report, args.out)
 
     sys.exit(run_reporting_errors(body))
 

@@ -1,6 +1,11 @@
 """casstor: a deduplicating file store on Apache Cassandra (see :mod:`casstor_ops.store.api`)."""
 
-from casstor_ops.store.records import FileInfo, RestoreResult, StoreResult, StoreStats
+from casstor_ops.cluster.driver_extras import skip_driver_extras
+
+# Before any module of the package imports the driver: it then loads without NumPy and Twisted.
+skip_driver_extras()
+
+from casstor_ops.store.records import FileInfo, RestoreResult, StoreResult, StoreStats  # noqa: E402 (after the hook)
 
 
 def __getattr__(name: str):

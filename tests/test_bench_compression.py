@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from bench.compression import MODES, run_benchmark
+from bench.compression import MODES, TABLES, compare, run_benchmark
 
 
 def test_the_compression_bench_measures_both_corpora_against_restic(empty_store, tmp_path) -> None:
@@ -25,3 +25,8 @@ def test_the_compression_bench_measures_both_corpora_against_restic(empty_store,
     disk = results["disk"]["source"]
     assert disk["zstd:3"]["disk_bytes"] < disk["none"]["disk_bytes"]  # text compresses on the node's disk too
     assert all(f["client_ms_per_mb"] > 0 and f["node_ms_per_mb"] is not None for f in results["figures"].values())
+    assert set(disk["zstd:3"]["tables"]) == {f"{keyspace}.{table}" for keyspace, table in TABLES}
+    assert sum(disk["zstd:3"]["tables"].values()) == disk["zstd:3"]["disk_bytes"]
+    against_itself = compare(results, results).splitlines()
+    assert len(against_itself) == 2 + len(results["figures"]) - 8 + 4  # 8 restic loops; 2 corpora x 2 modes
+    assert all(line.split()[-1] == "1.000" for line in against_itself if not line.endswith(":"))

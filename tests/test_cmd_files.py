@@ -141,10 +141,13 @@ def _block_count(cql) -> int:
 
 
 def test_kill_9_during_store_keeps_the_old_version(cql, tmp_path):
+    """Injects kill -9 into a store of new blocks; checks the old version stays committed, every index row the
+    killed store wrote has its content (a block's two rows are one mutation), and a re-run finds its blocks."""
     old, new = os.urandom(300_000), os.urandom(120_000_000)
     (tmp_path / "old").write_bytes(old)
     (tmp_path / "new").write_bytes(new)
     assert run_casstor("store", str(tmp_path / "old"), "cli/killed").returncode == 0
+    indexed_before = {r.hash for r in cql.execute(f"SELECT hash FROM {DATA_KS}.existing_blocks")}
     before = _block_count(cql)
     proc = subprocess.Popen([*CASSTOR, "store", str(tmp_path / "new"), "cli/killed"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -154,6 +157,10 @@ def test_kill_9_during_store_keeps_the_old_version(cql, tmp_path):
     assert proc.poll() is None, "the store finished before it could be killed: use a bigger file"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    indexed = {r.hash for r in cql.execute(f"SELECT hash FROM {DATA_KS}.existing_blocks")} - indexed_before
+    content = cql.prepare(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?")
+    without_content = [h for h in indexed if getattr(cql.execute(content, (h,)).one(), "content", None) is None]
+    assert indexed and not without_content
 
     proc = run_casstor("restore", "cli/killed", "-")
     assert proc.returncode == 0 and proc.stdout == old

@@ -150,3 +150,17 @@ def test_a_bad_compression_is_refused_before_connecting() -> None:
     proc = run_casstor("init", "--compression", "zstd:99", env={"CASSTOR_NODES": "192.0.2.1"})
     assert proc.returncode == 1 and proc.stderr.decode().strip() == (
         "casstor: compression 'zstd:99': expected 'none' or 'zstd:LEVEL' with LEVEL 1-19")
+
+
+def _node_compression(session) -> dict:
+    return dict(session.execute("SELECT compression FROM system_schema.tables WHERE keyspace_name = %s AND "
+                                "table_name = 'blocks'", (DATA_KS,)).one().compression)
+
+
+def test_the_blocks_table_compresses_only_what_the_store_does_not(cql) -> None:
+    """A store that compresses its blocks (the test store: zstd:3) has the blocks table's own compression off;
+    switching to none turns the node's LZ4 on for the raw blocks to come, and back to zstd turns it off again."""
+    assert _node_compression(cql)["enabled"] == "false"
+    with _compression(cql, "none"):
+        assert _node_compression(cql)["class"].endswith("LZ4Compressor")
+    assert _node_compression(cql)["enabled"] == "false"

@@ -2,10 +2,12 @@
 
 import io
 import os
+import socket
 import threading
 
 import pytest
 
+from casstor_ops.store import block_uploads, claims
 from casstor_ops.store.chunking import chunks
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.hashing import block_hash
@@ -180,3 +182,65 @@ def test_bad_sources(store, tmp_path):
         store.put(tmp_path, "x")
     with pytest.raises(CasstorError, match="Input/output error"):
         store.put("/proc/self/mem", "x")  # opens, then every read fails (root can read any mode bits)
+
+
+@pytest.mark.parametrize("pause_in", ["check", "claim"])
+def test_a_second_writer_starting_mid_store_shares_new_blocks_exactly(store, empty_store, pause_in):
+    """Injects a second store of the same 200 new blocks that starts while the first is paused after its
+    existence check found them missing ("check": before it claims them; resumed once the second finished) or
+    after it claimed them ("claim": before it uploads them; resumed once the second waits for its claims);
+    checks that between them each block is uploaded once (new_blocks sum to the distinct blocks) and both
+    files restore."""
+    shared = os.urandom(200 * S.chunk_avg)
+    files = {"mid/first": shared + os.urandom(1_000_000), "mid/second": os.urandom(1_000_000) + shared}
+    paused, second_waits, resume = threading.Event(), threading.Event(), threading.Event()
+    results, errors = {}, []
+    target, method = (claims.Claims, "claim") if pause_in == "check" else (block_uploads.BlockUploads, "upload")
+    real_pause_point, real_await = getattr(target, method), claims.Claims.check_awaited
+
+    def pausing(self, *args):
+        if threading.current_thread().name == "mid/first" and not paused.is_set():
+            paused.set()
+            assert resume.wait(60)
+        return real_pause_point(self, *args)
+
+    def awaiting(self):
+        if threading.current_thread().name == "mid/second":
+            second_waits.set()
+        return real_await(self)
+
+    def put(file_id):
+        try:
+            results[file_id] = Store(empty_store).put(io.BytesIO(files[file_id]), file_id)
+        except Exception as err:  # reported below
+            errors.append(err)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(target, method, pausing)
+        patch.setattr(claims.Claims, "check_awaited", awaiting)
+        first, second = (threading.Thread(target=put, args=(name,), name=name) for name in files)
+        first.start()
+        assert paused.wait(60)
+        second.start()
+        if pause_in == "check":
+            second.join()
+        else:
+            assert second_waits.wait(60)
+        resume.set()
+        first.join()
+        second.join()
+    assert not errors
+    unique = {block_hash(c) for data in files.values() for c in chunks(io.BytesIO(data), S)}
+    assert sum(r.new_blocks for r in results.values()) == len(unique) == store.stats().unique_blocks
+    for file_id, data in files.items():
+        out = io.BytesIO()
+        store.restore(file_id, out)
+        assert out.getvalue() == data
+
+
+def test_connections_send_small_requests_at_once(cql):
+    """Every connection of a session disables Nagle's algorithm (TCP_NODELAY): with it on, a request longer than
+    one TCP segment (a 4 KiB block) waited for the node's delayed ACK, ~40 ms a request sent alone."""
+    connections = [c for pool in cql._pools.values() for c in pool.get_connections()]
+    connections.append(cql.cluster.control_connection._connection)
+    assert connections and all(c._socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for c in connections)

@@ -6,9 +6,10 @@ import time
 import uuid
 
 import pytest
+from cassandra import InvalidRequest
 from cassandra.query import BatchStatement, BatchType
 
-from casstor_ops.store import block_uploads, commit
+from casstor_ops.store import block_uploads, commit, inflight
 from casstor_ops.store.claims import CLAIM_TTL_S
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
@@ -16,17 +17,14 @@ from casstor_ops.store.statements import Statements
 from casstor_ops.store.api import Store
 
 
-def test_block_list_batches_stay_under_the_fail_threshold(cql):
-    assert commit.batch_fail_threshold(cql) == 50 * 1024  # the node's default, read from system_views
-    rows = commit.block_list_batch_rows(cql)
-    assert rows == 50 * 1024 * 3 // 4 // commit.FILE_BLOCK_ROW_BYTES
-    # Single-partition batches are exempt from the threshold; a two-partition one is not: it must pass.
-    batch = BatchStatement(BatchType.UNLOGGED)
+def test_a_block_list_batch_is_one_partition_exempt_from_the_batch_thresholds(cql):
+    """A full batch of one block list (one partition) is accepted without a size warning although it is far above
+    the node's batch_size_warn_threshold (5 KiB): the store need not read the threshold."""
     version = uuid.uuid1()
-    for i in range(rows):
-        row = (f"batch-probe/{i % 2}", version, i, os.urandom(32), 1)
-        batch.add(Statements.for_session(cql).insert_file_block, row)
-    cql.execute(batch)
+    batch = BatchStatement(BatchType.UNLOGGED)
+    for i in range(commit.BLOCK_LIST_BATCH_ROWS):
+        batch.add(Statements.for_session(cql).insert_file_block, ("batch-probe/one", version, i, os.urandom(32), 1))
+    assert cql.execute(batch).response_future.warnings is None
 
 
 def test_blocks_verified_too_long_ago_are_rechecked_and_reuploaded(cql, monkeypatch, tmp_path):
@@ -37,15 +35,21 @@ def test_blocks_verified_too_long_ago_are_rechecked_and_reuploaded(cql, monkeypa
         f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"),
         ("recheck/first", store.stat("recheck/first").version))][:2]
 
+    struck = []
+
     def bound_after_reclaim(session):
-        # What online reclaim could do while a slow store runs: delete blocks the store saw earlier.
-        for digest in victims:
-            cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?"), (digest,))
-            cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (digest,))
-        time.sleep(1.2)  # every verification is now older than half the bound
+        # What online reclaim could do while a slow store runs: delete blocks the store saw earlier (once: a
+        # commit retried on a loaded machine reads the bound again).
+        if not struck:
+            struck.append(True)
+            for digest in victims:
+                cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?"), (digest,))
+                cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (digest,))
+            time.sleep(1.2)  # every verification is now older than half the bound
         return 2
 
     monkeypatch.setattr(commit, "commit_bound_s", bound_after_reclaim)
+    monkeypatch.setattr(commit, "MIN_COMMIT_BOUND_S", 0)  # no fast path: the bound is read, and reclaim strikes
     (tmp_path / "src").write_bytes(data)
     result = store.put(tmp_path / "src", "recheck/second")
     assert result.new_blocks == 2  # the re-uploaded ones
@@ -82,14 +86,15 @@ def test_no_block_is_written_twice_by_one_store(empty_store):
 
 
 def test_a_failing_store_gives_up_its_claims(empty_store, monkeypatch):
-    """A store interrupted between an upload and its index row releases the claim, so the next store of the
-    same content does not wait for it to expire (CLAIM_TTL_S)."""
+    """A store interrupted when its first block's write (content and index row) is acknowledged, with other
+    claimed blocks not written yet, releases their claims, so the next store of the same content does not wait
+    for them to expire (CLAIM_TTL_S)."""
     data = os.urandom(3_000_000)
 
     def interrupted(self, *written):
-        raise KeyboardInterrupt  # Ctrl-C right after a block's content was written
+        raise KeyboardInterrupt  # Ctrl-C right after a block's write was acknowledged
 
-    monkeypatch.setattr(block_uploads.BlockUploads, "_written", interrupted)
+    monkeypatch.setattr(block_uploads.BlockUploads, "_indexed", interrupted)
     with pytest.raises(KeyboardInterrupt):
         Store(empty_store).put(io.BytesIO(data), "claims/interrupted")
     monkeypatch.undo()
@@ -98,4 +103,60 @@ def test_a_failing_store_gives_up_its_claims(empty_store, monkeypatch):
     assert not [h for h in claims if h not in indexed]  # no claim left for a block nobody will index
 
     result = Store(empty_store).put(io.BytesIO(data), "claims/again")
-    assert result.new_blocks == result.blocks and result.seconds < CLAIM_TTL_S / 2
+    assert result.new_blocks == result.blocks - len(indexed) and result.seconds < CLAIM_TTL_S / 2
+
+
+def test_a_small_store_commits_without_reading_the_bound(cql, monkeypatch):
+    """A store whose checks are all younger than half the least bound commits under that bound, which is only
+    stricter, without reading the store's (one request fewer for a small file)."""
+    reads = []
+    monkeypatch.setattr(commit, "commit_bound_s", lambda session: reads.append(session) or 300)
+    Store(cql).put(io.BytesIO(os.urandom(20_000)), "bound/small")
+    assert reads == []
+
+
+def test_a_commit_slower_than_the_least_bound_retries_under_the_stores_own(cql, monkeypatch):
+    """Injects a block-list write that takes longer than the least bound (MIN_COMMIT_BOUND_S) on the first
+    attempt of a small store; checks the commit reads the store's own bound (300 s) and commits the new version
+    on its second attempt, instead of giving up after attempts held to the least bound."""
+    reads, real = [], commit.Commit._write_block_list
+
+    def slow_once(self, file_id, version):
+        real(self, file_id, version)
+        if not reads:
+            time.sleep(commit.MIN_COMMIT_BOUND_S + 0.1)
+
+    monkeypatch.setattr(commit, "commit_bound_s", lambda session: reads.append(session) or 300)
+    monkeypatch.setattr(commit.Commit, "_write_block_list", slow_once)
+    data = os.urandom(20_000)
+    Store(cql).put(io.BytesIO(data), "bound/slow-once")
+    assert len(reads) == 1
+    out = io.BytesIO()
+    Store(cql).restore("bound/slow-once", out)
+    assert out.getvalue() == data
+
+
+def test_a_refused_content_write_leaves_no_index_row(empty_store, monkeypatch):
+    """Injects a refusal (InvalidRequest, as from a node) of every request that carries a block's content; checks
+    the store fails and that no index row names a block whose content is not stored (the index row goes in the
+    same mutation as the content, never ahead of it)."""
+    block_insert = Statements.for_session(empty_store).insert_block
+    real_send = inflight.RequestWindow._send
+
+    def refuse_content(self, request):
+        statement = request.statement  # a prepared statement with its parameters, or a batch of them
+        query_ids = ([entry[1] for entry in statement._statements_and_parameters]
+                     if isinstance(statement, BatchStatement) else [getattr(statement, "query_id", None)])
+        if block_insert.query_id in query_ids:
+            self.in_flight += 1
+            self._done.put((request, None, InvalidRequest("injected: content write refused")))
+        else:
+            real_send(self, request)
+
+    monkeypatch.setattr(inflight.RequestWindow, "_send", refuse_content)
+    with pytest.raises(InvalidRequest, match="injected"):
+        Store(empty_store).put(io.BytesIO(os.urandom(2_000_000)), "refused/content")
+    monkeypatch.undo()
+    indexed = [r.hash for r in empty_store.execute(f"SELECT hash FROM {DATA_KS}.existing_blocks")]
+    stored = {r.hash for r in empty_store.execute(f"SELECT hash FROM {DATA_KS}.blocks")}
+    assert [h for h in indexed if h not in stored] == []

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from casstor_ops.cluster import paths as layout
 from casstor_ops.cluster.connection import connect
-from casstor_ops.lab.corpus import tree_files, write_versioned_tree
 from casstor_ops.errors import CasstorError
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.store.schema import init_store
@@ -29,6 +28,8 @@ def _sample_tree(versions: int, file_mib: int) -> Path:
     root = layout.home_dir() / f"demo-sample-{versions}x{file_mib}"
     marker = root.with_name(root.name + ".complete")  # beside the tree, so it is not ingested
     if not marker.exists():
+        from casstor_ops.lab.corpus import write_versioned_tree  # NumPy: not for the commands that only register this one
+
         print(f"demo: generating a sample tree under {root} ({versions} versions of 4 files of {file_mib} MiB)")
         write_versioned_tree(root, versions=versions, files=4, file_bytes=file_mib << 20, seed=7)
         marker.touch()
@@ -36,6 +37,8 @@ def _sample_tree(versions: int, file_mib: int) -> Path:
 
 
 def _verify_some(store: Store, sample: Path, count: int) -> None:
+    from casstor_ops.lab.corpus import tree_files
+
     files = tree_files(sample)
     picks = files[:: max(1, len(files) // count)][:count]
     with tempfile.TemporaryDirectory() as tmp:

@@ -81,9 +81,9 @@ def _restore(args: argparse.Namespace) -> int:
             report = restore_tree(store, args.id, args.dest, args.force, args.workers, progress)
         return _tree_done(report, args)
     with Store.open() as store:
-        size = store.stat(args.id).size
-        with progress_bar("restore", size, not args.quiet) as progress:
-            result = store.restore(args.id, args.dest, force=args.force, progress=progress)
+        head = store.stat(args.id)
+        with progress_bar("restore", head.size, not args.quiet) as progress:
+            result = store.restore(args.id, args.dest, force=args.force, progress=progress, head=head)
     if args.dest != "-" and not args.quiet:
         print(f"restored {result.id}: {result.bytes} bytes to {args.dest} in {result.seconds:.2f} s", file=sys.stderr)
     return 0

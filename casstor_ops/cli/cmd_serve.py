@@ -17,7 +17,6 @@ import argparse
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.serve.app import Policy
 from casstor_ops.serve.auth import read_token
-from casstor_ops.serve.server import ServeOptions, serve
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S
 
 MAX_WORKERS = 64
@@ -26,6 +25,10 @@ MAX_WORKERS = 64
 def _serve(args: argparse.Namespace) -> int:
     if args.key and not args.cert:
         raise CasstorError("serve: --key needs --cert (the certificate it belongs to)", EXIT_USAGE)
+    # Here, not at the top: the server stack (uvicorn, Starlette) is a fifth of the import time of every other
+    # command, which only registers this one.
+    from casstor_ops.serve.server import ServeOptions, serve
+
     token = read_token(args.token_file) if args.token_file else None
     policy = Policy(token, args.read_only, args.max_body, args.require_length)
     return serve(ServeOptions(args.host, args.port, policy, args.lease_reuse, args.workers, args.cert, args.key,

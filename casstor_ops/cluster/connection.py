@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import ssl
 import sys
 import weakref
@@ -47,6 +48,10 @@ from casstor_ops.cluster.envvars import MAX_PORT, env_port, require_range
 from casstor_ops.errors import EXIT_AUTH, EXIT_TIMEOUT, EXIT_UNAUTHORISED, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError
 
 REQUEST_TIMEOUT_S = 30.0
+# The driver leaves Nagle's algorithm on: a request larger than one TCP segment (a 4 KiB block) waits for the
+# node's delayed ACK before its last segment goes out, ~40 ms on Linux. Measured one request at a time (a
+# small PUT's pattern): a 4 KiB block insert took 46 ms of wall time with Nagle, 3.8 ms without.
+SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 # Only levels where every read overlaps every acknowledged write in at least one replica: the commit
 # timestamp proof and the exact counts (stats, reclaim) rest on it. ONE, TWO, ANY... would let a read miss
 # a committed head or block.
@@ -151,6 +156,7 @@ def open_cluster(endpoint: Endpoint, schema_metadata: bool = True) -> Cluster:
         auth_provider=auth, ssl_context=ssl_context,
         reconnection_policy=ExponentialReconnectionPolicy(0.5, 10.0),
         connect_timeout=10, control_connection_timeout=10.0, schema_metadata_enabled=schema_metadata,
+        sockopts=SOCKET_OPTIONS,
     )
     _endpoints[cluster] = endpoint
     return cluster

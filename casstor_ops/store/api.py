@@ -179,8 +179,9 @@ class Store:
         session = connect(endpoint, schema_metadata=False)
         try:
             store = cls(session, **options)
-            for keyspace in (DATA_KS, META_KS):
-                session.cluster.refresh_keyspace_metadata(keyspace)
+            if len(session.cluster.metadata.all_hosts()) > 1:  # one host: every request goes there anyway
+                for keyspace in (DATA_KS, META_KS):
+                    session.cluster.refresh_keyspace_metadata(keyspace)
         except BaseException:
             session.cluster.shutdown()
             raise
@@ -230,10 +231,10 @@ class Store:
                                    f"{err.strerror or err}") from None
 
     def restore(self, file_id: str, dest: str | os.PathLike | BinaryIO, force: bool = False,
-                progress: ProgressCallback | None = None) -> RestoreResult:
+                progress: ProgressCallback | None = None, head: FileInfo | None = None) -> RestoreResult:
         """Write the committed version of ``file_id`` to a path (atomically, with its recorded mode and mtime)
-        or a binary file object."""
-        head = self.stat(file_id)
+        or a binary file object; ``head``, when the caller read it already (:meth:`stat`), saves reading it again."""
+        head = head if head is not None and head.id == file_id else self.stat(file_id)
         if isinstance(dest, (str, os.PathLike)) and str(dest) != "-":
             return restore_to_path(self._restore(head, progress), Path(dest), force)
         out = sys.stdout.buffer if isinstance(dest, (str, os.PathLike)) else dest

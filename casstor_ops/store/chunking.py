@@ -48,10 +48,11 @@ def make_chunker(settings: StoreSettings) -> FastCDC:
 
 @dataclass
 class Segment:
-    """One read of the source: how many bytes it read, and the chunks completed so far."""
+    """One read of the source: how many bytes it read, the chunks completed so far, and whether it is the last."""
 
     fresh_bytes: int            # bytes newly read from the source
     chunks: list[memoryview]    # complete chunks, in file order; views into this segment's buffer
+    last: bool = False          # the source ended: these were its last chunks
 
 
 class _Buffers:
@@ -100,18 +101,25 @@ def _read_into(reader: BinaryIO, view: memoryview) -> int:
 
 
 def segments(reader: BinaryIO, settings: StoreSettings, segment_bytes: int = SEGMENT_BYTES) -> Iterator[Segment]:
-    """Read ``reader`` once, in segments, yielding the chunks each completes."""
+    """Read ``reader`` once, in segments, yielding the chunks each completes.
+
+    The first read is of ``2 x chunk_max`` bytes, into a buffer of its own:
+    a small file (an HTTP PUT's body) never costs a full segment's buffer.
+    """
     cdc = make_chunker(settings)
     max_size = settings.chunk_max
     segment_bytes = max(segment_bytes, 2 * max_size)
     buffers = _Buffers(segment_bytes + max_size)  # the carried tail is shorter than chunk_max
     carry = b""
     eof = False
+    first = True
     while not eof:
-        view = memoryview(buffers.take())
+        wanted = 2 * max_size if first else segment_bytes
+        view = memoryview(bytearray(wanted) if first else buffers.take())
+        first = False
         view[:len(carry)] = carry
-        n = _read_into(reader, view[len(carry):len(carry) + segment_bytes])
-        eof = n < segment_bytes
+        n = _read_into(reader, view[len(carry):len(carry) + wanted])
+        eof = n < wanted
         end = len(carry) + n
         view = view[:end]
         done = []
@@ -123,7 +131,7 @@ def segments(reader: BinaryIO, settings: StoreSettings, segment_bytes: int = SEG
             start = chunk.offset + chunk.length
         carry = bytes(view[start:])
         del view  # the consumer's chunks are then the buffer's only views
-        yield Segment(n, done)
+        yield Segment(n, done, eof)
 
 
 def chunks(source: BinaryIO | str | os.PathLike, settings: StoreSettings) -> Iterator[memoryview]:

@@ -5,10 +5,14 @@ Commit protocol (BRIEF; online reclaim relies on it):
 1. every block the commit relies on was verified (found by a check, or
    written) less than the commit bound before the head write: blocks
    verified more than half the bound ago are re-checked first, and missing
-   ones re-read from the (seekable) source and re-uploaded;
+   ones re-read from the (seekable) source and re-uploaded. The bound is
+   read from the store, except by a commit whose every verification is
+   younger than half of ``MIN_COMMIT_BOUND_S`` (the least bound a store can
+   have): its first attempt holds itself to that least bound, which is only
+   stricter (it retries under the store's own);
 2. the version timeuuid is made when the block list starts being written;
-   the list goes to ``file_blocks`` in single-partition batches sized from
-   the server's ``batch_size_fail_threshold``;
+   the list goes to ``file_blocks`` in single-partition batches of
+   ``BLOCK_LIST_BATCH_ROWS`` rows;
 3. the head row in ``files`` (with the source's mode and mtime, or nulls
    when unknown) is written last, unless more than the bound
    has passed since the version's time (then a retry with a new version, and
@@ -37,9 +41,7 @@ previous head stays the committed version.
 from __future__ import annotations
 
 import itertools
-import re
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from functools import partial
@@ -53,51 +55,22 @@ from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.heartbeat import Fence, no_fence
 from casstor_ops.store.inflight import RETRYABLE, RequestWindow
 from casstor_ops.store.records import FileAttributes
-from casstor_ops.store.schema import commit_bound_s
+from casstor_ops.store.schema import MIN_COMMIT_BOUND_S, commit_bound_s
 from casstor_ops.store.statements import Statements
 
 COMMIT_ATTEMPTS = 3        # versions tried before the commit gives up
 HEAD_WRITE_ATTEMPTS = 5    # a timed-out head write is retried (the same upsert), within the bound
 HEAD_RETRY_FIRST_S = 0.2   # first pause before retrying the head write; doubles
 
-# Bytes one file_blocks row adds to a batch as Cassandra counts it against
-# batch_size_fail_threshold (PartitionUpdate.dataSize: clustering, liveness,
-# two cells with timestamps). Measured on 5.0: a 2-partition batch of 487
-# rows is the largest under 50 KiB, i.e. 105 bytes a row; 128 leaves room.
-FILE_BLOCK_ROW_BYTES = 128
-DEFAULT_BATCH_FAIL_BYTES = 50 * 1024
-_UNITS = {"B": 1, "KIB": 1024, "MIB": 1024 ** 2, "KB": 1024, "MB": 1024 ** 2}
+# file_blocks rows per batch. A block list is one partition ((id, version)), so its batches are
+# single-partition: Cassandra exempts them from batch_size_warn/fail_threshold (measured on 5.0: 2,000 rows,
+# ~200 KiB, accepted without a warning; a two-partition batch of 600 rows refused as "Batch too large"). The
+# count only bounds a request's size (~30 KiB); it was derived from the threshold, read from the node.
+BLOCK_LIST_BATCH_ROWS = 300
 
 Reverify = Callable[[list[bytes], Callable[[bytes], bytes]], None]
 """Check blocks again; upload again those missing, with content from the given reader of one block; return
 once all is settled."""
-
-
-def batch_fail_threshold(session: Session) -> int:
-    """The server's ``batch_size_fail_threshold`` in bytes (the default if it cannot be read)."""
-    try:
-        row = session.execute(Statements.for_session(session).server_setting, ("batch_size_fail_threshold",)).one()
-    except Exception:  # virtual tables absent (older servers) or not permitted: assume the default
-        return DEFAULT_BATCH_FAIL_BYTES
-    match = re.fullmatch(r"(\d+)\s*([A-Za-z]*)", (row.value if row else "").strip())
-    if not match:
-        return DEFAULT_BATCH_FAIL_BYTES
-    return int(match.group(1)) * _UNITS.get(match.group(2).upper() or "KIB", 1024)
-
-
-def block_list_batch_rows(session: Session) -> int:
-    """file_blocks rows per batch: three quarters of the fail threshold, computed from the row size."""
-    return max(1, batch_fail_threshold(session) * 3 // 4 // FILE_BLOCK_ROW_BYTES)
-
-
-_batch_rows: "weakref.WeakKeyDictionary[Session, int]" = weakref.WeakKeyDictionary()
-
-
-def _cached_batch_rows(session: Session) -> int:
-    """block_list_batch_rows, asked once per session (the threshold is node configuration)."""
-    if session not in _batch_rows:
-        _batch_rows[session] = block_list_batch_rows(session)
-    return _batch_rows[session]
 
 
 class Commit:
@@ -118,7 +91,7 @@ class Commit:
 
     def run(self, reader: BinaryIO, file_id: str, size: int) -> None:
         """Commit the file under ``file_id`` (``reader`` is its source, re-read only for vanished blocks)."""
-        bound = float(commit_bound_s(self._session))
+        bound = self._first_bound()
         digest = file_hash(self._hashes)
         for _ in range(COMMIT_ATTEMPTS):
             self._recheck(reader, time.time() - bound / 2)
@@ -127,8 +100,19 @@ class Commit:
             self._write_block_list(file_id, version)
             if self._write_head(file_id, version, version_time, bound, size, digest):
                 return
+            bound = float(commit_bound_s(self._session))  # the store's own bound from now on: it may be longer
         raise CasstorError(f"could not commit {file_id!r} within the commit bound ({bound:.0f} s): the cluster is "
                            f"too slow; store it again")
+
+    def _first_bound(self) -> float:
+        """The bound of the first attempt: the least one any store has, when every verification is younger than
+        half of it (then nothing is stale, and holding the head write to a shorter bound than the store's own
+        is only stricter); else the store's. A small file's store saves a read this way.
+        """
+        oldest = min(self._verified.values(), default=time.time())
+        if time.time() - oldest < MIN_COMMIT_BOUND_S / 2:
+            return float(MIN_COMMIT_BOUND_S)
+        return float(commit_bound_s(self._session))
 
     def _recheck(self, reader: BinaryIO, older_than: float) -> None:
         """Re-verify blocks checked before ``older_than``; re-upload any that vanished."""
@@ -155,12 +139,11 @@ class Commit:
         return data
 
     def _write_block_list(self, file_id: str, version) -> None:
-        rows_per_batch = _cached_batch_rows(self._session)
         offsets = itertools.accumulate([0] + self._sizes)
         rows = [(file_id, version, offset, digest, size)
                 for offset, digest, size in zip(offsets, self._hashes, self._sizes)]
-        for start in range(0, len(rows), rows_per_batch):
-            self._window.submit_batch(self._st.insert_file_block, rows[start:start + rows_per_batch],
+        for start in range(0, len(rows), BLOCK_LIST_BATCH_ROWS):
+            self._window.submit_batch(self._st.insert_file_block, rows[start:start + BLOCK_LIST_BATCH_ROWS],
                                       lambda _rows: None)
         self._window.drain()
 

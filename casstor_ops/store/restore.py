@@ -142,8 +142,7 @@ class Restore:
             if digest not in found:
                 raise self._unless_changed(self._corrupt(offset, digest, "is missing"))
             blocks.append((*found[digest], digest, offset, size))
-        # One task per read, not per block: it decompresses (zstd releases the GIL) and hashes.
-        check = self._verifier.submit(_decoded, blocks)
+        check = self._check(blocks)
         for place, (_, _, digest, _, _) in enumerate(blocks):
             block = (place, digest, check)
             for waiter in self._waiting.pop(digest):
@@ -151,6 +150,15 @@ class Restore:
             self._recent[digest] = block
             if len(self._recent) > RECENT_BLOCKS:
                 self._recent.popitem(last=False)
+
+    def _check(self, blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> Future:
+        """The decoding and checking of one read's blocks: one task per read, not per block (it decompresses, and
+        zstd releases the GIL, and hashes); done here when one read holds the whole file."""
+        if self._verifier is not None:
+            return self._verifier.submit(_decoded, blocks)
+        done: Future = Future()
+        done.set_result(_decoded(blocks))
+        return done
 
     def _send_group(self) -> None:
         group, self._group = self._group, []
@@ -196,8 +204,9 @@ class Restore:
         started = time.perf_counter()
         file_hash = file_hasher()
         count = written = 0
-        try:
+        if self._head.blocks > self._per_read:  # else one read: no thread to hand it to (a small file's GET)
             self._verifier = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="casstor-verify")
+        try:
             for index, (offset, digest, size) in enumerate(self._block_list()):
                 if offset != written:
                     raise self._corrupt(offset, digest, f"is listed where offset {written} belongs")
@@ -211,7 +220,8 @@ class Restore:
             while self._next < count:
                 self._wait(out, file_hash)
         finally:
-            self._verifier.shutdown(cancel_futures=True)
+            if self._verifier is not None:
+                self._verifier.shutdown(cancel_futures=True)
         if count != self._head.blocks or written != self._head.size:
             raise self._unless_changed(CorruptionError(
                 f"{self._head.id!r}: the block list has {count} blocks / {written} bytes, the head says "

@@ -18,7 +18,9 @@ small, precious rows (files, block lists, settings, the reclaim window).
   asks "do you have it?". It has no content column, so existence checks
   and full scans (stats, reclaim, verify) never touch blob SSTables (a
   ``count(*)`` over ``blocks`` ran a 1 GiB-heap node out of memory). It is
-  written *after* the block, so an index row implies the block is there.
+  written in one mutation with the block's content (same key, same
+  keyspace: :mod:`casstor_ops.store.block_uploads`), so an index row implies
+  the block is there.
   It lives beside ``blocks`` (same replication): it vouches for blocks.
   ``stored_size`` is the content's length as stored (null: as ``size``),
   so stats count bytes after compression without reading content.
@@ -28,8 +30,12 @@ small, precious rows (files, block lists, settings, the reclaim window).
   (:mod:`casstor_ops.store.upload`). ``CLAIM_BUCKETS`` partitions, chosen by the
   hash, so one conditional batch (one Paxos round) claims many blocks:
   measured here, 4,356 claims cost the node 0.8-1.2 CPU-seconds in
-  batches of ~16 against 5.5-9 one LWT each. More buckets spread claims
-  over more replicas and cost more rounds.
+  batches of ~16 against 5.5-9 one LWT each; per claim, in batches of the
+  missing blocks of one existence check (256 hashes), 16 buckets cost the
+  node ~107 us, 4 buckets ~40, 1 bucket ~20 (``docs/benchmarks.md``). More
+  buckets spread claims over more replicas and make concurrent stores meet
+  less often in one Paxos round, and cost more rounds: 4 keeps most of the
+  saving.
 
 ``casstor_meta``
 
@@ -79,7 +85,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, fields
 
-from cassandra import ConsistencyLevel
+from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.cluster import Session
 from cassandra.query import SimpleStatement
 
@@ -96,9 +102,20 @@ from casstor_ops.store.statements import Statements
 SCHEMA_VERSION = 3
 UPGRADABLE = {2}  # schema versions 'casstor init' upgrades in place (by adding columns)
 
+# The blocks table's own compression, by whether the store compresses new blocks itself: the node's LZ4
+# cannot shrink zstd output (it added 1.25 % to it, against 0.8 % for no compression) and costs node CPU
+# for nothing, 28 % of the writes and flushes and 27 % of the reads of incompressible blocks (measured:
+# docs/benchmarks.md); raw blocks of a store with compression none keep it. Follows set_compression.
+NODE_COMPRESSION = {True: "{'enabled': 'false'}", False: "{'class': 'LZ4Compressor'}"}
+
+
+def _node_compression(spec: str) -> str:
+    return NODE_COMPRESSION[BlockCodec.parse(spec).level > 0]
+
+
 _TABLES = [
     f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.blocks (
-        hash blob PRIMARY KEY, size int, content blob)""",
+        hash blob PRIMARY KEY, size int, content blob) WITH compression = {{node_compression}}""",
     f"""CREATE TABLE IF NOT EXISTS {DATA_KS}.existing_blocks (
         hash blob PRIMARY KEY, size int)""",
     # Schema 3 (compressed blocks): stores of schema 2 gain them here; their blocks read as raw.
@@ -124,7 +141,9 @@ _TABLES = [
         writer uuid PRIMARY KEY, kind text, host text, started_at timestamp)""",
 ]
 
-CLAIM_BUCKETS = 16  # every writer must agree: a block's claim lives in one partition
+# Every writer must agree: a block's claim lives in one partition. (16 until the lean write path: a casstor of
+# before and one of after, storing the same new block at the same moment, may both upload it.)
+CLAIM_BUCKETS = 4
 
 
 def claim_bucket(digest: bytes) -> int:
@@ -234,9 +253,7 @@ def replication_map(session: Session, keyspace: str) -> dict[str, str] | None:
 def _ensure_keyspace(session: Session, keyspace: str, wanted: Replication, explicit: bool) -> None:
     existing = replication_map(session, keyspace)
     if existing is None:
-        session.execute(SimpleStatement(
-            f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {wanted.cql()}",
-            consistency_level=ConsistencyLevel.ONE))
+        _ddl(session, f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {wanted.cql()}")
         return
     if explicit and existing != wanted.as_map():
         raise CasstorError(
@@ -260,10 +277,12 @@ def read_settings(session: Session) -> StoreSettings | None:
     """
     st = Statements.for_session(session)
     with reported_as_user_errors(endpoint_of(session), "read the store's settings"):
-        # Asked first, so that reading the table never fails only because it is not there.
-        if session.execute(st.table_exists, (META_KS, "settings")).one() is None:
-            return None
-        found = {r.name: r.value for r in session.execute(st.all_settings)}
+        try:
+            found = {r.name: r.value for r in session.execute(st.all_settings)}
+        except InvalidRequest:  # preparing the read fails without the table: asked only then (one read fewer)
+            if session.execute(st.table_exists, (META_KS, "settings")).one() is None:
+                return None
+            raise
     return StoreSettings.from_rows(found) if found else None
 
 
@@ -306,10 +325,10 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
     rf = default_rf(session)
     _ensure_keyspace(session, DATA_KS, data or Replication.simple(rf), data is not None)
     _ensure_keyspace(session, META_KS, meta or Replication.simple(rf), meta is not None)
-    for ddl in _TABLES:
-        session.execute(SimpleStatement(ddl, consistency_level=ConsistencyLevel.ONE))
-    session.cluster.control_connection.wait_for_schema_agreement()
     wanted = settings or StoreSettings()
+    for ddl in _TABLES:  # the blocks table's compression applies to a new store only (CREATE IF NOT EXISTS)
+        _ddl(session, ddl.replace("{node_compression}", _node_compression(wanted.compression)))
+    session.cluster.control_connection.wait_for_schema_agreement()
     st = Statements.for_session(session)
     rows = wanted.as_rows()
     if before is not None:
@@ -329,7 +348,8 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
 
 def set_compression(session: Session, spec: str) -> StoreSettings:
     """Write new blocks with ``spec`` (``"zstd:3"``, ``"none"``) from now on; blocks already stored stay as they
-    are (each records its codec). Returns the store's settings.
+    are (each records its codec). The blocks table's own compression follows (off for zstd, LZ4 for raw
+    blocks; SSTables already written keep theirs until compacted). Returns the store's settings.
 
     Example: ``set_compression(session, "zstd:6").compression`` -> ``'zstd:6'``.
     Failures: a bad spec, or a store this casstor cannot use, as
@@ -337,8 +357,15 @@ def set_compression(session: Session, spec: str) -> StoreSettings:
     """
     spec = BlockCodec.parse(spec).spec
     require_settings(session)
+    _ddl(session, f"ALTER TABLE {DATA_KS}.blocks WITH compression = {_node_compression(spec)}")
+    session.cluster.control_connection.wait_for_schema_agreement()
     session.execute(Statements.for_session(session).write_setting, ("compression", spec))
     return require_settings(session)
+
+
+def _ddl(session: Session, cql: str) -> None:
+    """Run a schema statement (never prepared; its only variable parts are validated constants)."""
+    session.execute(SimpleStatement(cql, consistency_level=ConsistencyLevel.ONE))
 
 
 # The commit bound is a tunable, not a recorded setting: changing it never
@@ -346,15 +373,18 @@ def set_compression(session: Session, spec: str) -> StoreSettings:
 # commit relies on was verified less than the bound ago); online reclaim
 # waits longer than it. Both read it from the same row, so they agree.
 DEFAULT_COMMIT_BOUND_S = 300
+# The least bound: a store whose checks are all younger than half of it need not read the row
+# (casstor_ops.store.commit); a smaller value written to the row by hand counts as this.
+MIN_COMMIT_BOUND_S = 1
 
 
 def commit_bound_s(session: Session) -> int:
-    """Seconds a store may rely on an existence check before its commit."""
+    """Seconds a store may rely on an existence check before its commit (at least ``MIN_COMMIT_BOUND_S``)."""
     row = session.execute(Statements.for_session(session).setting, ("commit_bound_s",)).one()
-    return int(row.value) if row else DEFAULT_COMMIT_BOUND_S
+    return max(MIN_COMMIT_BOUND_S, int(row.value)) if row else DEFAULT_COMMIT_BOUND_S
 
 
 def set_commit_bound(session: Session, seconds: int) -> None:
-    if seconds < 1:
-        raise CasstorError(f"commit bound {seconds} s: must be at least 1 s")
+    if seconds < MIN_COMMIT_BOUND_S:
+        raise CasstorError(f"commit bound {seconds} s: must be at least {MIN_COMMIT_BOUND_S} s")
     session.execute(Statements.for_session(session).write_setting, ("commit_bound_s", str(seconds)))

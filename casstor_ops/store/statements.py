@@ -99,7 +99,7 @@ class Statements:
     all_heads = _Prepared(f"SELECT {_HEAD_COLUMNS} FROM {META_KS}.files")
     delete_head = _Prepared(f"DELETE FROM {META_KS}.files WHERE id = ?")
 
-    # -- settings (casstor's and the server's) and replication
+    # -- settings and replication
     keyspace_replication = _Prepared("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?")
     table_exists = _Prepared(
         "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?")
@@ -109,7 +109,6 @@ class Statements:
     record_setting = _Prepared(f"INSERT INTO {META_KS}.settings (name, value) VALUES (?, ?) IF NOT EXISTS",
                                ConsistencyLevel.QUORUM)
     write_setting = _Prepared(f"INSERT INTO {META_KS}.settings (name, value) VALUES (?, ?)")
-    server_setting = _Prepared("SELECT value FROM system_views.settings WHERE name = ?")
     # ONE: system.local is the node's own table, and the request is sent to the node whose clock is asked.
     node_clock = _Prepared("SELECT toUnixTimestamp(now()) AS now_ms FROM system.local", ConsistencyLevel.ONE)
 

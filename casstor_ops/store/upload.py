@@ -13,9 +13,9 @@ the caller's thread:
   chunking continues (:mod:`casstor_ops.store.existence`);
 * a missing block is claimed, so of concurrent stores exactly one uploads it,
   and the others wait for its index row (:mod:`casstor_ops.store.claims`);
-* a claimed block's content is compressed and written, then its index row
-  (:mod:`casstor_ops.store.block_uploads`), so ``new_blocks`` counts the
-  blocks this store wrote;
+* a claimed block's content is compressed and written with its index row,
+  in one mutation (:mod:`casstor_ops.store.block_uploads`), so ``new_blocks``
+  counts the blocks this store wrote;
 * once every block is verified, the block list and the head row are written
   under the commit protocol (:mod:`casstor_ops.store.commit`), the head
   only after the writer's lease passed ``fence``.
@@ -116,13 +116,11 @@ class Upload:
         self._checks.check(hashes, on_missing=self._claims.claim)
 
     def _settle(self) -> None:
-        """Wait for every check, upload and index row submitted so far, and for blocks other writers claimed."""
+        """Wait for every check and upload submitted so far, and for blocks other writers claimed."""
         self._send_check()
-        while self._window.busy or self._uploads.indexing or self._claims.awaiting:
+        while self._window.busy or self._claims.awaiting:
             if self._window.busy:
                 self._window.poll()
-            elif self._uploads.indexing:
-                self._uploads.send_index()
             else:
                 self._claims.check_awaited()
 
@@ -132,8 +130,6 @@ class Upload:
         while self._uploads.held_bytes > self._max_held:
             if self._to_check:
                 self._send_check()
-            if self._uploads.indexing and self._window.in_flight < self._window.max_requests:
-                self._uploads.send_index()
             if not self._window.poll():
                 if not self._claims.awaiting:
                     break
@@ -149,28 +145,44 @@ class Upload:
         self._checks.check(hashes, on_missing=reupload)
         self._settle()
 
-    def _take(self, segment: Segment, digests: Future) -> None:
-        for data, digest in zip(segment.chunks, digests.result()):
+    def _take(self, segment: Segment, digests: list[bytes]) -> None:
+        for data, digest in zip(segment.chunks, digests):
             self._add(data, digest)
         if self._progress:
             self._progress(segment.fresh_bytes)
         self._limit_held()
 
+    def _read(self, reader: BinaryIO) -> int:
+        """Cut, hash and dispatch every block of ``reader``; its size."""
+        size = 0
+        hashing: deque[tuple[Segment, Future]] = deque()
+        pool: ThreadPoolExecutor | None = None  # made for the second segment: a small file is hashed here
+        try:
+            for segment in segments(reader, self._settings):
+                size += segment.fresh_bytes
+                if segment.last and not hashing:
+                    self._take(segment, _block_hashes(segment.chunks))
+                    continue
+                pool = pool or ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="casstor-hash")
+                hashing.append((segment, pool.submit(_block_hashes, segment.chunks)))
+                if len(hashing) > HASH_THREADS:
+                    self._take_hashed(*hashing.popleft())
+            while hashing:
+                self._take_hashed(*hashing.popleft())
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        return size
+
+    def _take_hashed(self, segment: Segment, digests: Future) -> None:
+        self._take(segment, digests.result())
+
     def run(self, reader: BinaryIO, file_id: str, attributes: FileAttributes | None = None) -> StoreResult:
         """Store everything ``reader`` yields under ``file_id`` (with the source's ``attributes``, when known);
         the new head is the commit point."""
         started = time.perf_counter()
-        size = 0
-        hashing: deque[tuple[Segment, Future]] = deque()
         try:
-            with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="casstor-hash") as pool:
-                for segment in segments(reader, self._settings):
-                    size += segment.fresh_bytes
-                    hashing.append((segment, pool.submit(_block_hashes, segment.chunks)))
-                    if len(hashing) > HASH_THREADS:
-                        self._take(*hashing.popleft())
-                while hashing:
-                    self._take(*hashing.popleft())
+            size = self._read(reader)
             self._settle()
             Commit(self._session, self._window, self._st, self._hashes, self._sizes, self._uploads.verified,
                    self._reverify, attributes, self._fence).run(reader, file_id, size)

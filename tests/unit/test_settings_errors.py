@@ -28,8 +28,8 @@ class FakeCluster:
 
 
 class FakeSession:
-    """Prepares anything; the settings table exists when ``table`` is true, the read returns ``rows`` or raises
-    ``failure``."""
+    """Prepares anything; the settings table exists when ``table`` is true (else reading it is refused as by a
+    node: InvalidRequest), the read returns ``rows`` or raises ``failure``."""
 
     def __init__(self, rows: list[Row] | None = None, failure: Exception | None = None, table: bool = True) -> None:
         self.cluster = FakeCluster()
@@ -44,6 +44,8 @@ class FakeSession:
     def execute(self, cql: str, params: tuple = ()) -> "FakeResult":
         if "system_schema.tables" in cql:
             return FakeResult([("settings",)] if self._table else [])
+        if not self._table:
+            raise InvalidRequest("Error from server: code=2200 [Invalid query] message=\"table settings does not exist\"")
         if self._failure is not None:
             raise self._failure
         return FakeResult(self._rows)

@@ -110,5 +110,4 @@ def test_the_window_read_is_serial_and_the_settings_record_quorum() -> None:
     assert statement.consistency_level == ConsistencyLevel.SERIAL
     st = Statements.for_session(session)
     assert st.record_setting.consistency_level == ConsistencyLevel.QUORUM
-    assert st.server_setting.cql == "SELECT value FROM system_views.settings WHERE name = ?"
     assert st.head.consistency_level is None  # the session's consistency (CASSTOR_CONSISTENCY)

@@ -30,3 +30,15 @@ def _launcher_loaded(nodes: str | None) -> bool:
 @pytest.mark.parametrize("nodes, loaded", [("10.0.0.1,10.0.0.2:9042", False), (None, True)])
 def test_the_launcher_is_loaded_for_the_embedded_node_only(nodes: str | None, loaded: bool) -> None:
     assert _launcher_loaded(nodes) is loaded
+
+
+def test_a_command_loads_the_driver_without_numpy_twisted_or_the_server_stack() -> None:
+    """Imports the CLI and the driver in a fresh interpreter (as every 'casstor' command does); checks that NumPy,
+    the Twisted reactor's dependencies and uvicorn are not loaded, that the driver knows it has no NumPy, and
+    that NumPy still imports for any other module that wants it."""
+    probe = ("import sys; import casstor_ops.cli.main as m; m.build_parser(); import cassandra.cluster, "
+             "cassandra.cython_deps as deps; loaded = [n for n in ('numpy', 'wrapt', 'uvicorn') if n in sys.modules]; "
+             "import numpy; print(loaded, deps.HAVE_NUMPY, numpy.zeros(2).sum())")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["[]", "False", "0.0"]
