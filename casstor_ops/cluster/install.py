@@ -168,6 +168,12 @@ def write_spark_defaults(connector_jars: list[Path] | None) -> Path:
         "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n\n"
         "logger.ivy.name = org.apache.spark.deploy\n"
         "logger.ivy.level = error\n"
+        "# Java driver 4.18 warns of a NullPointerException closing a TLS session that has no client keystore.\n"
+        "logger.tlsclose.name = com.datastax.oss.driver.internal.core.session.DefaultSession\n"
+        "logger.tlsclose.filter.npe.type = RegexFilter\n"
+        "logger.tlsclose.filter.npe.regex = .*Error while closing .*JdkSslHandlerFactory.*\n"
+        "logger.tlsclose.filter.npe.onMatch = DENY\n"
+        "logger.tlsclose.filter.npe.onMismatch = NEUTRAL\n"
     )
     return conf
 
