@@ -40,7 +40,8 @@ def _status(args: argparse.Namespace) -> int:
     if not statuses:
         print(f"no local cluster under {cluster.home} (start one with 'casstor cluster start')")
         return 1
-    print(f"local cluster {cluster.home}  CQL port {cluster.ports.cql}")
+    secure = "  secure (passwords, TLS clients)" if cluster.secure else ""
+    print(f"local cluster {cluster.home}  CQL port {cluster.ports.cql}{secure}")
     for s in statuses:
         print(f"  node{s.index}  {s.address:<12} {s.state:<9} pid {s.pid or '-'}")
     if args.nodetool and cluster.is_up():

@@ -68,7 +68,7 @@ def ensure_ca(tls: SecureHome) -> Path:
 
 
 def ensure_node_keystore(tls: SecureHome, index: int, address: str) -> Path:
-    """Node ``index``'s PEM keystore for ``address``, made (signed by the CA, made first if need be) unless it exists."""
+    """Node ``index``'s PEM keystore for ``address``, made unless it exists, signed by the CA (made if need be)."""
     keystore = tls.node_keystore(index)
     if keystore.exists():
         return keystore

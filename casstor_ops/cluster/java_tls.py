@@ -1,4 +1,4 @@
-"""TLS for casstor's Java clients (the Spark Cassandra Connector, cassandra-stress): a truststore from ``CASSTOR_SSL_CA``.
+"""TLS for casstor's Java clients (Spark Cassandra Connector, cassandra-stress): a truststore from ``CASSTOR_SSL_CA``.
 
 The Python driver reads the PEM CA file itself; the Java clients need a
 Java truststore. :func:`truststore_for` derives a PKCS12 truststore from the

@@ -69,7 +69,7 @@ class ClientSettings:
     ssl_ca: Path
 
     def exports(self) -> str:
-        """``export CASSTOR_...=...`` lines a POSIX shell can ``eval`` (values quoted; the password is not among them)."""
+        """``export CASSTOR_...=...`` lines a POSIX shell can ``eval`` (values quoted; no password among them)."""
         settings = {"CASSTOR_NODES": ",".join(self.hosts), "CASSTOR_PORT": str(self.port),
                     "CASSTOR_USERNAME": self.username, PASSWORD_FILE_SETTING: str(self.password_file),
                     "CASSTOR_SSL_CA": str(self.ssl_ca)}
