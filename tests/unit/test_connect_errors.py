@@ -55,7 +55,8 @@ def test_reset_plain_text_connection_suggests_tls() -> None:
     assert str(connect_error(failure, REMOTE)).endswith("if the nodes accept TLS clients only, set CASSTOR_SSL_CA "
                                                         "to the CA file that signed their certificates")
     with_tls = Endpoint(("10.0.0.1",), 9042, False, ssl_ca="/etc/ca.crt")
-    assert str(connect_error(failure, with_tls)).endswith("check the hosts or unset CASSTOR_NODES to use the local node")
+    assert str(connect_error(failure, with_tls)).endswith("check the hosts or unset CASSTOR_NODES to use the "
+                                                          "local node")
 
 
 def test_unreachable_local_node_points_at_its_status() -> None:

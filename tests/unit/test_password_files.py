@@ -49,7 +49,8 @@ def test_a_file_others_may_read_is_refused(tmp_path, mode) -> None:
     path.write_text("s3cret-value\n")
     path.chmod(mode)
     message = _usage_error(lambda: read_password_file(str(path), "CASSTOR_PASSWORD_FILE"))
-    assert message == f"CASSTOR_PASSWORD_FILE={path}: others may read or change it (mode {mode:04o}); run 'chmod 600 {path}'"
+    assert message == (f"CASSTOR_PASSWORD_FILE={path}: others may read or change it (mode {mode:04o}); "
+                       f"run 'chmod 600 {path}'")
 
 
 def test_missing_empty_and_directory_are_one_line(tmp_path) -> None:
@@ -66,7 +67,8 @@ def test_a_file_the_user_cannot_read_is_one_line(tmp_path) -> None:
     """Injects a 0600 file read by another user (setpriv: root reads any file); checks one line, exit 2."""
     path = write_secret(tmp_path / "credentials" / "pw", "s3cret-value")
     code = ("from casstor_ops.cluster.secret_files import read_password_file as r\n"
-            f"from casstor_ops.errors import run_reporting_errors as run\nraise SystemExit(run(lambda: r({str(path)!r}, 'X')))")
+            "from casstor_ops.errors import run_reporting_errors as run\n"
+            f"raise SystemExit(run(lambda: r({str(path)!r}, 'X')))")
     run = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert (run.returncode, run.stderr) == (EXIT_USAGE, f"casstor: X={path}: Permission denied\n")
