@@ -16,6 +16,8 @@ from casstor_ops.cluster.launcher import ClusterPorts
 _OFFSET = int(os.environ.get("CASSTOR_TEST_PORT_OFFSET", "0"))
 TEST_PORTS = ClusterPorts(cql=19042 + _OFFSET, storage=17000 + _OFFSET, jmx_base=17199 + _OFFSET)
 THREE_NODE_PORTS = ClusterPorts(cql=29042 + _OFFSET, storage=27000 + _OFFSET, jmx_base=27199 + _OFFSET)
+# The secured node of test_secure_cluster: three ports of the helper range 20000 + 10 * offset .. + 99.
+SECURE_PORTS = ClusterPorts(cql=20080 + 10 * _OFFSET, storage=20081 + 10 * _OFFSET, jmx_base=20082 + 10 * _OFFSET)
 SPARK_MASTER_PORT = 17077 + _OFFSET
 SPARK_WEBUI_PORT = 18080 + _OFFSET  # the master's; worker i uses SPARK_WEBUI_PORT + i
 CASSTOR = [sys.executable, "-m", "casstor_ops.cli.main"]

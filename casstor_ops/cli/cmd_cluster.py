@@ -1,15 +1,28 @@
-"""``casstor cluster start [--nodes N] | stop | status``: the local cluster."""
+"""``casstor cluster start [--nodes N] [--secure] | stop | status``: the local cluster.
+
+A secure cluster's start prints its client settings on stdout as
+``export`` lines (``eval "$(casstor cluster start --secure)"``), so its
+progress goes to stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from casstor_ops.cluster.launcher import LocalCluster
+from casstor_ops.cluster.roles import set_up_roles
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.schema import ensure_keyspaces
 
 
 def _start(args: argparse.Namespace) -> int:
     cluster = LocalCluster(heap_mb=args.heap_mb)
-    cluster.start(nodes=args.nodes)
+    secure = args.secure or cluster.secure
+    log = (lambda msg: print(msg, file=sys.stderr)) if secure else print
+    cluster.start(nodes=args.nodes, log=log, secure=secure)
+    if secure:
+        print(set_up_roles(cluster, (DATA_KS, META_KS), ensure_keyspaces, log).exports())
     return 0
 
 
@@ -27,7 +40,8 @@ def _status(args: argparse.Namespace) -> int:
     if not statuses:
         print(f"no local cluster under {cluster.home} (start one with 'casstor cluster start')")
         return 1
-    print(f"local cluster {cluster.home}  CQL port {cluster.ports.cql}")
+    secure = "  secure (passwords, TLS clients)" if cluster.secure else ""
+    print(f"local cluster {cluster.home}  CQL port {cluster.ports.cql}{secure}")
     for s in statuses:
         print(f"  node{s.index}  {s.address:<12} {s.state:<9} pid {s.pid or '-'}")
     if args.nodetool and cluster.is_up():
@@ -42,6 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     start = actions.add_parser("start", help="start local nodes on 127.0.0.1..N, one at a time")
     start.add_argument("--nodes", type=int, default=None, help="number of nodes (default: 1, or as many as exist)")
     start.add_argument("--heap-mb", type=int, default=None, help="heap per node in MiB (default 1024)")
+    start.add_argument("--secure", action="store_true",
+                       help="passwords, permissions and TLS clients (kept for good); print the client settings "
+                            "as export lines for eval")
     start.set_defaults(func=_start)
     actions.add_parser("stop", help="stop the nodes this launcher started").set_defaults(func=_stop)
     status = actions.add_parser("status", help="show each node's state (exit 1 unless all are up)")

@@ -1,11 +1,20 @@
 """Reaching the cluster: the embedded local node, or ``CASSTOR_NODES``.
 
 * ``CASSTOR_NODES`` unset: the local cluster of :mod:`casstor_ops.cluster.launcher`
-  is used, and started (saying so on stderr) when it is not running.
+  is used, and started (saying so on stderr) when it is not running. A
+  secure one (``casstor cluster start --secure``) is reached through TLS as
+  its ``casstor`` role, with the CA and password file of its home, unless
+  ``CASSTOR_USERNAME`` and a password name another role.
 * ``CASSTOR_NODES=h1,h2[:port]``: an existing cluster; nothing is ever
-  started. Optional ``CASSTOR_PORT``, ``CASSTOR_USERNAME`` /
-  ``CASSTOR_PASSWORD``, ``CASSTOR_SSL_CA`` (a CA file: enables TLS),
+  started. Optional ``CASSTOR_PORT``, ``CASSTOR_USERNAME`` with
+  ``CASSTOR_PASSWORD_FILE`` (a file holding the password, readable by its
+  owner only) or ``CASSTOR_PASSWORD``, ``CASSTOR_SSL_CA`` (a CA file:
+  enables TLS, and the nodes' certificates must name their addresses),
   ``CASSTOR_LOCAL_DC``.
+
+The password itself is never kept in an :class:`Endpoint` read from a
+password file: the endpoint holds the file's path and reads it when it
+connects, so an endpoint pickled to Spark executors carries no secret.
 * ``CASSTOR_CONSISTENCY``: the one consistency level of every casstor read
   and write (default QUORUM, LOCAL_QUORUM when ``CASSTOR_LOCAL_DC`` is set),
   so a file never points at a block held by fewer replicas than its rows.
@@ -45,6 +54,7 @@ from cassandra.io.libevreactor import LibevConnection
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
 
 from casstor_ops.cluster.envvars import MAX_PORT, env_port, require_range
+from casstor_ops.cluster.secret_files import read_password_file
 from casstor_ops.errors import EXIT_AUTH, EXIT_TIMEOUT, EXIT_UNAUTHORISED, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError
 
 REQUEST_TIMEOUT_S = 30.0
@@ -58,9 +68,17 @@ SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 CONSISTENCY_LEVELS = ("QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL")
 
 
+PASSWORD_FILE_SETTING = "CASSTOR_PASSWORD_FILE"
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """Everything needed to open a session; picklable, so Spark executors get a copy."""
+    """Everything needed to open a session; picklable, so Spark executors get a copy.
+
+    ``password_file`` (read at each connect) is how a password should come;
+    ``password`` holds one given in ``CASSTOR_PASSWORD``, and travels with
+    the endpoint.
+    """
 
     hosts: tuple[str, ...]
     port: int
@@ -70,10 +88,17 @@ class Endpoint:
     ssl_ca: str | None = None
     local_dc: str | None = None
     consistency: str = "QUORUM"
+    password_file: str | None = None
 
     @property
     def description(self) -> str:
         return ",".join(f"{h}:{self.port}" for h in self.hosts)
+
+    def secret(self) -> str | None:
+        """The password: ``password``, else the content of ``password_file`` (usage error if it cannot be used)."""
+        if self.password is not None or self.password_file is None:
+            return self.password
+        return read_password_file(self.password_file, PASSWORD_FILE_SETTING)
 
 
 def endpoint_from_env() -> Endpoint:
@@ -92,11 +117,7 @@ def endpoint_from_env() -> Endpoint:
                            EXIT_USAGE)
     nodes = os.environ.get("CASSTOR_NODES", "").strip()
     if not nodes:
-        from casstor_ops.cluster.launcher import LocalCluster  # the embedded node only: a remote store never loads it
-
-        local = LocalCluster()
-        return Endpoint(tuple(local.contact_points), local.ports.cql, True,
-                        local_dc=local_dc, consistency=consistency)
+        return _embedded_endpoint(local_dc, consistency)
     hosts, ports = [], set()
     for item in nodes.split(","):
         host, _, port = item.strip().partition(":")
@@ -108,9 +129,44 @@ def endpoint_from_env() -> Endpoint:
     if len(ports) > 1:
         raise CasstorError(f"CASSTOR_NODES={nodes!r}: all hosts must use one CQL port", EXIT_USAGE)
     port = ports.pop() if ports else env_port("CASSTOR_PORT", 9042)
-    return Endpoint(tuple(hosts), port, False, os.environ.get("CASSTOR_USERNAME"),
-                    os.environ.get("CASSTOR_PASSWORD"), os.environ.get("CASSTOR_SSL_CA"),
-                    local_dc, consistency)
+    username, password, password_file = _credentials_from_env()
+    return Endpoint(tuple(hosts), port, False, username, password, os.environ.get("CASSTOR_SSL_CA") or None,
+                    local_dc, consistency, password_file)
+
+
+def _credentials_from_env() -> tuple[str | None, str | None, str | None]:
+    """``CASSTOR_USERNAME``, ``CASSTOR_PASSWORD`` and ``CASSTOR_PASSWORD_FILE`` (checked readable now, read at
+    connect); both passwords at once, or a password file without a user name, is a usage error."""
+    username = os.environ.get("CASSTOR_USERNAME") or None
+    password = os.environ.get("CASSTOR_PASSWORD") or None
+    password_file = os.environ.get(PASSWORD_FILE_SETTING) or None
+    if password_file is None:
+        return username, password, None
+    if password is not None:
+        raise CasstorError(f"both CASSTOR_PASSWORD and {PASSWORD_FILE_SETTING} are set: unset one "
+                           f"(the file keeps the password off the environment)", EXIT_USAGE)
+    if username is None:
+        raise CasstorError(f"{PASSWORD_FILE_SETTING} is set but CASSTOR_USERNAME is not: name the role "
+                           f"the password is for", EXIT_USAGE)
+    read_password_file(password_file, PASSWORD_FILE_SETTING)  # a bad file is one line now, not at the first connect
+    return username, None, password_file
+
+
+def _embedded_endpoint(local_dc: str | None, consistency: str) -> Endpoint:
+    """The local cluster's endpoint; a secure one's TLS CA and ``casstor`` role (or the role the environment names)."""
+    from casstor_ops.cluster.launcher import LocalCluster  # the embedded node only: a remote store never loads it
+    from casstor_ops.cluster.secure_home import CLIENT_ROLE
+
+    local = LocalCluster()
+    hosts, port = tuple(local.contact_points), local.ports.cql
+    secure = local.secure_home
+    if secure is None:
+        return Endpoint(hosts, port, True, local_dc=local_dc, consistency=consistency)
+    username, password, password_file = _credentials_from_env()
+    if username is None or (password is None and password_file is None):
+        username, password, password_file = CLIENT_ROLE, None, str(secure.password_file(CLIENT_ROLE))
+    return Endpoint(hosts, port, True, username, password, os.environ.get("CASSTOR_SSL_CA") or str(secure.ca_cert),
+                    local_dc, consistency, password_file)
 
 
 def ensure_running(endpoint: Endpoint) -> None:
@@ -148,7 +204,7 @@ def open_cluster(endpoint: Endpoint, schema_metadata: bool = True) -> Cluster:
             ssl_context = ssl.create_default_context(cafile=endpoint.ssl_ca)
         except OSError as err:  # a missing or unreadable CA file is a setting to fix, not an unreachable host
             raise CasstorError(f"CASSTOR_SSL_CA={endpoint.ssl_ca}: {err.strerror or err}", EXIT_USAGE) from None
-    auth = PlainTextAuthProvider(endpoint.username, endpoint.password) if endpoint.username else None
+    auth = PlainTextAuthProvider(endpoint.username, endpoint.secret()) if endpoint.username else None
     cluster = Cluster(
         contact_points=list(endpoint.hosts), port=endpoint.port,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
@@ -240,7 +296,7 @@ def connect_error(err: Exception, endpoint: Endpoint, doing: str | None = None) 
     refused = next((cause for cause in causes if isinstance(cause, AuthenticationFailed)), None)
     if refused is not None:
         return CasstorError(f"Cassandra at {where} refused the credentials: {refused}; "
-                            f"check CASSTOR_USERNAME and CASSTOR_PASSWORD", EXIT_AUTH)
+                            f"check CASSTOR_USERNAME and {PASSWORD_FILE_SETTING} (or CASSTOR_PASSWORD)", EXIT_AUTH)
     denied = next((cause for cause in causes if isinstance(cause, Unauthorized)), None)
     if denied is not None:
         return CasstorError(f"not authorised to {doing or 'connect'}: {denied}; grant the role "
@@ -256,9 +312,21 @@ def connect_error(err: Exception, endpoint: Endpoint, doing: str | None = None) 
     # A request finds no host at all when the driver has marked every one down (a connect always tries some).
     all_down = doing is not None and isinstance(err, NoHostAvailable) and not causes
     if all_down or (causes and all(isinstance(cause, unreachable) for cause in causes)):
-        fix = ("check the hosts or unset CASSTOR_NODES to use the local node" if not endpoint.embedded
-               else "run 'casstor cluster status' and see the node's log")
         reason = ("no host is up" if all_down else
                   "no host name resolves" if isinstance(err, UnresolvableContactPoints) else causes[0])
-        return CasstorError(f"cannot reach Cassandra at {where}: {reason}; {fix}", EXIT_UNREACHABLE)
+        return CasstorError(f"cannot reach Cassandra at {where}: {reason}; {_reach_fix(causes, endpoint)}",
+                            EXIT_UNREACHABLE)
     return None
+
+
+def _reach_fix(causes: list[Exception], endpoint: Endpoint) -> str:
+    """What to check when no host could be reached: the CA for an untrusted certificate, TLS for a node that
+    reset a plain-text connection, else the hosts (or the local node's status)."""
+    if any("CERTIFICATE_VERIFY_FAILED" in str(cause) for cause in causes):
+        return (f"the nodes' certificate is not trusted: CASSTOR_SSL_CA={endpoint.ssl_ca} must be the CA that "
+                f"signed it, and it must name the address connected to")
+    if endpoint.ssl_ca is None and any(isinstance(cause, ConnectionResetError) for cause in causes):
+        return "if the nodes accept TLS clients only, set CASSTOR_SSL_CA to the CA file that signed their certificates"
+    if endpoint.embedded:
+        return "run 'casstor cluster status' and see the node's log"
+    return "check the hosts or unset CASSTOR_NODES to use the local node"

@@ -1,4 +1,4 @@
-"""``make setup``'s second half: server jars, cassandra-stress, Spark config.
+"""``make setup``'s second half: server jars, cassandra-stress, casstor's Java auth hooks, Spark config.
 
 Run as ``.venv/bin/python -m casstor_ops.cluster.install`` (the Makefile does, after
 creating the venv). Each step is skipped when its result is already in the
@@ -12,10 +12,12 @@ Java 17 is missing or Maven Central cannot be reached.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from casstor_ops.cluster import paths as layout
@@ -89,6 +91,48 @@ def install_stress() -> Path:
     return home
 
 
+def install_auth_jar(connector_jars: list[Path]) -> Path:
+    """Compile ``java/src`` (the Spark connector's and cassandra-stress's password-file hooks) into the cache and
+    put the jar among cassandra-stress's libraries; the jar.
+
+    Its name carries a digest of the sources, so an edited source is compiled again.
+    """
+    sources = sorted((layout.project_root() / "java" / "src").rglob("*.java"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
+    jar = layout.cache_dir() / f"casstor-auth-{digest}.jar"
+    if not jar.exists():
+        print("setup: compiling casstor's Java auth hooks (java/src)")
+        with tempfile.TemporaryDirectory(dir=layout.cache_dir()) as tmp:
+            _javac(sources, _auth_classpath(connector_jars), Path(tmp) / "classes")
+            with zipfile.ZipFile(Path(tmp) / "auth.jar", "w") as out:
+                for path in sorted((Path(tmp) / "classes").rglob("*.class")):
+                    out.write(path, path.relative_to(Path(tmp) / "classes").as_posix())
+            (Path(tmp) / "auth.jar").rename(jar)
+    shutil.copyfile(jar, layout.stress_home() / "tools" / "lib" / "casstor-auth.jar")
+    return jar
+
+
+def _auth_classpath(connector_jars: list[Path]) -> list[Path]:
+    """The jars the hooks compile against: Spark core and utils, Scala, the connector and both drivers."""
+    spark_jars = spark_conf_dir().parent / "jars"
+    return [*spark_jars.glob("spark-core_*.jar"), *spark_jars.glob("spark-common-utils_*.jar"),
+            *spark_jars.glob("scala-library-*.jar"),
+            *(j for j in connector_jars if "spark-cassandra-connector_" in j.name or "java-driver-core" in j.name),
+            *(layout.stress_home() / "lib").glob("cassandra-driver-core-*.jar")]
+
+
+def _javac(sources: list[Path], classpath: list[Path], out: Path) -> None:
+    javac = java17_home() / "bin" / "javac"
+    if not javac.exists():
+        raise CasstorError(f"javac not found at {javac}: install the JDK ('apt-get install openjdk-17-jdk-headless')")
+    proc = subprocess.run([str(javac), "--release", "11", "-nowarn", "-d", str(out),
+                           "-cp", ":".join(map(str, classpath)), *map(str, sources)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        raise CasstorError(f"javac failed on java/src: {' | '.join(tail)}")
+
+
 def spark_conf_dir() -> Path:
     import pyspark
 
@@ -98,8 +142,11 @@ def spark_conf_dir() -> Path:
 def write_spark_defaults(connector_jars: list[Path] | None) -> Path:
     """Make plain ``spark-submit`` and notebook sessions get the connector and the venv's Python.
 
-    Once the connector is resolved, its jars are named directly
-    (``spark.jars``): no Ivy resolution and no Ivy report at every start.
+    Once the connector is resolved, its jars (and casstor's auth hooks) are
+    named directly (``spark.jars``): no Ivy resolution and no Ivy report at
+    every start. The driver's address is not pinned here: a remote master's
+    executors must reach the driver, so :mod:`casstor_ops.spark.session` keeps
+    it on loopback for local masters only.
     """
     conf = spark_conf_dir()
     conf.mkdir(exist_ok=True)
@@ -110,8 +157,6 @@ def write_spark_defaults(connector_jars: list[Path] | None) -> Path:
         "# Written by casstor's 'make setup'.\n"
         + jars +
         "spark.sql.extensions com.datastax.spark.connector.CassandraSparkExtensions\n"
-        "spark.driver.host 127.0.0.1\n"
-        "spark.driver.bindAddress 127.0.0.1\n"
         f"spark.pyspark.python {python}\n"
         f"spark.pyspark.driver.python {python}\n"
         "spark.sql.shuffle.partitions 8\n"
@@ -121,7 +166,6 @@ def write_spark_defaults(connector_jars: list[Path] | None) -> Path:
         "# Written by casstor's 'make setup'.\n"
         f"export JAVA_HOME={java17_home()}\n"
         f"export PYSPARK_PYTHON={python}\n"
-        "export SPARK_LOCAL_IP=127.0.0.1\n"
     )
     (conf / "log4j2.properties").write_text(
         "# Written by casstor's 'make setup': Spark's INFO chatter hides job output.\n"
@@ -138,6 +182,12 @@ def write_spark_defaults(connector_jars: list[Path] | None) -> Path:
         "# reports its cause itself (one casstor: line when the executors are not set up).\n"
         "logger.tasks.name = org.apache.spark.scheduler.TaskSetManager\n"
         "logger.tasks.level = error\n"
+        "# Java driver 4.18 warns of a NullPointerException closing a TLS session that has no client keystore.\n"
+        "logger.tlsclose.name = com.datastax.oss.driver.internal.core.session.DefaultSession\n"
+        "logger.tlsclose.filter.npe.type = RegexFilter\n"
+        "logger.tlsclose.filter.npe.regex = .*Error while closing .*JdkSslHandlerFactory.*\n"
+        "logger.tlsclose.filter.npe.onMatch = DENY\n"
+        "logger.tlsclose.filter.npe.onMismatch = NEUTRAL\n"
     )
     return conf
 
@@ -178,7 +228,8 @@ def main() -> int:
     try:
         install_cassandra_jars()
         install_stress()
-        write_spark_defaults(resolve_spark_connector())
+        connector_jars = resolve_spark_connector()
+        write_spark_defaults([*connector_jars, install_auth_jar(connector_jars)])
         pin_spark_scripts_python()
     except CasstorError as err:
         print(f"setup: {err}", file=sys.stderr)

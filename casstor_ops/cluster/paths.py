@@ -10,6 +10,9 @@ Three places, none inside the git tree:
   data, logs, pid files of the local cluster. Deleting it deletes the store.
 * the project's ``plots/`` (figures) and ``bench/results/`` (raw numbers).
 
+Directories that hold node data, logs, certificates or passwords are made
+with :func:`private_dir`: 0700 whatever the umask.
+
 Example::
 
     >>> cassandra_lib_dir().name
@@ -55,3 +58,14 @@ def ivy_dir() -> Path:
 
 def project_root() -> Path:
     return Path(__file__).resolve().parents[2]
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` and its missing parents created, ``path`` itself set to 0700 (whatever the umask); ``path``.
+
+    Example: ``private_dir(home / "node1" / "logs")``. Failures: the OSError
+    of ``mkdir``/``chmod`` (e.g. a file in the way) propagates.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path

@@ -12,6 +12,16 @@ parsed summary and per-interval rows (:mod:`casstor_ops.lab.stress_results`).
 The cluster is the one casstor itself uses (``connection.endpoint_from_env``:
 the local node, started if needed, or ``CASSTOR_NODES``); cassandra-stress
 runs on Java 17 at the store's consistency level (``CASSTOR_CONSISTENCY``).
+With credentials, cassandra-stress logs in through casstor's
+``casstor.auth.StressAuthProvider`` (``java/src``, put in its ``tools/lib`` by
+``make setup``), which reads the role and the password file from the
+environment of the process: ``-mode password=`` would show the password to
+``ps`` and in the tool's printed settings, and cassandra-stress 4.0 has no
+``-credentials-file`` (4.1 added it). With ``CASSTOR_SSL_CA`` it connects
+through TLS with a truststore derived from it
+(:func:`~casstor_ops.cluster.java_tls.truststore_for`). On a secured local
+cluster the ``casstor`` role may not create the ``casstor_stress`` keyspace:
+run the experiments as its admin role (``docs/security.md``).
 Reads only find loaded keys when they draw seeds from the inserted range:
 ``population=N`` makes inserts write seeds ``1..N`` once each
 (``-pop seq=1..N``) and reads draw uniformly from ``1..N``.
@@ -42,7 +52,8 @@ import pandas as pd
 from cassandra.cluster import Session
 
 from casstor_ops.cluster import paths as layout
-from casstor_ops.cluster.connection import Endpoint, endpoint_from_env, ensure_running
+from casstor_ops.cluster.connection import PASSWORD_FILE_SETTING, Endpoint, endpoint_from_env, ensure_running
+from casstor_ops.cluster.java_tls import CIPHER_SUITES, TRUSTSTORE_PASSWORD, truststore_for
 from casstor_ops.errors import CasstorError
 from casstor_ops.cluster.jvm import java17_home
 from casstor_ops.cluster.launcher import LocalCluster
@@ -63,6 +74,7 @@ PROFILES = {
 ROW_CACHE_TABLES = frozenset({(STRESS_KS, t) for t in PROFILES.values()}
                              | {(DATA_KS, "blocks"), (DATA_KS, "existing_blocks")})
 RUN_TIMEOUT_S = 900.0
+AUTH_PROVIDER = "casstor.auth.StressAuthProvider"  # java/src/casstor/auth, in tools/lib since 'make setup'
 
 
 def stress_binary() -> Path:
@@ -124,9 +136,7 @@ def _profile_table(path: Path) -> str:
 
 
 def _connection_args(endpoint: Endpoint, jmx_port: int | None) -> list[str]:
-    if endpoint.ssl_ca:
-        raise CasstorError("CASSTOR_SSL_CA is set: cassandra-stress needs a Java truststore for TLS; "
-                           "run the stress experiments against a cluster without client TLS")
+    """``-node``, ``-port``, ``-mode`` and (TLS) ``-transport``: no password, only the auth provider's class."""
     node = (["datacenter=" + endpoint.local_dc] if endpoint.local_dc else []) + [",".join(endpoint.hosts)]
     port = [f"native={endpoint.port}"]
     if jmx_port is None and endpoint.embedded:
@@ -135,8 +145,24 @@ def _connection_args(endpoint: Endpoint, jmx_port: int | None) -> list[str]:
         port.append(f"jmx={jmx_port}")
     mode = ["native", "cql3", "protocolVersion=4"]
     if endpoint.username:
-        mode += [f"user={endpoint.username}", f"password={endpoint.password}"]
-    return ["-node", *node, "-port", *port, "-mode", *mode]
+        mode += [f"user={endpoint.username}", f"auth-provider={AUTH_PROVIDER}"]
+    # TLSv1.2: the tool's driver 3.6 (netty 4.1.37) never completes a TLS 1.3 handshake on Java 17 (measured:
+    # its control connection times out); Cassandra 5.0 accepts both.
+    transport = ([] if not endpoint.ssl_ca else
+                 ["-transport", f"truststore={truststore_for(endpoint.ssl_ca)}",
+                  f"truststore-password={TRUSTSTORE_PASSWORD}", "ssl-protocol=TLSv1.2",
+                  f"ssl-ciphers={','.join(CIPHER_SUITES)}"])
+    return ["-node", *node, "-port", *port, "-mode", *mode, *transport]
+
+
+def credentials_env(endpoint: Endpoint) -> dict[str, str]:
+    """The environment :data:`AUTH_PROVIDER` reads the credentials from: the role, and its password file (or, when
+    the endpoint has a password and no file, the password: an environment is private to the process's user)."""
+    if not endpoint.username:
+        return {}
+    secret = ({PASSWORD_FILE_SETTING: endpoint.password_file} if endpoint.password_file
+              else {"CASSTOR_PASSWORD": endpoint.password or ""})
+    return {"CASSTOR_USERNAME": endpoint.username, **secret}
 
 
 def stress_command(profile: Path, ops_spec: str, *, population: int, threads: int, n: int | None,
@@ -161,10 +187,9 @@ def stress_command(profile: Path, ops_spec: str, *, population: int, threads: in
             "-log", "interval=1s", f"hdrfile={Path(hdr_file).absolute()}"]
 
 
-def _run_one(cmd: list[str], log: Path, timeout_s: float) -> str:
-    env = {**os.environ, "JAVA_HOME": str(java17_home())}
-    shown = " ".join(re.sub(r"^password=.*", "password=***", a) for a in cmd)
-    log.with_suffix(".cmd").write_text(shown + "\n")
+def _run_one(cmd: list[str], log: Path, timeout_s: float, credentials: dict[str, str]) -> str:
+    env = {**os.environ, "JAVA_HOME": str(java17_home()), **credentials}
+    log.with_suffix(".cmd").write_text(" ".join(cmd) + "\n")
     with open(log, "w") as out, open(log.with_suffix(".err"), "w") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=log.parent,
                                 env=env, start_new_session=True)
@@ -214,7 +239,7 @@ def run_stress(profile: str | Path, ops: str | Mapping[str, int], *, population:
                              endpoint=endpoint, hdr_file=log.with_suffix(".hdr"), warmup=warmup,
                              consistency=consistency, jmx_port=jmx_port)
         limit = RUN_TIMEOUT_S + (duration_s or 0)
-        output = parse_output(_run_one(cmd, log, limit))
+        output = parse_output(_run_one(cmd, log, limit, credentials_env(endpoint)))
         total = output.summary[output.summary.op == "total"]
         if output.failed or total.empty or (total.errors > 0).any():
             errors = int(total.errors.sum()) if not total.empty else 0

@@ -250,15 +250,34 @@ def replication_map(session: Session, keyspace: str) -> dict[str, str] | None:
     return dict(row.replication) if row else None
 
 
-def _ensure_keyspace(session: Session, keyspace: str, wanted: Replication, explicit: bool) -> None:
+def ensure_keyspaces(session: Session, data: Replication | None = None, meta: Replication | None = None,
+                     may_change: bool = False) -> None:
+    """Create the store's keyspaces that do not exist, with ``data``/``meta`` or (None) the cluster's default.
+
+    An existing keyspace is never asked ``CREATE KEYSPACE IF NOT EXISTS``
+    (a role without ``CREATE ON ALL KEYSPACES`` is refused it even then,
+    e.g. the ``casstor`` role of a secured cluster, whose keyspaces its
+    admin made). It keeps its replication unless an explicit one differs:
+    then it is altered if ``may_change`` (the store holds nothing yet), else
+    CasstorError, changing nothing.
+
+    Example: ``ensure_keyspaces(admin_session)`` (what ``cluster start --secure`` runs).
+    """
+    rf = default_rf(session)
+    _ensure_keyspace(session, DATA_KS, data or Replication.simple(rf), data is not None, may_change)
+    _ensure_keyspace(session, META_KS, meta or Replication.simple(rf), meta is not None, may_change)
+
+
+def _ensure_keyspace(session: Session, keyspace: str, wanted: Replication, explicit: bool, may_change: bool) -> None:
     existing = replication_map(session, keyspace)
     if existing is None:
         _ddl(session, f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {wanted.cql()}")
-        return
-    if explicit and existing != wanted.as_map():
-        raise CasstorError(
-            f"{keyspace} already exists with replication {existing}; refusing to change it to {wanted} "
-            f"(use ALTER KEYSPACE and 'nodetool repair' to change replication)")
+    elif explicit and existing != wanted.as_map():
+        if not may_change:
+            raise CasstorError(
+                f"{keyspace} already exists with replication {existing}; refusing to change it to {wanted} "
+                f"(use ALTER KEYSPACE and 'nodetool repair' to change replication)")
+        _ddl(session, f"ALTER KEYSPACE {keyspace} WITH replication = {wanted.cql()}")
 
 
 def read_settings(session: Session) -> StoreSettings | None:
@@ -315,16 +334,16 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
 
     ``data``/``meta`` None means "the default for this cluster" and never
     conflicts with an existing keyspace; an explicit value that differs from
-    the existing replication, or settings that differ from the recorded
-    ones, raise :class:`CasstorError` and change nothing. The compression of
+    the replication of a keyspace that holds a store, or settings that differ
+    from the recorded ones, raise :class:`CasstorError` and change nothing
+    (keyspaces made empty, as ``cluster start --secure`` does, take the
+    explicit value). The compression of
     ``settings`` applies to a new store only: an existing one keeps its own
     (:func:`set_compression` changes it). A store of an upgradable schema is
     upgraded once its new columns exist.
     """
     before = read_settings(session)
-    rf = default_rf(session)
-    _ensure_keyspace(session, DATA_KS, data or Replication.simple(rf), data is not None)
-    _ensure_keyspace(session, META_KS, meta or Replication.simple(rf), meta is not None)
+    ensure_keyspaces(session, data, meta, may_change=before is None)
     wanted = settings or StoreSettings()
     for ddl in _TABLES:  # the blocks table's compression applies to a new store only (CREATE IF NOT EXISTS)
         _ddl(session, ddl.replace("{node_compression}", _node_compression(wanted.compression)))

@@ -27,7 +27,6 @@ def _no_host(*causes: Exception) -> NoHostAvailable:
 @pytest.mark.parametrize("failure", [
     _no_host(REFUSED, REFUSED),
     _no_host(ConnectionException("Connection reset\nby peer"), REFUSED),
-    _no_host(ssl.SSLError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")),
     REFUSED,  # the driver raises some socket errors bare
     UnresolvableContactPoints({}),
 ])
@@ -38,6 +37,26 @@ def test_unreachable(failure) -> None:
     message = str(error)
     assert message.startswith("cannot reach Cassandra at 10.0.0.1:9042,10.0.0.2:9042: ") and "\n" not in message
     assert message.endswith("check the hosts or unset CASSTOR_NODES to use the local node")
+
+
+def test_untrusted_certificate_points_at_the_ca() -> None:
+    """Injects the driver's failed certificate check; checks EXIT_UNREACHABLE and a fix naming CASSTOR_SSL_CA."""
+    failure = _no_host(ssl.SSLError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"))
+    error = connect_error(failure, Endpoint(("10.0.0.1",), 9042, False, ssl_ca="/etc/other-ca.crt"))
+    assert error is not None and error.exit_code == EXIT_UNREACHABLE
+    assert str(error).endswith("the nodes' certificate is not trusted: CASSTOR_SSL_CA=/etc/other-ca.crt must be "
+                               "the CA that signed it, and it must name the address connected to")
+
+
+def test_reset_plain_text_connection_suggests_tls() -> None:
+    """Injects the reset a TLS-only node gives a plain-text client; checks the fix suggests CASSTOR_SSL_CA, and
+    that a TLS client's reset does not."""
+    failure = _no_host(ConnectionResetError(104, "Connection reset by peer"))
+    assert str(connect_error(failure, REMOTE)).endswith("if the nodes accept TLS clients only, set CASSTOR_SSL_CA "
+                                                        "to the CA file that signed their certificates")
+    with_tls = Endpoint(("10.0.0.1",), 9042, False, ssl_ca="/etc/ca.crt")
+    assert str(connect_error(failure, with_tls)).endswith("check the hosts or unset CASSTOR_NODES to use the "
+                                                          "local node")
 
 
 def test_unreachable_local_node_points_at_its_status() -> None:
