@@ -17,6 +17,7 @@ SPARK_MASTER_PORT = 17077 + _OFFSET
 SPARK_WEBUI_PORT = 18080 + _OFFSET  # the master's; worker i uses SPARK_WEBUI_PORT + i
 CASSTOR = [sys.executable, "-m", "casstor_ops.cli.main"]
 ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 
 
@@ -27,18 +28,17 @@ def run_casstor(*args: str, input: bytes | None = None, env: dict[str, str] | No
                           env={**os.environ, **(env or {})})
 
 
-def run_notebook(name: str, out_dir, **parameters) -> Path:
+def run_notebook(name: str, out_dir, cwd: Path = ROOT, **parameters) -> Path:
     """Execute ``notebooks/<name>`` headless with papermill; returns the executed copy.
 
-    Runs with the project root as working directory, so the notebook's
-    relative paths (``plots/``) resolve as they do for a user.
+    ``cwd`` is the kernel's working directory: the project root (as the README's papermill line runs it) or
+    ``ROOT / "notebooks"`` (Jupyter Lab's); a notebook must behave the same from both.
     """
     import papermill
 
-    root = Path(__file__).resolve().parent.parent
     output = Path(out_dir) / name
-    papermill.execute_notebook(str(root / "notebooks" / name), str(output), parameters=parameters,
-                               cwd=str(root), kernel_name="python3", progress_bar=False)
+    papermill.execute_notebook(str(ROOT / "notebooks" / name), str(output), parameters=parameters,
+                               cwd=str(cwd), kernel_name="python3", progress_bar=False)
     return output
 
 
