@@ -21,7 +21,7 @@ import argparse
 from pathlib import Path
 
 from casstor_ops.cli.args import OneLineParser, positive_int
-from casstor_ops.ops.dedup_output import format_table, render
+from casstor_ops.ops.dedup_output import format_table, output_dir, render
 from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.spark.job_runner import run_job
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace, spark) -> int:
+    output_dir(args.out)  # an unusable --out fails before the Spark work, not after it
     report = compute(spark, top=args.top, depth=args.depth, largest=args.largest)
     written = render(report, args.out)
     print(format_table(report))

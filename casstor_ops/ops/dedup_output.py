@@ -19,8 +19,10 @@ Example::
     >>> render(report, Path("plots"))          # doctest: +SKIP
     [PosixPath('plots/dedup_stats.json'), ..., PosixPath('plots/dedup_report.html')]
 
-Failures: an unwritable directory raises ``OSError`` (the job prints it as one
-``casstor:`` line); a file is written whole or the call fails.
+Failures: a directory or file that cannot be written raises
+:class:`~casstor_ops.errors.CasstorError` (the job prints it as one ``casstor:``
+line, exit 1); each file is written under a temporary name and renamed into
+place, so a failure leaves the previous file or none, never part of one.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ import base64
 import html
 import io
 import json
+import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
+from casstor_ops.errors import CasstorError
 from casstor_ops.ops.dedup_plots import FIGURES
 from casstor_ops.ops.dedup_report import GROWTH_DEFINITION, TABLES, DedupReport
 from casstor_ops.ops.units import human_bytes
@@ -166,9 +170,29 @@ def html_page(report: DedupReport, images: dict[str, bytes]) -> str:
     return "".join(parts) + "</body></html>\n"
 
 
+def output_dir(out_dir: Path) -> Path:
+    """``out_dir``, created if missing; CasstorError (one line) when it cannot be."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CasstorError(f"cannot write the report to {out_dir}: {err.strerror or err}") from None
+    return out_dir
+
+
+def _write(path: Path, content: bytes) -> None:
+    # A temporary name, renamed into place: a failure leaves the old file or none, never half of one.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(content)
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise CasstorError(f"cannot write the report to {path}: {err.strerror or err}") from None
+
+
 def render(report: DedupReport, out_dir: Path) -> list[Path]:
     """Write the JSON, CSV, PNG and HTML files (module docstring) into ``out_dir``; the paths written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    output_dir(out_dir)
     files = {"dedup_stats.json": json.dumps({"depth": report.depth, "totals": report.totals,
                                              **{name: _records(report.tables[name]) for name in TABLES}}, indent=2),
              "dedup_totals.csv": pd.DataFrame(list(report.totals.items()), columns=["figure", "value"]).to_csv(
@@ -178,7 +202,6 @@ def render(report: DedupReport, out_dir: Path) -> list[Path]:
     written = []
     for name, content in [*files.items(), *((f"{n}.png", png) for n, png in images.items()),
                           ("dedup_report.html", html_page(report, images))]:
-        path = out_dir / name
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
-        written.append(path)
+        _write(out_dir / name, content if isinstance(content, bytes) else content.encode())
+        written.append(out_dir / name)
     return written

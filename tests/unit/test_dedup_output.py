@@ -9,6 +9,7 @@ import argparse
 import base64
 import json
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from casstor_ops.cli.args import positive_int
-from casstor_ops.errors import EXIT_USAGE
+from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.ops.dedup_growth import MAX_BINS, bin_width_ms
 from casstor_ops.ops.dedup_output import SECTIONS, readable, render
 from casstor_ops.ops.dedup_plots import FIGURES, LABEL_WIDTH
@@ -151,3 +152,25 @@ def test_job_refuses_depth_zero_in_one_line_before_spark_starts() -> None:
     assert run.returncode == EXIT_USAGE and run.stdout == ""
     assert run.stderr.splitlines() == ["jobs/dedup_stats.py: error: argument --depth/--prefix-depth: '0': expected a "
                                        "whole number of at least 1 (see 'jobs/dedup_stats.py --help')"]
+
+
+def test_an_unwritable_output_is_one_error_and_leaves_no_part_of_a_file(tmp_path: Path) -> None:
+    """Injects: --out naming a regular file; then a report file whose name is taken by a directory.
+    Checks: one CasstorError line each, no traceback-bound OSError, no temporary or partial file left."""
+    (tmp_path / "taken").write_text("not a directory")
+    with pytest.raises(CasstorError, match=r"^cannot write the report to .*taken/plots: Not a directory$"):
+        render(_report(), tmp_path / "taken" / "plots")
+    (tmp_path / "out" / "growth.png").mkdir(parents=True)
+    with pytest.raises(CasstorError, match=r"^cannot write the report to .*growth\.png: Is a directory$"):
+        render(_report(), tmp_path / "out")
+    left = {p.name for p in (tmp_path / "out").iterdir()}
+    assert not [name for name in left if name.endswith(".tmp")], left
+    assert "dedup_stats.json" in left and json.loads((tmp_path / "out" / "dedup_stats.json").read_text())["depth"] == 3
+
+
+def test_job_checks_its_output_directory_before_the_spark_work(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("")
+    job = runpy.run_path(str(ROOT / "jobs" / "dedup_stats.py"), run_name="probe")
+    args = job["build_parser"]().parse_args(["--out", str(tmp_path / "taken")])
+    with pytest.raises(CasstorError, match="cannot write the report to"):
+        job["main"](args, None)  # no SparkSession: it must fail before using one
