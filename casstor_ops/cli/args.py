@@ -59,3 +59,10 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
                         metavar="KEY=VALUE",
                         help="an option of a URL's filesystem (e.g. endpoint_url=http://127.0.0.1:9000); a VALUE "
                              "that is JSON is decoded; repeatable")
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a whole number of at least 1 (a usage error otherwise)."""
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
+    return int(text)

@@ -54,7 +54,8 @@ def _verify_some(store: Store, sample: Path, count: int) -> None:
 def _demo(args: argparse.Namespace) -> int:
     # Spark modules load pyspark: imported here so other commands start fast.
     from casstor_ops.spark.bulk_report import finish
-    from casstor_ops.ops.dedup_stats import compute, format_table, render
+    from casstor_ops.ops.dedup_output import format_table, render
+    from casstor_ops.ops.dedup_stats import compute
     from casstor_ops.spark.job_progress import print_progress
     from casstor_ops.spark.bulk_ingest import ingest
     from casstor_ops.spark.session import spark_session

@@ -57,21 +57,30 @@ def version_millis(column: str = "version") -> F.Column:
     return ((ticks.cast("decimal(20,0)") - F.lit(_UUID_EPOCH_OFFSET)) / 10_000).cast("long")
 
 
-def heads(spark: SparkSession) -> DataFrame:
-    """``(id, version)`` of every committed file."""
-    return read_table(spark, META_KS, "files").select("id", "version")
+def heads(spark: SparkSession, *extra: str) -> DataFrame:
+    """``(id, version, *extra)`` of every committed file (``extra``: other columns of ``files``)."""
+    return read_table(spark, META_KS, "files").select("id", "version", *extra)
 
 
-def head_block_lists(spark: SparkSession) -> DataFrame:
-    """``(id, version, block_offset, hash, size)``: the block lists of the heads, nothing else."""
+def head_block_lists(spark: SparkSession, *head_columns: str) -> DataFrame:
+    """``(id, version, block_offset, hash, size, *head_columns)``: the block lists of the heads, nothing else.
+
+    ``head_columns`` are columns of the head row carried to each of its
+    block list's rows (e.g. ``"committed_at"``).
+    """
     lists = read_table(spark, META_KS, "file_blocks").select("id", "version", "block_offset", "hash", "size")
-    return lists.join(heads(spark), ["id", "version"], "inner")
+    return lists.join(heads(spark, *head_columns), ["id", "version"], "inner")
 
 
-def referenced_blocks(spark: SparkSession) -> DataFrame:
-    """``(hash, size, refs)``: each block named by a head, and how many times it is named."""
-    return (head_block_lists(spark).groupBy("hash")
-            .agg(F.first("size").alias("size"), F.count(F.lit(1)).alias("refs")))
+def referenced_blocks(spark: SparkSession, *extra: F.Column, lists: DataFrame | None = None) -> DataFrame:
+    """``(hash, size, refs, *extra)``: each block named by a head, and how many times it is named.
+
+    ``extra`` are further aggregates over the block's references (e.g.
+    ``F.min("committed_at")``), computed in the same shuffle; ``lists`` is
+    :func:`head_block_lists` (the default) with the columns they need.
+    """
+    lists = head_block_lists(spark) if lists is None else lists
+    return lists.groupBy("hash").agg(F.first("size").alias("size"), F.count(F.lit(1)).alias("refs"), *extra)
 
 
 def stored_blocks(spark: SparkSession, *extra: str) -> DataFrame:
@@ -109,10 +118,12 @@ def block_inventory(stored: DataFrame, referenced: DataFrame) -> DataFrame:
     (default true: an index row; false marks content found without one, as
     reclaim's blob scan adds); ``referenced`` is :func:`referenced_blocks`.
     ``size`` is null for a block only referenced, ``refs`` for one only stored.
+    Other columns of both sides (e.g. ``stored_size``, aggregates of
+    :func:`referenced_blocks`) are kept.
     """
     if "indexed" not in stored.columns:
         stored = stored.withColumn("indexed", F.lit(True))
-    return stored.join(referenced.select("hash", "refs", F.col("size").alias("ref_size")), "hash", "full_outer")
+    return stored.join(referenced.withColumnRenamed("size", "ref_size"), "hash", "full_outer")
 
 
 def is_garbage() -> F.Column:
