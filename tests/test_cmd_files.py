@@ -142,7 +142,7 @@ def _block_count(cql) -> int:
 
 def test_kill_9_during_store_keeps_the_old_version(cql, tmp_path):
     """Injects kill -9 into a store of new blocks; checks the old version stays committed, every index row the
-    killed store wrote has its content (a block's two rows are one mutation), and a re-run finds its blocks."""
+    killed store wrote has its content (an index row follows its content's acknowledgement), and a re-run finds its blocks."""
     old, new = os.urandom(300_000), os.urandom(120_000_000)
     (tmp_path / "old").write_bytes(old)
     (tmp_path / "new").write_bytes(new)

@@ -158,9 +158,10 @@ def _node_compression(session) -> dict:
 
 
 def test_the_blocks_table_compresses_only_what_the_store_does_not(cql) -> None:
-    """A store that compresses its blocks (the test store: zstd:3) has the blocks table's own compression off;
-    switching to none turns the node's LZ4 on for the raw blocks to come, and back to zstd turns it off again."""
-    assert _node_compression(cql)["enabled"] == "false"
+    """A store that compresses its blocks (the test store: zstd:3) has the blocks table's NoopCompressor (chunk
+    checksums, no compression); switching to none turns the node's LZ4 on for the raw blocks to come, and back
+    to zstd turns it off again."""
+    assert _node_compression(cql)["class"].endswith("NoopCompressor")
     with _compression(cql, "none"):
         assert _node_compression(cql)["class"].endswith("LZ4Compressor")
-    assert _node_compression(cql)["enabled"] == "false"
+    assert _node_compression(cql)["class"].endswith("NoopCompressor")

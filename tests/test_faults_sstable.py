@@ -1,17 +1,18 @@
 """One replica's SSTable of the blocks table damaged on disk (RF 3): found, never served, repaired.
 
-Injected: node 3 of three is flushed (``nodetool flush``) and killed, one byte in the middle of a stored block's content is
-flipped inside a ``casstor_data/blocks-*/*-Data.db`` file of node 3 (found by searching the file for that
-block's bytes: random content is kept raw by casstor's codec and as literals by the table's LZ4), and node 3
-is started again.
+Injected: node 3 of three is flushed (``nodetool flush``) and killed, one byte in the middle of a stored
+block's content is flipped inside a ``casstor_data/blocks-*/*-Data.db`` file of node 3 (found by searching the
+file for that block's bytes: random content is kept raw by casstor's codec, and the blocks table of a
+compressing store has NoopCompressor: raw bytes in checksummed chunks), and node 3 is started again.
 
-Checked: every file restores byte-exact (or fails naming the block, exit 3) three times over and
-``jobs/verify.py`` is clean: QUORUM reads are answered by two replicas, and in the runs so far node 3 was never
-asked for the damaged chunk (a restarted node is avoided while its latency scores are cold; had it been, its
-chunk checksum would refuse the read); yet node 3's own ``nodetool verify --extended-verify`` finds the damage.
-Then what ``docs/operations.md`` ("A damaged replica") tells an operator to do: ``nodetool scrub`` on node 3
-(it drops the unreadable rows), ``nodetool repair -full`` (they stream back from the others): node 3's
-extended verify passes, every file restores byte-exact, and verify is clean.
+Checked, in the order an operator meets it: node 3's own ``nodetool verify --extended-verify`` finds the
+damage before any read touched it (a read that hits the damaged chunk fails its checksum and marks the SSTable
+suspect, and verify then skips it until a restart: measured, ``docs/operations.md``); every file restores
+byte-exact (or fails naming the block, exit 3) three times over, and ``jobs/verify.py`` is clean, since QUORUM
+reads are answered by replicas that serve checked chunks only. Then what ``docs/operations.md`` ("A damaged
+replica") tells an operator to do: stop node 3, ``sstablescrub`` (offline: it rewrites a suspect SSTable too,
+dropping the rows that fail their checksums), start it, ``nodetool repair -full`` (the rows stream back):
+node 3's extended verify passes, every file restores byte-exact, and verify is clean.
 
 Marked ``cluster``: ``make test-all`` runs it.
 """
@@ -121,21 +122,25 @@ def _node_verify(cluster: LocalCluster) -> str | None:
     return None
 
 
-def test_damaged_replica_is_never_served_and_scrub_and_repair_fix_it(damaged) -> None:
-    """Injects one flipped byte in node 3's copy of a block (see the module docstring). Checks: restores stay
-    byte-exact (or fail naming the block, exit 3) and verify is clean, yet node 3's own extended verify finds the
-    damage; after nodetool scrub and repair on node 3 its extended verify passes, and so do restores and verify."""
+def test_damaged_replica_is_found_never_served_and_repaired(damaged) -> None:
+    """Injects one flipped byte in node 3's copy of a block (see the module docstring). Checks: node 3's own
+    extended verify finds the damage; restores stay byte-exact (or fail naming the block, exit 3) and verify is
+    clean; after an offline scrub and a repair of node 3 its extended verify passes, and so do restores and
+    verify."""
     cluster, store, files, (data_file, offset), work = damaged
+    found = _node_verify(cluster)
+    print(f"flipped byte {offset} of {data_file.name}; node 3's verify: {found}")
+    assert found is not None
     failures = _restores(files, work, READ_ROUNDS)
     code, output = _verify(work, "verify-damaged")
-    print(f"flipped byte {offset} of {data_file.name}; restores failed {len(failures)} times; verify exit {code}")
+    print(f"restores failed {len(failures)} times; verify exit {code}")
     assert code == 0 and "no problems" in output, output[-5000:]
-    found = _node_verify(cluster)
-    print(f"node 3's verify before scrub: {found}")
-    assert found is not None
 
-    cluster.nodetool("scrub", DATA_KS, "blocks", node=DAMAGED)
-    cluster.nodetool("repair", "-full", DATA_KS, "blocks", node=DAMAGED)
+    cluster.node(DAMAGED).stop(log=lambda _: None)
+    cluster.offline_scrub(DATA_KS, "blocks", node=DAMAGED)
+    _wait_for_ports_released(cluster.node(DAMAGED))
+    cluster.start_node(DAMAGED, log=lambda _: None)
+    cluster.nodetool("repair", "-full", DATA_KS, "blocks", node=DAMAGED, timeout=600)
     assert _node_verify(cluster) is None
     assert _restores(files, work, 1) == []
     code, output = _verify(work, "verify-repaired")

@@ -86,15 +86,14 @@ def test_no_block_is_written_twice_by_one_store(empty_store):
 
 
 def test_a_failing_store_gives_up_its_claims(empty_store, monkeypatch):
-    """A store interrupted when its first block's write (content and index row) is acknowledged, with other
-    claimed blocks not written yet, releases their claims, so the next store of the same content does not wait
-    for them to expire (CLAIM_TTL_S)."""
+    """A store interrupted between an upload and its index row releases the claim, so the next store of the
+    same content does not wait for it to expire (CLAIM_TTL_S)."""
     data = os.urandom(3_000_000)
 
     def interrupted(self, *written):
-        raise KeyboardInterrupt  # Ctrl-C right after a block's write was acknowledged
+        raise KeyboardInterrupt  # Ctrl-C right after a block's content was written
 
-    monkeypatch.setattr(block_uploads.BlockUploads, "_indexed", interrupted)
+    monkeypatch.setattr(block_uploads.BlockUploads, "_written", interrupted)
     with pytest.raises(KeyboardInterrupt):
         Store(empty_store).put(io.BytesIO(data), "claims/interrupted")
     monkeypatch.undo()
@@ -138,8 +137,8 @@ def test_a_commit_slower_than_the_least_bound_retries_under_the_stores_own(cql, 
 
 def test_a_refused_content_write_leaves_no_index_row(empty_store, monkeypatch):
     """Injects a refusal (InvalidRequest, as from a node) of every request that carries a block's content; checks
-    the store fails and that no index row names a block whose content is not stored (the index row goes in the
-    same mutation as the content, never ahead of it)."""
+    the store fails and that no index row names a block whose content is not stored (an index row is sent only
+    once its content's write is acknowledged)."""
     block_insert = Statements.for_session(empty_store).insert_block
     real_send = inflight.RequestWindow._send
 

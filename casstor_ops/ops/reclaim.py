@@ -65,8 +65,7 @@ Why no committed head can lose a block b in C:
   td + B. Step 4 reads after that, so it sees the head: b is in R, its
   content is not deleted and its index row is rewritten.
 * A store that checks b *after* its index row was deleted does not find
-  it and uploads it again, content and index row (one mutation; a casstor
-  before the lean write path: content, then index row). It does so after
+  it and uploads it again, content then index row. It does so after
   reclaim's clock read T + ε, so its clock read more than T: its writes
   carry a timestamp above T and shadow neither tombstone nor are shadowed
   by one. The content delete of step 5 leaves the new content, and the
@@ -74,16 +73,16 @@ Why no committed head can lose a block b in C:
   after step 4.
 * An index row written after step 3 with a timestamp above T survives its
   tombstone. A store re-uploading the block (the case above) writes one,
-  and so does the one case the blob scan adds: a store (of a casstor that
-  wrote them in two requests) that wrote a content-only candidate's content
-  before tp and was between its two writes. Step 4 reads the index, so such a candidate is in R: its
+  and so does the one case the blob scan adds: a store that wrote a
+  content-only candidate's content before tp and was between its two
+  writes. Step 4 reads the index, so such a candidate is in R: its
   content is kept, never left behind an index row that vouches for
   nothing. (An index row written with a timestamp at most T is shadowed
   by step 3; its content by step 5, unless a store relied on it, i.e. the
   first case.)
 * The garbage itself is deleted: every write of a stored block happened
-  before tp (its index row was read in the plan, and content is written no
-  later than its index row; the scan read content rows), so its timestamp is below
+  before tp (its index row was read in the plan, and content precedes the
+  index row; the scan read content rows), so its timestamp is below
   tp + ε <= T.
 * A commit that relied on an old verification re-checks it before the
   head write (the store's side of the bound), i.e. it is one of the cases

@@ -1,37 +1,30 @@
-"""Block uploads: a block's content row and its index row, in one mutation, each block once.
+"""Block uploads: a block's content row, then its index row, each block once.
 
 A block this store is to write (it claimed it, :mod:`casstor_ops.store.claims`)
 is encoded by the store's codec (compressed, or kept raw when that saves
 too little: :mod:`casstor_ops.store.codec`) in the caller's thread, only
-then: a block found stored costs no compression. Its content row in
-``blocks`` and its row in the ``existing_blocks`` index go in one unlogged
-batch: both are keyed by the block's hash in the one keyspace
-``casstor_data``, so Cassandra makes them a single mutation, written to
-each replica's commit log as one entry and acknowledged as one (a
-single-partition batch: no batch log, and exempt from the batch size
-thresholds). So the index never names a block whose content is not stored
-(each replica applies both rows or neither, and the write is acknowledged
-by a quorum for both at once), and a store asking "do you have it?"
-(:mod:`casstor_ops.store.existence`) can trust it. Measured: one request
-per new block instead of a content write plus a share of an index batch,
-about a tenth of the node's CPU per new block (``docs/benchmarks.md``).
+then: a block found stored costs no compression. It goes to ``blocks``
+first; once that write is acknowledged, its row in the
+``existing_blocks`` index follows, ``INDEX_BATCH`` rows to an unlogged batch.
+So the index never names a block whose content is not stored, and a store
+asking "do you have it?" (:mod:`casstor_ops.store.existence`) can trust it.
 
 Content is held from the moment a block is cut until it is *verified*: found
-by a check, or written with its index row. ``held_bytes`` is what the
-pipeline bounds; ``verified`` (block -> wall time its check or write was
-sent) is what the commit protocol relies on. ``new_blocks`` / ``new_bytes``
-count the blocks this store wrote, ``new_stored_bytes`` what they take as stored.
+by a check, or written and indexed. ``held_bytes`` is what the pipeline bounds;
+``verified`` (block → wall time its check or write was sent) is what the
+commit protocol relies on. ``new_blocks`` / ``new_bytes`` count the blocks this
+store wrote, ``new_stored_bytes`` what they take as stored.
 
 Example::
 
     >>> uploads = BlockUploads(window, statements, BlockCodec.parse("zstd:3"), on_indexed=claims.indexed)  # doctest: +SKIP
     >>> uploads.hold(digest, data); uploads.upload(digest)                     # doctest: +SKIP
-    >>> while window.busy: window.poll()                                       # doctest: +SKIP
+    >>> while window.busy or uploads.indexing: ...                            # doctest: +SKIP
 
-Failure behaviour: writes are retried by the request window (the same
-upsert: idempotent); one that keeps failing raises from the window's
-``poll``. A write that fails leaves both rows or neither on each replica,
-never an index row without content.
+Failure behaviour: writes are retried by the request window; one that keeps
+failing raises from the window's ``poll``. A block written whose index row
+is not leaves an orphan content row (rewritten by the next store of it, or
+freed by reclaim), never an index row without content.
 """
 
 from __future__ import annotations
@@ -43,6 +36,8 @@ from functools import partial
 from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.inflight import Window
 from casstor_ops.store.statements import Statements
+
+INDEX_BATCH = 32  # existing_blocks rows per unlogged batch (~1.5 KiB: under the 5 KiB warn threshold)
 
 
 class BlockUploads:
@@ -56,6 +51,7 @@ class BlockUploads:
         self._on_indexed = on_indexed
         self._pending: dict[bytes, memoryview | bytes] = {}  # hash -> content, until verified
         self._verified: dict[bytes, float] = {}
+        self._to_index: list[tuple[bytes, float, int]] = []  # (hash, sent, stored size)
         self.held_bytes = 0
         self.new_blocks = 0
         self.new_bytes = 0
@@ -65,6 +61,11 @@ class BlockUploads:
     def verified(self) -> Mapping[bytes, float]:
         """Block -> wall time its check or write was sent."""
         return self._verified
+
+    @property
+    def indexing(self) -> bool:
+        """Written blocks wait for their index rows to be sent."""
+        return bool(self._to_index)
 
     def known(self, digest: bytes) -> bool:
         """Verified, or held for a check or an upload already under way."""
@@ -87,15 +88,27 @@ class BlockUploads:
         return size
 
     def upload(self, digest: bytes) -> None:
-        """Write a held block's content and its index row (one mutation)."""
+        """Write a held block's content; its index row follows the acknowledgement."""
         data = self._pending[digest]
         codec, payload = self._codec.encode(data)
-        rows = [(self._st.insert_block, (digest, len(data), codec, payload)),
-                (self._st.insert_existing, (digest, len(data), len(payload)))]
-        self._window.submit_together(rows, partial(self._indexed, digest, time.time(), len(payload)))
+        self._window.submit(self._st.insert_block, (digest, len(data), codec, payload),
+                            partial(self._written, digest, time.time(), len(payload)))
 
-    def _indexed(self, digest: bytes, sent: float, stored: int, _rows) -> None:
-        self.new_blocks += 1
-        self.new_bytes += self._verify(digest, sent)
-        self.new_stored_bytes += stored
-        self._on_indexed([digest])
+    def _written(self, digest: bytes, sent: float, stored: int, _rows) -> None:
+        self._to_index.append((digest, sent, stored))
+        if len(self._to_index) >= INDEX_BATCH:
+            self.send_index()
+
+    def send_index(self) -> None:
+        """Send the index rows of the blocks written so far."""
+        items, self._to_index = self._to_index, []
+        if items:
+            rows = [(digest, len(self._pending[digest]), stored) for digest, _, stored in items]
+            self._window.submit_batch(self._st.insert_existing, rows, partial(self._indexed, items))
+
+    def _indexed(self, items: list[tuple[bytes, float, int]], _rows) -> None:
+        for digest, sent, stored in items:
+            self.new_blocks += 1
+            self.new_bytes += self._verify(digest, sent)
+            self.new_stored_bytes += stored
+        self._on_indexed([digest for digest, _, _ in items])

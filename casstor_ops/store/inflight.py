@@ -24,7 +24,6 @@ Example::
     >>> window = RequestWindow(session, max_requests=32)          # doctest: +SKIP
     >>> window.submit(insert, (h, len(data), data), lambda rows: None)  # doctest: +SKIP
     >>> window.submit_batch(insert_existing, [(h, len(data))], lambda rows: None)  # doctest: +SKIP
-    >>> window.submit_together([(insert, (h, ...)), (insert_existing, (h, ...))], lambda rows: None)  # doctest: +SKIP
     >>> window.drain()                                             # doctest: +SKIP
 """
 
@@ -75,8 +74,6 @@ class Window(Protocol):
     def submit(self, statement: Any, params: Any, on_result: Callable[[Any], None]) -> None: ...
 
     def submit_batch(self, statement: Any, rows: list[tuple], on_result: Callable[[Any], None]) -> None: ...
-
-    def submit_together(self, statements: list[tuple[Any, tuple]], on_result: Callable[[Any], None]) -> None: ...
 
     def poll(self, block: bool = True) -> bool: ...
 
@@ -131,14 +128,9 @@ class RequestWindow:
 
     def submit_batch(self, statement: Any, rows: list[tuple], on_result: Callable[[Any], None]) -> None:
         """:meth:`submit` of one unlogged batch: ``statement`` bound to each of ``rows``."""
-        self.submit_together([(statement, row) for row in rows], on_result)
-
-    def submit_together(self, statements: list[tuple[Any, tuple]], on_result: Callable[[Any], None]) -> None:
-        """:meth:`submit` of one unlogged batch of ``(statement, params)`` pairs (e.g. rows of two tables that
-        share a partition key, which Cassandra applies as one mutation)."""
         batch = BatchStatement(BatchType.UNLOGGED)
-        for statement, params in statements:
-            batch.add(statement, params)
+        for row in rows:
+            batch.add(statement, row)
         self.submit(batch, None, on_result)
 
     def _send(self, request: _Request) -> None:

@@ -18,9 +18,7 @@ small, precious rows (files, block lists, settings, the reclaim window).
   asks "do you have it?". It has no content column, so existence checks
   and full scans (stats, reclaim, verify) never touch blob SSTables (a
   ``count(*)`` over ``blocks`` ran a 1 GiB-heap node out of memory). It is
-  written in one mutation with the block's content (same key, same
-  keyspace: :mod:`casstor_ops.store.block_uploads`), so an index row implies
-  the block is there.
+  written *after* the block, so an index row implies the block is there.
   It lives beside ``blocks`` (same replication): it vouches for blocks.
   ``stored_size`` is the content's length as stored (null: as ``size``),
   so stats count bytes after compression without reading content.
@@ -102,11 +100,14 @@ from casstor_ops.store.statements import Statements
 SCHEMA_VERSION = 3
 UPGRADABLE = {2}  # schema versions 'casstor init' upgrades in place (by adding columns)
 
-# The blocks table's own compression, by whether the store compresses new blocks itself: the node's LZ4
-# cannot shrink zstd output (it added 1.25 % to it, against 0.8 % for no compression) and costs node CPU
-# for nothing, 28 % of the writes and flushes and 27 % of the reads of incompressible blocks (measured:
-# docs/benchmarks.md); raw blocks of a store with compression none keep it. Follows set_compression.
-NODE_COMPRESSION = {True: "{'enabled': 'false'}", False: "{'class': 'LZ4Compressor'}"}
+# The blocks table's own compression, by whether the store compresses new blocks itself. Its LZ4 cannot
+# shrink zstd output and costs node CPU on every write, compaction and read of it (docs/benchmarks.md), so a
+# compressing store gets NoopCompressor: no compression, but the compressed-file format and its checksum on
+# every chunk read. Not compression off: an uncompressed SSTable is read without a checksum, so a damaged
+# replica serves the changed bytes (measured: docs/operations.md, "A damaged replica"), and a read repair,
+# which settles equal timestamps by the greater value, may copy them to the good replicas. Raw blocks of a
+# store with compression none keep LZ4. Follows set_compression.
+NODE_COMPRESSION = {True: "{'class': 'NoopCompressor'}", False: "{'class': 'LZ4Compressor'}"}
 
 
 def _node_compression(spec: str) -> str:
@@ -367,8 +368,8 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
 
 def set_compression(session: Session, spec: str) -> StoreSettings:
     """Write new blocks with ``spec`` (``"zstd:3"``, ``"none"``) from now on; blocks already stored stay as they
-    are (each records its codec). The blocks table's own compression follows (off for zstd, LZ4 for raw
-    blocks; SSTables already written keep theirs until compacted). Returns the store's settings.
+    are (each records its codec). The blocks table's own compression follows (NoopCompressor for zstd, LZ4
+    for raw blocks; SSTables already written keep theirs until compacted). Returns the store's settings.
 
     Example: ``set_compression(session, "zstd:6").compression`` -> ``'zstd:6'``.
     Failures: a bad spec, or a store this casstor cannot use, as

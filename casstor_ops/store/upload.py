@@ -13,9 +13,9 @@ the caller's thread:
   chunking continues (:mod:`casstor_ops.store.existence`);
 * a missing block is claimed, so of concurrent stores exactly one uploads it,
   and the others wait for its index row (:mod:`casstor_ops.store.claims`);
-* a claimed block's content is compressed and written with its index row,
-  in one mutation (:mod:`casstor_ops.store.block_uploads`), so ``new_blocks``
-  counts the blocks this store wrote;
+* a claimed block's content is compressed and written, then its index row
+  (:mod:`casstor_ops.store.block_uploads`), so ``new_blocks`` counts the
+  blocks this store wrote;
 * once every block is verified, the block list and the head row are written
   under the commit protocol (:mod:`casstor_ops.store.commit`), the head
   only after the writer's lease passed ``fence``.
@@ -116,11 +116,13 @@ class Upload:
         self._checks.check(hashes, on_missing=self._claims.claim)
 
     def _settle(self) -> None:
-        """Wait for every check and upload submitted so far, and for blocks other writers claimed."""
+        """Wait for every check, upload and index row submitted so far, and for blocks other writers claimed."""
         self._send_check()
-        while self._window.busy or self._claims.awaiting:
+        while self._window.busy or self._uploads.indexing or self._claims.awaiting:
             if self._window.busy:
                 self._window.poll()
+            elif self._uploads.indexing:
+                self._uploads.send_index()
             else:
                 self._claims.check_awaited()
 
@@ -130,6 +132,8 @@ class Upload:
         while self._uploads.held_bytes > self._max_held:
             if self._to_check:
                 self._send_check()
+            if self._uploads.indexing and self._window.in_flight < self._window.max_requests:
+                self._uploads.send_index()
             if not self._window.poll():
                 if not self._claims.awaiting:
                     break
