@@ -38,6 +38,7 @@ bench: setup
 	@$(PY) -m bench.serve
 	@$(PY) -m bench.compression
 	@$(PY) -m bench.codec_levels
+	@$(PY) -m bench.chunk_sizes
 	@$(PY) -m bench.cluster_scaling
 	@$(PY) -m bench.row_costs
 
