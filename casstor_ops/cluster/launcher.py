@@ -50,6 +50,7 @@ from typing import Callable, Iterator
 from casstor_ops.cluster import paths as layout
 from casstor_ops.cluster.certificates import ensure_node_keystore
 from casstor_ops.cluster.secure_home import SecureHome
+from casstor_ops.cluster.tools import run_tool
 from casstor_ops.errors import CasstorError
 from casstor_ops.cluster.envvars import env_int, env_port, require_range
 from casstor_ops.cluster.jvm import JAVA17_MODULE_FLAGS, find_java17
@@ -519,7 +520,7 @@ class LocalCluster:
         node marked suspect after a failed read (which the online scrub and verify skip until a restart).
 
         Example: ``cluster.node(3).stop(print); cluster.offline_scrub("casstor_data", "blocks", node=3)``.
-        Failures: the node still running, or the tool failing: CasstorError naming its last output line.
+        Failures: the node still running, or the tool failing: CasstorError naming its last output lines.
         """
         target = self.node(node)
         if target.pid() is not None:
@@ -532,12 +533,8 @@ class LocalCluster:
 
     def _tool(self, name: str, main_class: str, args: list[str], node: int, timeout: float,
               properties: list[str]) -> str:
-        """Run one of Cassandra's Java tools from the same jars; its output, or CasstorError with its last line."""
+        """Run one of Cassandra's Java tools from the same jars; its output (failures: :func:`.tools.run_tool`)."""
         cmd = [str(find_java17()), "-Xmx256m", *JAVA17_MODULE_FLAGS, *properties,
                "-Dlogback.configurationFile=file:///dev/null",
                "-cp", f"{layout.cassandra_lib_dir()}/*", f"org.apache.cassandra.tools.{main_class}", *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        if proc.returncode != 0:
-            msg = (proc.stderr or proc.stdout).strip().splitlines()
-            raise CasstorError(f"{name} {' '.join(args)} on node{node} failed: {msg[-1] if msg else 'no output'}")
-        return proc.stdout
+        return run_tool(cmd, f"{name} {' '.join(args)} on node{node}", timeout)
