@@ -20,7 +20,8 @@ Example::
     >>> ensure_node_keystore(tls, 1, "127.0.0.1")          # doctest: +SKIP
     PosixPath('/h/cluster/tls/node1.pem')
 
-Failures: openssl missing, failing or hanging raises
+Failures: a CA certificate whose key is missing when a node needs a new
+certificate, and openssl missing, failing or hanging, raise
 :class:`~casstor_ops.errors.CasstorError` with one line (:mod:`.tools`).
 """
 
@@ -45,8 +46,17 @@ def _openssl(args: list[str], cwd: Path) -> None:
 
 
 def ensure_ca(tls: SecureHome) -> Path:
-    """The cluster's CA certificate, made (with its key) unless both exist."""
-    if tls.ca_cert.exists() and tls.ca_key.exists():
+    """The cluster's CA certificate, made (with its key) unless it exists; with it, its key must exist too.
+
+    An existing ``ca.crt`` is never replaced: clients trust it and the
+    nodes' keystores were signed by its key. A key without a certificate is
+    what an interrupted first run leaves: both are made again.
+    """
+    if tls.ca_cert.exists():
+        if not tls.ca_key.exists():
+            raise CasstorError(f"the cluster's CA key {tls.ca_key} is missing, so no certificate can be made for a "
+                               f"new node: restore it, or remove {tls.tls_dir} to have a new CA and node "
+                               f"certificates made (clients must then trust the new {tls.ca_cert.name})")
         return tls.ca_cert
     with tempfile.TemporaryDirectory(dir=private_dir(tls.tls_dir)) as tmp:
         _openssl(["req", "-x509", *_KEY, "-keyout", "ca.key", "-out", "ca.crt", "-days", VALID_DAYS,
