@@ -35,7 +35,7 @@ SUPERVISOR = textwrap.dedent("""
             pid = real_fork()
             if pid:
                 os.fork = real_fork
-                print(f"forked {pid}", flush=True)
+                os.write(1, f"forked {pid}\\n".encode())  # one write: the workers share the pipe
                 os.kill(os.getpid(), signal.SIGTERM)
             return pid
         os.fork = fork
