@@ -16,7 +16,7 @@ from urllib.parse import quote
 from casstor_ops.serve.process import ServerProcess
 from casstor_ops.store.chunking import chunks
 from casstor_ops.store.hashing import block_hash
-from casstor_ops.store.keyspaces import DATA_KS
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.leases import active_writers
 from casstor_ops.store.schema import read_settings
 
@@ -96,3 +96,13 @@ def until(condition, timeout_s: float, what: str) -> None:
 
 def until_no_writer(cql, timeout_s: float) -> None:
     until(lambda: active_writers(cql) == 0, timeout_s, "the writer leases to be given up")
+
+
+def writer_leases(cql) -> set:
+    """The writers whose lease row is live now."""
+    return {row.writer for row in cql.execute(f"SELECT writer FROM {META_KS}.writer_leases")}
+
+
+def until_no_writer_but(cql, kept: set, timeout_s: float) -> None:
+    """Wait until every live writer lease is one of ``kept`` (another server's, still running)."""
+    until(lambda: writer_leases(cql) <= kept, timeout_s, "the writer leases to be given up")

@@ -3,6 +3,21 @@
 A secure cluster's start prints its client settings on stdout as
 ``export`` lines (``eval "$(casstor cluster start --secure)"``), so its
 progress goes to stderr.
+
+Example::
+
+    $ eval "$(casstor cluster start --secure)"      # progress on stderr, the export lines evaluated
+    $ casstor cluster status
+    local cluster /root/.local/share/casstor/cluster  CQL port 9042  secure (passwords, TLS clients)
+      node1  127.0.0.1    up        pid 4242
+
+Failures (one ``casstor:`` line each): ``--nodes`` outside 1..254 or a bad
+``--heap-mb``, exit 2; ``--secure`` on a cluster running without it, exit 1
+(stop it first); a node that does not come up, exit 1; on a secure cluster,
+an admin password file that no longer lets ``casstor_admin`` log in (the
+default superuser already dropped), exit 7, and a password file holding
+characters outside ``A-Z a-z 0-9 _ -``, exit 2. ``status`` exits 1 unless
+every node is up.
 """
 
 from __future__ import annotations

@@ -20,40 +20,43 @@ Example::
     >>> ensure_node_keystore(tls, 1, "127.0.0.1")          # doctest: +SKIP
     PosixPath('/h/cluster/tls/node1.pem')
 
-Failures: openssl missing or failing raises
-:class:`~casstor_ops.errors.CasstorError` with one line (openssl's last).
+Failures: a CA certificate whose key is missing when a node needs a new
+certificate, and openssl missing, failing or hanging, raise
+:class:`~casstor_ops.errors.CasstorError` with one line (:mod:`.tools`).
 """
 
 from __future__ import annotations
 
 import secrets
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 from casstor_ops.cluster.paths import private_dir
 from casstor_ops.cluster.secure_home import SecureHome
+from casstor_ops.cluster.tools import run_tool
 from casstor_ops.errors import CasstorError
 
 VALID_DAYS = "3650"
+OPENSSL_TIMEOUT_S = 120
 _KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc"]
 
 
 def _openssl(args: list[str], cwd: Path) -> None:
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        raise CasstorError("openssl not found (it makes the secured cluster's certificates): "
-                           "install it with 'apt-get install openssl'")
-    proc = subprocess.run([openssl, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines()
-        raise CasstorError(f"openssl {args[0]} failed: {lines[-1] if lines else 'no output'}")
+    run_tool(["openssl", *args], f"openssl {args[0]}", OPENSSL_TIMEOUT_S, cwd=cwd, install="apt-get install openssl")
 
 
 def ensure_ca(tls: SecureHome) -> Path:
-    """The cluster's CA certificate, made (with its key) unless both exist."""
-    if tls.ca_cert.exists() and tls.ca_key.exists():
+    """The cluster's CA certificate, made (with its key) unless it exists; with it, its key must exist too.
+
+    An existing ``ca.crt`` is never replaced: clients trust it and the
+    nodes' keystores were signed by its key. A key without a certificate is
+    what an interrupted first run leaves: both are made again.
+    """
+    if tls.ca_cert.exists():
+        if not tls.ca_key.exists():
+            raise CasstorError(f"the cluster's CA key {tls.ca_key} is missing, so no certificate can be made for a "
+                               f"new node: restore it, or remove {tls.tls_dir} to have a new CA and node "
+                               f"certificates made (clients must then trust the new {tls.ca_cert.name})")
         return tls.ca_cert
     with tempfile.TemporaryDirectory(dir=private_dir(tls.tls_dir)) as tmp:
         _openssl(["req", "-x509", *_KEY, "-keyout", "ca.key", "-out", "ca.crt", "-days", VALID_DAYS,

@@ -29,7 +29,10 @@ installed once however often this is called.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 
 TWISTED_REACTOR = "cassandra.io.twistedreactor"
 NUMPY, NUMPY_IMPORTER = "numpy", "cassandra.cython_deps"
@@ -44,7 +47,8 @@ def _importer() -> str | None:
 
 
 class _SkipDriverExtras(MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         if name == TWISTED_REACTOR or (name == NUMPY and _importer() == NUMPY_IMPORTER):
             raise ModuleNotFoundError(f"{name} is not loaded for the Cassandra driver: casstor does not use it",
                                       name=name)

@@ -7,14 +7,15 @@ directory and are renamed into place, so an interrupted run never leaves a
 half-filled cache that later runs would trust.
 
 Fails with a one-line :class:`~casstor_ops.errors.CasstorError` when Maven or
-Java 17 is missing or Maven Central cannot be reached.
+Java 17 is missing, Maven Central cannot be reached, or a tool hangs
+(:mod:`.tools`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -23,7 +24,10 @@ from pathlib import Path
 from casstor_ops.cluster import paths as layout
 from casstor_ops.errors import CasstorError
 from casstor_ops.cluster.jvm import java17_home
+from casstor_ops.cluster.tools import run_tool
 
+MVN_TIMEOUT_S = 1800    # a download of ~70 MB of jars on a slow link
+JAVAC_TIMEOUT_S = 600
 _ONE_DEPENDENCY_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>casstor</groupId><artifactId>{artifact}-runtime</artifactId><version>1</version>
@@ -37,14 +41,9 @@ _ONE_DEPENDENCY_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 
 
 def _mvn(args: list[str], cwd: Path) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise CasstorError("Maven not found: install it with 'apt-get install maven'")
-    env = {**__import__("os").environ, "JAVA_HOME": str(java17_home())}
-    proc = subprocess.run([mvn, "-B", "-q", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-        raise CasstorError(f"mvn {args[0]} failed: {' | '.join(tail)}")
+    env = {**os.environ, "JAVA_HOME": str(java17_home())}
+    run_tool(["mvn", "-B", "-q", *args], f"mvn {args[0]}", MVN_TIMEOUT_S, cwd=cwd, env=env,
+             install="apt-get install maven")
 
 
 def _install_runtime_jars(group: str, artifact: str, version: str, lib: Path) -> Path:
@@ -123,14 +122,9 @@ def _auth_classpath(connector_jars: list[Path]) -> list[Path]:
 
 def _javac(sources: list[Path], classpath: list[Path], out: Path) -> None:
     javac = java17_home() / "bin" / "javac"
-    if not javac.exists():
-        raise CasstorError(f"javac not found at {javac}: install the JDK ('apt-get install openjdk-17-jdk-headless')")
-    proc = subprocess.run([str(javac), "--release", "11", "-nowarn", "-d", str(out),
-                           "-cp", ":".join(map(str, classpath)), *map(str, sources)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-        raise CasstorError(f"javac failed on java/src: {' | '.join(tail)}")
+    run_tool([str(javac), "--release", "11", "-nowarn", "-d", str(out), "-cp", ":".join(map(str, classpath)),
+              *map(str, sources)], "javac of java/src", JAVAC_TIMEOUT_S,
+             install="apt-get install openjdk-17-jdk-headless")
 
 
 def spark_conf_dir() -> Path:

@@ -20,23 +20,25 @@ Example::
     PosixPath('/root/.cache/casstor/truststores/5f1c....p12')
 
 Failures: a CA file that cannot be read or holds no certificate is a usage
-error (exit 2, one line naming ``CASSTOR_SSL_CA``); keytool failing is a
-one-line :class:`~casstor_ops.errors.CasstorError`.
+error (exit 2, one line naming ``CASSTOR_SSL_CA``); keytool missing,
+failing or hanging is a one-line :class:`~casstor_ops.errors.CasstorError`
+(:mod:`.tools`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import tempfile
 from pathlib import Path
 
 from casstor_ops.cluster import paths as layout
 from casstor_ops.cluster.jvm import java17_home
+from casstor_ops.cluster.tools import run_tool
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 
 TRUSTSTORE_PASSWORD = "casstor-truststore"
+KEYTOOL_TIMEOUT_S = 120
 CIPHER_SUITES = ("TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256",
                  "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
                  "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
@@ -68,10 +70,6 @@ def _import(truststore: Path, alias: str, certificate: bytes, work: Path) -> Non
     cert_file = work / f"{alias}.pem"
     cert_file.write_bytes(certificate + b"\n")
     keytool = java17_home() / "bin" / "keytool"
-    proc = subprocess.run([str(keytool), "-importcert", "-noprompt", "-alias", alias, "-file", str(cert_file),
-                           "-keystore", str(truststore), "-storetype", "PKCS12", "-storepass", TRUSTSTORE_PASSWORD],
-                          capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        lines = (proc.stdout + proc.stderr).strip().splitlines()
-        raise CasstorError(f"keytool could not import the certificates of CASSTOR_SSL_CA: "
-                           f"{lines[-1] if lines else 'no output'}")
+    run_tool([str(keytool), "-importcert", "-noprompt", "-alias", alias, "-file", str(cert_file),
+              "-keystore", str(truststore), "-storetype", "PKCS12", "-storepass", TRUSTSTORE_PASSWORD],
+             "keytool importing the certificates of CASSTOR_SSL_CA", KEYTOOL_TIMEOUT_S)

@@ -50,6 +50,7 @@ from typing import Callable, Iterator
 from casstor_ops.cluster import paths as layout
 from casstor_ops.cluster.certificates import ensure_node_keystore
 from casstor_ops.cluster.secure_home import SecureHome
+from casstor_ops.cluster.tools import run_tool
 from casstor_ops.errors import CasstorError
 from casstor_ops.cluster.envvars import env_int, env_port, require_range
 from casstor_ops.cluster.jvm import JAVA17_MODULE_FLAGS, find_java17
@@ -102,13 +103,22 @@ def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+def _proc_net_addresses(host: str, port: int) -> set[str]:
+    """How ``/proc/net/tcp`` and ``tcp6`` show ``host:port`` and the wildcard addresses on ``port``: IPv4 as one
+    little-endian word, IPv6 as four (so ``::ffff:a.b.c.d``, a v4-mapped address, ends with ``a.b.c.d``'s word)."""
+    ipv4 = socket.inet_aton(host)[::-1].hex().upper()
+    return {f"{address}:{port:04X}" for address in
+            (ipv4, "00000000", "0" * 32, "0000000000000000FFFF0000" + ipv4)}
+
+
 def _listening(host: str, port: int) -> bool:
-    """Whether a TCP socket listens on ``host:port`` or on the wildcard address (``/proc/net/tcp``, state 0A)."""
-    wanted = {f"{socket.inet_aton(host)[::-1].hex().upper()}:{port:04X}", f"00000000:{port:04X}"}
-    try:
-        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    except OSError:
-        return False
+    """Whether a TCP socket listens (state 0A) on ``host:port`` or on a wildcard address, IPv4 or IPv6 (a
+    dual-stack listener on ``:::port`` shows only in ``/proc/net/tcp6``)."""
+    wanted = _proc_net_addresses(host, port)
+    lines = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):  # no IPv6 in this kernel: no tcp6
+            lines += Path(table).read_text().splitlines()[1:]
     return any(fields[1] in wanted and fields[3] == "0A" for fields in map(str.split, lines))
 
 
@@ -140,12 +150,12 @@ class Node:
     """One node's directory, configuration and process."""
 
     def __init__(self, root: Path, index: int, ports: ClusterPorts, heap_mb: int,
-                 secure: SecureHome | None = None) -> None:
+                 secure_home: SecureHome | None = None) -> None:
         self.root = root
         self.index = index
         self.ports = ports
         self.heap_mb = heap_mb
-        self.secure = secure
+        self.secure_home = secure_home
         self.address = f"127.0.0.{index}"
         self.jmx_port = ports.jmx_base + index - 1
         self.pid_file = root / "cassandra.pid"
@@ -289,9 +299,9 @@ class Node:
 
     def _security_config(self) -> str:
         """The cassandra.yaml lines of a secure node: passwords, permissions, TLS-only clients; none otherwise."""
-        if self.secure is None:
+        if self.secure_home is None:
             return ""
-        keystore = ensure_node_keystore(self.secure, self.index, self.address)
+        keystore = ensure_node_keystore(self.secure_home, self.index, self.address)
         return f"""\
 authenticator: PasswordAuthenticator
 authorizer: CassandraAuthorizer
@@ -519,7 +529,7 @@ class LocalCluster:
         node marked suspect after a failed read (which the online scrub and verify skip until a restart).
 
         Example: ``cluster.node(3).stop(print); cluster.offline_scrub("casstor_data", "blocks", node=3)``.
-        Failures: the node still running, or the tool failing: CasstorError naming its last output line.
+        Failures: the node still running, or the tool failing: CasstorError naming its last output lines.
         """
         target = self.node(node)
         if target.pid() is not None:
@@ -532,12 +542,8 @@ class LocalCluster:
 
     def _tool(self, name: str, main_class: str, args: list[str], node: int, timeout: float,
               properties: list[str]) -> str:
-        """Run one of Cassandra's Java tools from the same jars; its output, or CasstorError with its last line."""
+        """Run one of Cassandra's Java tools from the same jars; its output (failures: :func:`.tools.run_tool`)."""
         cmd = [str(find_java17()), "-Xmx256m", *JAVA17_MODULE_FLAGS, *properties,
                "-Dlogback.configurationFile=file:///dev/null",
                "-cp", f"{layout.cassandra_lib_dir()}/*", f"org.apache.cassandra.tools.{main_class}", *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        if proc.returncode != 0:
-            msg = (proc.stderr or proc.stdout).strip().splitlines()
-            raise CasstorError(f"{name} {' '.join(args)} on node{node} failed: {msg[-1] if msg else 'no output'}")
-        return proc.stdout
+        return run_tool(cmd, f"{name} {' '.join(args)} on node{node}", timeout)

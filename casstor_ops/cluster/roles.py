@@ -11,7 +11,8 @@ the next one:
 2. ``system_auth`` is replicated to min(3, nodes) nodes (SimpleStrategy) and
    repaired when that changed, so a login does not fail when one node is down.
 3. ``casstor`` gets a login and the password of its own 0600 file (the file
-   is the truth: the role's password is set from it each time), and on
+   is the truth: the role is created with it, or given it again when the
+   role cannot log in with it, e.g. the file was replaced), and on
    each casstor keyspace CREATE (tables), ALTER, SELECT and MODIFY: no
    other keyspace, no DROP, no role management. The keyspaces are made
    here, as the admin, because creating a keyspace is a cluster-wide
@@ -115,9 +116,10 @@ def _password(path: Path) -> str:
     return password
 
 
-def _endpoint(cluster: LocalCluster, home: SecureHome, username: str, **password: str) -> Endpoint:
+def _endpoint(cluster: LocalCluster, home: SecureHome, username: str, **credential: str) -> Endpoint:
+    """The cluster as ``username``, with ``credential`` either ``password=`` or ``password_file=``."""
     return Endpoint(tuple(cluster.contact_points), cluster.ports.cql, False, username,
-                    ssl_ca=str(home.ca_cert), **password)
+                    ssl_ca=str(home.ca_cert), **credential)
 
 
 def _admin_session(cluster: LocalCluster, home: SecureHome, log: Callable[[str], None]) -> Session:
@@ -180,7 +182,11 @@ def _set_role(session: Session, role: str, password: str, superuser: bool) -> No
 
 
 def _replicate_auth(session: Session, cluster: LocalCluster, log: Callable[[str], None]) -> None:
-    """Replicate ``system_auth`` to min(3, nodes) nodes; repair it when that changed, so every replica has the roles."""
+    """Replicate ``system_auth`` to min(3, nodes) nodes; repair it when that changed, so every replica has the roles.
+
+    Repaired on every node that is up: a node's repair covers only the ranges it replicates, which with 4 nodes
+    or more is not all of them.
+    """
     wanted = min(MAX_AUTH_RF, cluster.node_count)
     strategy = session.cluster.metadata.keyspaces["system_auth"].replication_strategy
     if getattr(strategy, "replication_factor", wanted) == wanted:
@@ -188,4 +194,6 @@ def _replicate_auth(session: Session, cluster: LocalCluster, log: Callable[[str]
     session.execute("ALTER KEYSPACE system_auth WITH replication = "
                     f"{{'class': 'SimpleStrategy', 'replication_factor': {wanted}}}")
     log(f"system_auth now replicated {wanted} times; repairing it")
-    cluster.nodetool("repair", "--full", "system_auth")
+    for node in cluster.status():
+        if node.state == "up":
+            cluster.nodetool("repair", "--full", "system_auth", node=node.index)

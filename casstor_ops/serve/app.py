@@ -24,7 +24,7 @@ so fewer run at once. Bodies are streamed both ways (:mod:`.streams`).
 Writes borrow the server's shared writer lease (:mod:`.shared_lease`). A
 PUT's preconditions are checked before its body is read (a stale ETag costs
 no upload) and again just before its head write, under the key's
-in-process lock (:mod:`.head_locks`).
+in-process lock (:mod:`.head_locks`), which a DELETE of the key takes too.
 
 Example::
 
@@ -66,7 +66,7 @@ from casstor_ops.serve.shared_lease import SharedLease
 from casstor_ops.serve.status import RETRY_AFTER_S, BodyTooLarge, LengthRequired, Status, status_of
 from casstor_ops.serve.streams import BodyReader, BodyWriter
 from casstor_ops.serve.validators import WritePrecondition, etag, file_headers, not_modified
-from casstor_ops.store.api import Store, StoreResult, check_id
+from casstor_ops.store.api import FileInfo, Store, StoreResult, check_id
 from casstor_ops.store.leases import WriterLease
 
 log = logging.getLogger("casstor.serve")
@@ -118,9 +118,10 @@ class Handlers:
             return PlainTextResponse("a bearer token is required\n", 401, {"www-authenticate": "Bearer"})
         return None
 
-    def _not_allowed(self, method: str, allowed: tuple[str, ...]) -> Response:
+    def _not_allowed(self, request: Request, allowed: tuple[str, ...]) -> Response:
+        log.warning("%s %r -> 405: allowed here: %s", request.method, request.scope["raw_path"], ", ".join(allowed))
         self.recorder.error("method")
-        return PlainTextResponse(f"{method} is not allowed here\n", 405, {"allow": ", ".join(allowed)})
+        return PlainTextResponse(f"{request.method} is not allowed here\n", 405, {"allow": ", ".join(allowed)})
 
     async def handle(self, request: Request) -> Response:
         """Answer one request on the files port (every path and method comes here)."""
@@ -128,7 +129,7 @@ class Handlers:
         if refused is not None:
             return refused
         if request.method not in self._allowed:
-            return self._not_allowed(request.method, self._allowed)
+            return self._not_allowed(request, self._allowed)
         key = None
         try:
             key = parse_key(request.scope["raw_path"])
@@ -138,13 +139,10 @@ class Handlers:
                 return await self._delete(key)
             return await self._get(request, key, send_body=request.method == "GET")
         except Exception as err:  # every failure becomes a status and one log line (a bug: 500)
-            response = self._failure(request.method, key, err)
+            return self._failure(request.method, key, err)
         except asyncio.CancelledError:
             # uvicorn cancels what still runs when the grace time after SIGTERM is over.
-            response = self._cancelled(request.method, key)
-        if request.method == "PUT":
-            response.headers["connection"] = "close"  # the rest of its body may still be on the way
-        return response
+            return self._cancelled(request.method, key)
 
     def _cancelled(self, method: str, key: str | None) -> Response:
         log.warning("%s %r -> 503: the server stopped before the request finished (grace time over)", method, key)
@@ -158,8 +156,9 @@ class Handlers:
         if refused is not None:
             return refused
         if request.method not in READ_METHODS:
-            return self._not_allowed(request.method, READ_METHODS)
+            return self._not_allowed(request, READ_METHODS)
         if request.scope["raw_path"] != METRICS_PATH:
+            log.warning("%s %r -> 404 on the metrics port", request.method, request.scope["raw_path"])
             self.recorder.error("not_found")
             return PlainTextResponse("the metrics are at /metrics\n", 404)
         return Response(self._metrics.render(), headers={"content-type": CONTENT_TYPE})
@@ -211,8 +210,14 @@ class Handlers:
 
     async def _delete(self, key: str) -> Response:
         check_id(key)
-        removed = await self._run(self._writes, self._write, partial(self._store.remove, key))
+        removed = await self._run(self._writes, self._write, partial(self._remove, key))
         return JSONResponse(removed.as_dict())
+
+    def _remove(self, key: str, lease: WriterLease) -> FileInfo:
+        """The store call of a DELETE (worker thread), under the key's lock: never between a conditional PUT's
+        check and its head write, which would write the head again."""
+        with self.head_locks.holding(key):
+            return self._store.remove(key, lease=lease)
 
     async def _get(self, request: Request, key: str, send_body: bool) -> Response:
         head = await self._run(self._reads, self._store.stat, key)
@@ -294,6 +299,8 @@ def build_app(handlers: Handlers, metrics_port: int | None = None) -> ASGIApp:
         request = Request(scope, receive)
         on_metrics_port = metrics_port is not None and (scope.get("server") or (None, None))[1] == metrics_port
         response = await (handlers.metrics(request) if on_metrics_port else handlers.handle(request))
+        if request.method == "PUT" and response.status_code >= 400:
+            response.headers["connection"] = "close"  # the rest of its body may still be on the way
         try:
             await response(scope, receive, send)
         except _CutShort:

@@ -7,16 +7,20 @@ writer's head can land between that check and the write. Within one server
 process every PUT of a key takes the key's lock in its ``before_commit``
 and keeps it until its put returns: the check and the head write of two
 PUTs of the same key never interleave, so of two conditional PUTs naming
-the same ETag exactly one succeeds. Writers elsewhere (another worker
+the same ETag exactly one succeeds. A DELETE holds the lock around its
+removal (:meth:`HeadLocks.holding`), so it never lands between a PUT's
+check and its head write (which would bring the file back). Writers elsewhere (another worker
 process, another server, the CLI) are not ordered by it: against them the
 window is one head read and one head write (``docs/serve.md``). A lock
-lives only while some PUT of its key waits for it or holds it.
+lives only while some request of its key waits for it or holds it.
 
 Example::
 
     >>> locks = HeadLocks()
     >>> with locks.turn("a") as turn:    # doctest: +SKIP
     ...     store.put(reader, "a", before_commit=turn.then(check))
+    >>> with locks.holding("a"):         # doctest: +SKIP
+    ...     store.remove("a")
 
 Failures: none of its own; an error raised by the check propagates (the
 lock is released when the ``turn`` block exits, whatever happened).
@@ -73,6 +77,13 @@ class HeadLocks:
                 entry.users -= 1
                 if entry.users == 0:
                     del self._entries[key]
+
+    @contextlib.contextmanager
+    def holding(self, key: str) -> Iterator[None]:
+        """Hold ``key``'s lock for the whole block (a DELETE's removal)."""
+        with self.turn(key) as turn:
+            turn.then(lambda: None)()
+            yield
 
     def __len__(self) -> int:
         """Keys with a lock now (for tests: none once no PUT is running)."""

@@ -152,14 +152,28 @@ def _serve_worker(options: ServeOptions, sockets: list[socket.socket], metrics: 
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=GRACE_S, ssl_certfile=options.cert,
                                 ssl_keyfile=options.key)
+        run_until_stopped(uvicorn.Server(config), sockets, ready)
+
+
+def run_until_stopped(server: uvicorn.Server, sockets: list[socket.socket], ready: Callable[[], None]) -> None:
+    """Call ``ready()`` (the ``listening on`` line), then run ``server`` until SIGTERM or Ctrl-C; return after it.
+
+    uvicorn installs its own handlers only inside ``run`` and raises the
+    signal that stopped it again once it is done. From before ``ready()`` to
+    after that, a SIGTERM or Ctrl-C here asks ``server`` to stop: one sent as
+    soon as the line is out neither kills the process nor is lost, and the
+    caller still gets to give up its lease.
+    """
+    def stop(signum: int, frame: object) -> None:
+        server.should_exit = True  # checked by uvicorn once it has started, however early this came
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
         ready()
-        # uvicorn re-raises the signal that stopped it once it is done; a SIGTERM must then come back here
-        # (to give up the lease), not kill the process.
-        previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
-        try:
-            uvicorn.Server(config).run(sockets=sockets)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+        server.run(sockets=sockets)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def serve(options: ServeOptions) -> int:

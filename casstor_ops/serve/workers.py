@@ -11,10 +11,12 @@ ready (one byte each on a pipe), calls ``on_ready`` (the ``listening on``
 line), then waits. SIGTERM or Ctrl-C is passed on to every worker, which stops
 as a single server does (running requests finish, up to the grace time, the
 lease is given up); the supervisor returns once all have exited: 0 if they
-all exited 0. A worker that exits while the server is not stopping is a
-failure (a bug or a lost store): the others are stopped and the supervisor
-returns that worker's exit status, so a service manager restarts the whole
-server.
+all exited 0. Its handler is in place before the first fork, so a SIGTERM
+during the forks stops the workers forked so far too, never orphans them.
+A worker that exits while the server is not stopping is a failure (a bug or
+a lost store): the others are stopped and the supervisor returns that
+worker's exit status (1 if it exited 0), so a service manager restarts the
+whole server.
 
 Example::
 
@@ -22,8 +24,8 @@ Example::
     listening
 
 Failures: a worker that fails before it is ready (e.g. Cassandra unreachable)
-prints its own ``casstor:`` line; the others are stopped and its exit status
-is returned.
+prints its own ``casstor:`` line (a ``SystemExit`` its message, no
+traceback); the others are stopped and its exit status is returned.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -43,28 +46,44 @@ log = logging.getLogger("casstor.serve")
 Work = Callable[[int, Callable[[], None]], None]
 """One worker's whole life: ``work(index, ready)``, calling ``ready()`` once it can serve."""
 
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
 WAIT_POLL_S = 0.1
 """How often the supervisor looks for exited workers (see ``_wait_any``)."""
 
 
-def _fork(index: int, work: Work, ready_fd: int, read_fd: int) -> int:
+def _fork(index: int, work: Work, pipe_w: int, pipe_r: int, supervisor: _Signals) -> int:
     pid = os.fork()
     if pid:
         return pid
     code = 1
     try:  # the child: never return into the supervisor's code
-        os.close(read_fd)
-        code = run_reporting_errors(lambda: work(index, partial(_say_ready, ready_fd)))
+        code = run_reporting_errors(partial(_child, index, work, pipe_w, pipe_r, supervisor))
+    except SystemExit as exit_:  # as the interpreter would exit, without a traceback
+        code = _system_exit_code(exit_)
     except BaseException:  # a bug: its traceback, as a single server would show it
         traceback.print_exc()
     finally:
         os._exit(code)
 
 
-def _say_ready(ready_fd: int) -> None:
+def _child(index: int, work: Work, pipe_w: int, pipe_r: int, supervisor: _Signals) -> None:
+    supervisor.restore()  # a worker stops as a single server does, not as the supervisor
+    os.close(pipe_r)
+    work(index, partial(_say_ready, pipe_w))
+
+
+def _system_exit_code(exit_: SystemExit) -> int:
+    if exit_.code is None or isinstance(exit_.code, int):
+        return exit_.code or 0
+    print(exit_.code, file=sys.stderr)
+    return 1
+
+
+def _say_ready(pipe_w: int) -> None:
     # Closed at once: the pipe reaches its end when every worker is ready or gone.
-    os.write(ready_fd, b"r")
-    os.close(ready_fd)
+    os.write(pipe_w, b"r")
+    os.close(pipe_w)
 
 
 def _stop(pids: dict[int, int]) -> None:
@@ -97,11 +116,31 @@ def _wait_ready(count: int, read_fd: int) -> bool:
     return seen == count
 
 
+class _Signals:
+    """The supervisor's SIGTERM and Ctrl-C handler, in place before the first fork, and what it replaced.
+
+    The stop signals are blocked in the forking thread while it forks: a
+    child starts with them pending, not handled by the supervisor's handler
+    it inherits, until :meth:`restore` has put back the handlers and the
+    mask it had before the supervisor's."""
+
+    def __init__(self, handler: Callable[[int, object], None]) -> None:
+        self._previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+        self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+    def forked(self) -> None:
+        """Every worker is forked: let the stop signals in."""
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+
+
 def run_workers(count: int, work: Work, on_ready: Callable[[], None]) -> int:
     """Fork ``count`` workers running ``work``; supervise them until they all exit (see the module docstring)."""
-    read_fd, ready_fd = os.pipe()
-    pids = {_fork(index, work, ready_fd, read_fd): index for index in range(count)}
-    os.close(ready_fd)
+    pids: dict[int, int] = {}
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -109,14 +148,22 @@ def run_workers(count: int, work: Work, on_ready: Callable[[], None]) -> int:
         stopping = True
         _stop(pids)
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    pipe_r, pipe_w = os.pipe()
+    supervisor = _Signals(stop)
     try:
-        with os.fdopen(read_fd, "rb", buffering=0) as ready:
-            if _wait_ready(count, ready.fileno()):
-                on_ready()
-            else:
-                stopping = True
-                _stop(pids)
+        for index in range(count):
+            if stopping:
+                break  # a SIGTERM during the forks: fork no more
+            pids[_fork(index, work, pipe_w, pipe_r, supervisor)] = index
+        supervisor.forked()
+        os.close(pipe_w)
+        with os.fdopen(pipe_r, "rb", buffering=0) as pipe:
+            all_ready = not stopping and _wait_ready(count, pipe.fileno())
+        if all_ready:
+            on_ready()
+        else:
+            stopping = True
+            _stop(pids)
         code = 0
         while pids:
             pid, status = _wait_any()
@@ -125,8 +172,8 @@ def run_workers(count: int, work: Work, on_ready: Callable[[], None]) -> int:
                 log.error("worker %d exited with status %d: stopping the server", index, worker_code)
                 stopping = True
                 _stop(pids)
+                worker_code = worker_code or 1  # unasked, even a clean exit is a failure: the server must restart
             code = code or worker_code
         return code
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        supervisor.restore()

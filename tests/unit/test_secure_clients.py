@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark import SparkConf
 
-from casstor_ops.cluster.certificates import ensure_ca
+from casstor_ops.cluster.certificates import ensure_ca, ensure_node_keystore
 from casstor_ops.cluster.connection import Endpoint
 from casstor_ops.cluster.install import spark_conf_dir
 from casstor_ops.cluster.java_tls import CIPHER_SUITES, truststore_for
@@ -143,6 +143,19 @@ def test_secure_node_config_and_directories(tmp_path: Path) -> None:
     verify = subprocess.run(["openssl", "verify", "-CAfile", str(home.ca_cert), "-verify_ip", "127.0.0.2",
                              str(home.node_keystore(2))], capture_output=True, text=True, timeout=60)
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_a_ca_certificate_without_its_key_is_never_replaced(tmp_path: Path) -> None:
+    """Injects the loss of ``ca.key`` after node 1's keystore was made; checks that a new node's keystore is
+    refused with one line and that ``ca.crt``, which clients and node 1 trust, is kept as it was."""
+    home = SecureHome(tmp_path / "cluster")
+    ensure_node_keystore(home, 1, "127.0.0.1")
+    trusted = home.ca_cert.read_bytes()
+    home.ca_key.unlink()
+    with pytest.raises(CasstorError, match=r"^the cluster's CA key .*ca.key is missing, so no certificate"):
+        ensure_node_keystore(home, 2, "127.0.0.2")
+    assert home.ca_cert.read_bytes() == trusted and not home.node_keystore(2).exists()
+    assert ensure_node_keystore(home, 1, "127.0.0.1").exists()  # an existing node needs no key
 
 
 def test_role_passwords_must_stay_safe_literals(tmp_path: Path) -> None:

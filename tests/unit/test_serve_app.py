@@ -101,6 +101,22 @@ def test_the_token_and_the_method_are_checked_before_the_store(make_handlers) ->
     assert _request(make_handlers(RuntimeError("unused")), "PATCH", "/a")[1]["allow"] == "GET, HEAD, PUT, DELETE"
 
 
+def test_every_refused_put_closes_its_connection_and_every_refusal_logs_one_line(make_handlers, caplog) -> None:
+    """A PUT refused before its body is read (401, 405 on either port) must close the connection, or the server
+    reads and throws away the whole body; each refusal, 404 on the metrics port included, is one log line."""
+    guarded = make_handlers(RuntimeError("the store must not be called"), Token(b"t0ken"), read_only=True)
+    good = {"Authorization": "Bearer t0ken", "Content-Length": "5"}
+    with caplog.at_level(logging.WARNING, logger="casstor.serve"):
+        answers = [_request(guarded, "PUT", "/a", {"Content-Length": "5"}), _request(guarded, "PUT", "/a", good),
+                   _request(guarded, "PUT", "/metrics", good, port=METRICS_PORT)]
+        assert _request(guarded, "GET", "/other", good, port=METRICS_PORT)[0] == 404
+    assert [(status, headers.get("connection")) for status, headers, _ in answers] == [
+        (401, "close"), (405, "close"), (405, "close")]
+    assert [r.getMessage() for r in caplog.records] == [
+        "PUT b'/a' -> 401: no or wrong bearer token", "PUT b'/a' -> 405: allowed here: GET, HEAD",
+        "PUT b'/metrics' -> 405: allowed here: GET, HEAD", "GET b'/other' -> 404 on the metrics port"]
+
+
 def test_a_bad_key_is_400_before_the_store(make_handlers) -> None:
     status, _, body = _request(make_handlers(RuntimeError("the store must not be called")), "GET", "/a%00b")
     assert status == 400 and b"NUL" in body

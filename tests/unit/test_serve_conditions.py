@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
+from casstor_ops.serve.app import Handlers, Policy
 from casstor_ops.serve.head_locks import HeadLocks
+from casstor_ops.serve.metrics import Metrics
+from casstor_ops.serve.shared_lease import SharedLease
 from casstor_ops.serve.status import BodyTooLarge, PreconditionFailed
 from casstor_ops.serve.streams import BodyReader
 from casstor_ops.serve.validators import WritePrecondition
@@ -78,6 +82,45 @@ def test_a_failed_check_releases_the_lock() -> None:
     with locks.turn("k") as turn:  # would block for ever if the lock were still held
         turn.then(lambda: None)()
     assert len(locks) == 0
+
+
+class _PausingStore:
+    """Stands in for a Store whose put stops between its ``before_commit`` (the second If-Match check) and its
+    head write until the test lets it go on."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.checked, self.go_on = threading.Event(), threading.Event()
+
+    def put(self, reader: object, key: str, lease: object, before_commit: Callable[[], None]) -> None:
+        before_commit()
+        self.checked.set()
+        self.go_on.wait(10)
+        self.events.append("PUT writes the head")
+
+    def remove(self, key: str, lease: object) -> None:
+        self.events.append("DELETE removes the file")
+
+
+def test_a_delete_never_lands_between_a_puts_check_and_its_head_write() -> None:
+    """Injects a DELETE of a key while a PUT of it has passed its last precondition check but not yet written its
+    head; checks the removal waits for the head write (before it, the PUT would bring the deleted file back)."""
+    store, leases = _PausingStore(), SharedLease(session=None)  # no lease is taken: the store calls are direct
+    handlers = Handlers(store, leases, Policy(), Metrics())
+    try:
+        put = threading.Thread(target=handlers._put_body, args=(None, "k", None, None))
+        put.start()
+        assert store.checked.wait(10)
+        delete = threading.Thread(target=handlers._remove, args=("k", None))
+        delete.start()
+        time.sleep(0.2)  # time for the DELETE to run ahead if nothing holds it
+        store.go_on.set()
+        put.join(), delete.join()
+    finally:
+        handlers.close()
+        leases.close()
+    assert store.events == ["PUT writes the head", "DELETE removes the file"]
+    assert len(handlers.head_locks) == 0
 
 
 def _read_all(chunks: list[bytes], limit: int | None) -> bytes:

@@ -28,12 +28,28 @@ SUPERVISOR = textwrap.dedent("""
         threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 
+    if when == "during-forks":  # a SIGTERM comes as soon as the first worker is forked
+        real_fork = os.fork
+
+        def fork():
+            pid = real_fork()
+            if pid:
+                os.fork = real_fork
+                os.write(1, f"forked {pid}\\n".encode())  # one write: the workers share the pipe
+                os.kill(os.getpid(), signal.SIGTERM)
+            return pid
+        os.fork = fork
+
     def work(index, ready):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         if index == failing and when == "before":
             raise CasstorError("Cassandra unreachable", 6)
+        if index == failing and when == "system-exit":
+            sys.exit(3)  # as uvicorn does when its start-up fails
         os.write(1, f"worker {index} pid {os.getpid()}\\n".encode())  # one write: the workers share the pipe
         ready()
+        if index == failing and when == "clean-exit":
+            return
         if index == failing:
             raise CasstorError("lost the store", 6)
         signal.sigwait({signal.SIGTERM})
@@ -94,3 +110,27 @@ def test_a_worker_that_cannot_start_means_the_server_never_says_ready(supervisor
     out, err = supervisor.communicate(timeout=30)
     assert "ready" not in out and "exit 6" in out
     assert err.count("casstor: Cassandra unreachable") == 1 and "Traceback" not in err
+
+
+def test_a_worker_that_exits_0_unasked_makes_the_server_exit_1(supervisors) -> None:
+    """A worker that returns (exit 0) while nobody stopped the server: a failure, or a service manager's
+    Restart=on-failure would never restart the server."""
+    supervisor = supervisors(1, "clean-exit")
+    out, err = supervisor.communicate(timeout=30)
+    assert "exit 1" in out and "worker 1 exited with status 0: stopping the server" in err
+
+
+def test_a_workers_system_exit_is_its_exit_status_without_a_traceback(supervisors) -> None:
+    supervisor = supervisors(0, "system-exit")
+    out, err = supervisor.communicate(timeout=30)
+    assert "ready" not in out and "exit 3" in out and "Traceback" not in err
+
+
+def test_a_sigterm_during_the_forks_leaves_no_worker_behind(supervisors) -> None:
+    """Injects a SIGTERM into the supervisor just after its first fork, before the second; checks the supervisor
+    still stops what it forked and returns, and no worker outlives it (orphaned, serving on)."""
+    supervisor = supervisors(-1, "during-forks")
+    out, _ = supervisor.communicate(timeout=30)
+    forked = [int(line.split()[1]) for line in out.splitlines() if line.startswith("forked ")]
+    assert supervisor.returncode == 0 and "ready" not in out and "exit " in out
+    assert len(forked) == 1 and _gone(forked[0])
