@@ -8,8 +8,9 @@ compressing store has NoopCompressor: raw bytes in checksummed chunks), and node
 Checked, in the order an operator meets it: node 3's own ``nodetool verify --extended-verify`` finds the
 damage before any read touched it (a read that hits the damaged chunk fails its checksum and marks the SSTable
 suspect, and verify then skips it until a restart: measured, ``docs/operations.md``); every file restores
-byte-exact (or fails naming the block, exit 3) three times over, and ``jobs/verify.py`` is clean, since QUORUM
-reads are answered by replicas that serve checked chunks only. Then what ``docs/operations.md`` ("A damaged
+byte-exact (or fails naming the block, exit 3) three times over, and ``jobs/verify.py`` is clean, or, when one of
+its QUORUM reads reached node 3's damaged chunk (the node refuses it, and the coordinator does not try another
+replica), fails with one line that names the read failure and points at the damaged replica (exit 1). Then what ``docs/operations.md`` ("A damaged
 replica") tells an operator to do: stop node 3, ``sstablescrub`` (offline: it rewrites a suspect SSTable too,
 dropping the rows that fail their checksums), start it, ``nodetool repair -full`` (the rows stream back):
 node 3's extended verify passes, every file restores byte-exact, and verify is clean.
@@ -125,7 +126,7 @@ def _node_verify(cluster: LocalCluster) -> str | None:
 def test_damaged_replica_is_found_never_served_and_repaired(damaged) -> None:
     """Injects one flipped byte in node 3's copy of a block (see the module docstring). Checks: node 3's own
     extended verify finds the damage; restores stay byte-exact (or fail naming the block, exit 3) and verify is
-    clean; after an offline scrub and a repair of node 3 its extended verify passes, and so do restores and
+    clean (or one line naming the read failure and the damaged replica, exit 1); after an offline scrub and a repair of node 3 its extended verify passes, and so do restores and
     verify."""
     cluster, store, files, (data_file, offset), work = damaged
     found = _node_verify(cluster)
@@ -134,7 +135,11 @@ def test_damaged_replica_is_found_never_served_and_repaired(damaged) -> None:
     failures = _restores(files, work, READ_ROUNDS)
     code, output = _verify(work, "verify-damaged")
     print(f"restores failed {len(failures)} times; verify exit {code}")
-    assert code == 0 and "no problems" in output, output[-5000:]
+    if code != 0:  # its QUORUM read reached node 3's damaged chunk: the coordinator does not try another replica
+        assert code == 1 and "Traceback" not in output, output[-5000:]
+        assert "casstor: Cassandra request failed: ReadFailureException" in output and "CorruptSSTableException" in output
+    else:
+        assert "no problems" in output, output[-5000:]
 
     cluster.node(DAMAGED).stop(log=lambda _: None)
     cluster.offline_scrub(DATA_KS, "blocks", node=DAMAGED)

@@ -5,7 +5,7 @@ A bulk task catches the failures of its own files (see
 an executor fails the whole Spark job with a ``Py4JJavaError``: its message
 is Spark's "Job aborted due to stage failure" with the executor's Python
 traceback and dozens of Java frames. When that traceback says the
-executor's Python is the problem, :func:`explained` turns it into one
+executor's Python is the problem, :func:`setup_error` turns it into one
 :class:`~casstor_ops.errors.CasstorError` that names the cause and the fix:
 
 * its Python cannot import a module the task needs (``casstor_ops``, or a
@@ -17,20 +17,15 @@ executor's Python is the problem, :func:`explained` turns it into one
 
 Any other failure is a bug or Spark's own and keeps its traceback.
 
-Example (what :func:`casstor_ops.spark.job_runner.run_job` does)::
+Example (what :func:`casstor_ops.spark.job_runner.run_job` does with a job's ``Py4JJavaError``)::
 
-    >>> with explained():                                  # doctest: +SKIP
-    ...     main(args, spark)
-    casstor: the executors' Python cannot import 'casstor_ops' (ModuleNotFoundError on executor tasks): ...
+    >>> print(setup_error(err))                             # doctest: +SKIP
+    the executors' Python cannot import 'casstor_ops' (ModuleNotFoundError on executor tasks): ...
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
-from typing import Iterator
-
-from py4j.protocol import Py4JJavaError
 
 from casstor_ops.errors import CasstorError
 
@@ -61,15 +56,3 @@ def setup_error(err: BaseException) -> CasstorError | None:
         if found:
             return CasstorError(message.format(*found.groups()))
     return None
-
-
-@contextlib.contextmanager
-def explained() -> Iterator[None]:
-    """Raise :func:`setup_error` instead of a ``Py4JJavaError`` it explains; let every other error through."""
-    try:
-        yield
-    except Py4JJavaError as err:
-        explanation = setup_error(err)
-        if explanation is None:
-            raise
-        raise explanation from None
