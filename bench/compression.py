@@ -34,8 +34,10 @@ Example::
     $ PYTHONPATH=../main-worktree .venv/bin/python -m bench.compression --out /tmp/old.json   # the code before
     $ .venv/bin/python -m bench.compression --compare /tmp/old.json
 
-Figures are ratios (casstor / restic MB/s; casstor / restic bytes; zstd /
-none) with client and node CPU ms per MB beside them. Failures: restic or
+Figures are ratios (casstor / restic MB/s; casstor / restic bytes; the
+compressed mode / none, e.g. ``source_store_zstd:3_vs_none``) with client
+and node CPU ms per MB beside them. ``--compression none`` is a usage
+error (exit 2): it would be measured against itself. Failures: restic or
 the corpus unavailable, or a restore that differs, end the run with one line
 (exit 1).
 """
@@ -173,8 +175,8 @@ def _ratios(figures: dict, disk: dict, modes: tuple[str, str]) -> dict:
             restic = figures[f"{corpus}_restic_{op}"]["mbps"]
             for mode in modes:
                 ratios[f"{corpus}_{op}_{mode}_vs_restic"] = figures[f"{corpus}_{mode}_{op}"]["mbps"] / restic
-            ratios[f"{corpus}_{op}_zstd_vs_none"] = (figures[f"{corpus}_{modes[1]}_{op}"]["mbps"]
-                                                     / figures[f"{corpus}_none_{op}"]["mbps"])
+            ratios[f"{corpus}_{op}_{modes[1]}_vs_none"] = (figures[f"{corpus}_{modes[1]}_{op}"]["mbps"]
+                                                           / figures[f"{corpus}_none_{op}"]["mbps"])
         for mode in modes:
             ratios[f"{corpus}_disk_{mode}_vs_restic"] = disk[corpus][mode]["disk_bytes"] / disk[corpus]["restic"]
     return ratios
@@ -264,16 +266,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--port-base", type=int, default=19542)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "casstor" / "corpus")
-    parser.add_argument("--compression", default=DEFAULT_COMPRESSION, help="the compressed mode, against none")
+    parser.add_argument("--compression", default=DEFAULT_COMPRESSION,
+                        help="the compressed mode (zstd:LEVEL), against none")
     parser.add_argument("--compare", type=Path, help="an earlier run's results (JSON): print each figure against it")
     parser.add_argument("--out", type=Path, default=Path("bench/results/compression.json"))
     args = parser.parse_args()
     if not 1 <= args.versions <= 8 or args.repeat < 1 or args.random_mb < 1 or args.random_files < 1:
         parser.error("--versions takes 1-8; --repeat, --random-mb and --random-files at least 1")
     try:
-        BlockCodec.parse(args.compression)
+        args.compression = BlockCodec.parse(args.compression).spec  # "zstd" -> "zstd:3": one name per mode
     except CasstorError as err:
         parser.error(str(err))
+    if args.compression == "none":
+        parser.error("--compression none: give the compressed mode, which the bench measures against none")
     if args.compare and not args.compare.is_file():
         parser.error(f"--compare {args.compare}: no such file")
 

@@ -29,8 +29,9 @@ block (``new_bytes == 0``).
 what they cost or bring). The bench's keys are removed at the end (their
 blocks stay until a reclaim) and the scratch keyspace is dropped.
 
-Failures: a wrk run with failed requests, a GET body that differs, a
-server that does not start or exits non-zero: one ``casstor:`` line, exit 1.
+Failures: a wrk run with failed requests (wrk counts status codes; GET
+bodies are not compared), a server that does not start or exits
+non-zero: one ``casstor:`` line, exit 1.
 """
 
 from __future__ import annotations

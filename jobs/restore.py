@@ -1,12 +1,14 @@
 """``spark-submit jobs/restore.py PREFIX DEST [--force] [--report out.json] [--storage-option K=V]``: parallel verified restore.
 
 Every file whose id starts with PREFIX is restored to DEST/<id> by the
-executors, each hash-checked before it is moved into place (DEST must be
-writable at the same path by the executors: local for the local node, a
-shared mount on a cluster), or committed: DEST may be the URL of a
-directory on any filesystem fsspec supports (``s3://bucket/out/``), which the
-executors write through (``--storage-option KEY=VALUE``, repeatable:
-:mod:`casstor_ops.store.locations`). Existing files are not overwritten unless
+executors, each hash-checked before it is moved into place (or, on an
+object store, before its upload is committed). DEST is a local path,
+writable at the same path by the executors (local for the local node, a
+shared mount on a cluster), or the URL of a directory on any filesystem
+fsspec supports (``s3://bucket/out/``), which the executors write through
+(``--storage-option KEY=VALUE``, repeatable:
+:mod:`casstor_ops.store.locations`); a bucket that does not exist is
+refused, not created. Existing files are not overwritten unless
 ``--force``, as with ``casstor restore``.
 
 Exit status: 0 when every file was restored, 4 (EXIT_PARTIAL) when some

@@ -1,6 +1,7 @@
 """Restore: damaged or missing blocks fail fast and leave nothing at DEST; DEST is never clobbered; a file changed
 and reclaimed meanwhile is reported as changed, not corrupt."""
 
+import fcntl
 import io
 import os
 
@@ -83,6 +84,44 @@ def test_destination_with_a_250_byte_basename(store, tmp_path):
     store.restore("dest/long-name", dest)
     assert dest.read_bytes() == data
     assert list(tmp_path.iterdir()) == [dest]
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_the_temporary_file_stays_locked_until_it_is_in_place(store, tmp_path, monkeypatch, force):
+    """Injects: at the rename into place (os.link, or os.replace with force), another restore's stray cleanup
+    (another host of a shared file system: its pid check says nothing) trying the temporary file's lock. Checks:
+    the lock is still held, the recorded mode and mtime are already set, and DEST ends byte-exact with them."""
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(300_000))
+    src.chmod(0o640)
+    os.utime(src, ns=(1_600_000_000_000_000_000, 1_600_000_000_123_456_789))
+    store.put(src, "dest/locked")
+    seen = []
+
+    def other_cleanup_then(rename):
+        def renaming(tmp, dest, *args, **kwargs):
+            with open(tmp, "rb") as other:  # a second open file description: flock conflicts with the writer's
+                try:
+                    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    seen.append("lock taken")
+                except BlockingIOError:
+                    seen.append("locked")
+            stat = os.stat(tmp)
+            seen.append((stat.st_mode & 0o7777, stat.st_mtime_ns))
+            return rename(tmp, dest, *args, **kwargs)
+        return renaming
+
+    monkeypatch.setattr(os, "link", other_cleanup_then(os.link))
+    monkeypatch.setattr(os, "replace", other_cleanup_then(os.replace))
+    dest = tmp_path / "out.bin"
+    if force:
+        dest.write_bytes(b"old")
+    store.restore("dest/locked", dest, force=force)
+    monkeypatch.undo()
+    assert seen == ["locked", (0o640, 1_600_000_000_123_456_789)]
+    assert dest.read_bytes() == src.read_bytes()
+    assert dest.stat().st_mode & 0o7777 == 0o640 and dest.stat().st_mtime_ns == 1_600_000_000_123_456_789
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "src.bin"]
 
 
 def test_unknown_id(store, tmp_path):

@@ -24,7 +24,8 @@ import pytest
 from casstor_ops.cluster.install import install_s3proxy
 from casstor_ops.cluster.jvm import find_java17
 from casstor_ops.lab.corpus import tree_files, write_versioned_tree
-from casstor_ops.store.locations import replacing_writer, resolve
+from casstor_ops.errors import CasstorError
+from casstor_ops.store.locations import make_directory, replacing_writer, resolve
 
 from .support import running, spark_submit, stop_process
 
@@ -144,3 +145,16 @@ def test_an_upload_that_fails_leaves_no_object(s3: S3Proxy, s3_env: dict[str, st
         out.write(b"whole")
     fs.invalidate_cache()
     assert fs.cat_file(path) == b"whole"
+
+
+def test_a_restore_to_a_bucket_that_does_not_exist_is_refused_and_creates_none(s3: S3Proxy,
+                                                                              s3_env: dict[str, str]) -> None:
+    """Injects: a restore destination in a mistyped bucket (s3fs's makedirs would create it). Checks: one
+    CasstorError naming the bucket, no bucket made on the server; a destination in the existing bucket passes."""
+    typo = resolve(f"s3://{BUCKET}-typo/out/", {"endpoint_url": s3.endpoint})
+    with pytest.raises(CasstorError, match=rf"no bucket '{BUCKET}-typo'"):
+        make_directory(typo)
+    assert not (s3.root / "data" / f"{BUCKET}-typo").exists()
+    typo.fs.invalidate_cache()
+    assert typo.fs.ls("", detail=False) == [BUCKET]  # the server's buckets (its exists() says yes to any name)
+    make_directory(resolve(f"s3://{BUCKET}/out/", {"endpoint_url": s3.endpoint}))

@@ -28,10 +28,11 @@ nodes already running are stopped; no free ports found raises
 from __future__ import annotations
 
 import contextlib
+import itertools
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,20 +53,29 @@ def _free_on(port: int, addresses: list[str]) -> bool:
     return True
 
 
-def free_ports(max_nodes: int) -> ClusterPorts:
-    """CQL and storage ports free on 127.0.0.1..``max_nodes``, and ``max_nodes`` consecutive free JMX ports.
-
-    The kernel picks candidates (its ephemeral range), so two experiments
-    started at once do not pick the same ports by construction.
-    """
-    addresses = [f"127.0.0.{i}" for i in range(1, max_nodes + 1)]
-    found: list[int] = []
-    for _ in range(PORT_TRIES):
+def _kernel_ports() -> Iterator[int]:
+    """Ports the kernel reports free on 127.0.0.1 (from its ephemeral range), each released at once."""
+    while True:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        need = max_nodes if len(found) == 2 else 1  # the JMX base: one port per node, consecutive
-        if port not in found and all(_free_on(p, addresses) for p in range(port, port + need)):
+        yield port
+
+
+def free_ports(max_nodes: int, candidates: Iterable[int] | None = None) -> ClusterPorts:
+    """CQL and storage ports free on 127.0.0.1..``max_nodes``, and ``max_nodes`` consecutive free JMX ports, no
+    two of them the same.
+
+    ``candidates``: the ports to try, in order (default: the kernel's picks).
+    Each port is released once checked, so an experiment started at the
+    same moment could pick the same ones (unlikely from the kernel's picks;
+    its node would then fail to start, one line).
+    """
+    addresses = [f"127.0.0.{i}" for i in range(1, max_nodes + 1)]
+    found: list[int] = []
+    for port in itertools.islice(_kernel_ports() if candidates is None else candidates, PORT_TRIES):
+        span = range(port, port + (max_nodes if len(found) == 2 else 1))  # the JMX base: one port per node
+        if not any(p in found for p in span) and all(_free_on(p, addresses) for p in span):
             found.append(port)
         if len(found) == 3:
             return ClusterPorts(cql=found[0], storage=found[1], jmx_base=found[2])

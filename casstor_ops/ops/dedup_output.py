@@ -32,6 +32,7 @@ import html
 import io
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -171,9 +172,12 @@ def html_page(report: DedupReport, images: dict[str, bytes]) -> str:
 
 
 def output_dir(out_dir: Path) -> Path:
-    """``out_dir``, created if missing; CasstorError (one line) when it cannot be."""
+    """``out_dir``, created if missing, with a file created in it and removed (an existing directory may be
+    read-only); CasstorError (one line) when either fails."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".casstor-probe-"):
+            pass
     except OSError as err:
         raise CasstorError(f"cannot write the report to {out_dir}: {err.strerror or err}") from None
     return out_dir

@@ -39,7 +39,7 @@ import os
 import sys
 from urllib.parse import urlsplit
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
 from casstor_ops.cluster.connection import Endpoint, endpoint_from_env, ensure_running
@@ -68,9 +68,9 @@ def spark_session(app_name: str = "casstor", master: str | None = None,
         **({"spark.cassandra.connection.localDC": endpoint.local_dc} if endpoint.local_dc else {}),
         **connector_auth(endpoint),
         **connector_tls(endpoint),
-        **driver_address(master, SparkConf()),
         **(conf or {}),
     }
+    settings = {**driver_address(master, launched_conf(master, settings)), **settings}
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
@@ -100,9 +100,25 @@ def connector_tls(endpoint: Endpoint) -> dict[str, str]:
             f"{prefix}.enabledAlgorithms": ",".join(CIPHER_SUITES)}
 
 
+def launched_conf(master: str | None, settings: dict[str, str]) -> SparkConf:
+    """Spark's configuration as the driver's JVM has it: spark-submit's ``--master`` and ``--conf``,
+    ``spark-defaults.conf``.
+
+    Until a JVM exists pyspark's ``SparkConf()`` is an empty dict of its own,
+    so this attaches to the JVM first: spark-submit's (it started this
+    process), or one started here with ``master`` and ``settings``, as
+    ``getOrCreate`` would start it.
+    """
+    if SparkContext._jvm is None:
+        launch = SparkConf(loadDefaults=False).setAll(settings.items())
+        SparkContext._ensure_initialized(conf=launch.setMaster(master) if master else launch)
+    return SparkConf()
+
+
 def driver_address(master: str | None, spark_conf: SparkConf) -> dict[str, str]:
     """``spark.driver.host``/``bindAddress`` 127.0.0.1 when every executor is on this machine, else nothing.
 
+    ``spark_conf``: :func:`launched_conf` (an empty SparkConf would hide spark-submit's master).
     Example: ``driver_address("spark://10.0.0.5:7077", conf)`` -> ``{}``;
     ``driver_address(None, conf)`` with spark-submit's ``--master local[2]`` -> loopback.
     """

@@ -30,9 +30,12 @@ local code (:mod:`casstor_ops.store.source_listing`,
   committed at the end (S3: a PUT, or a multi-part upload completed at the
   end and aborted on failure); any other filesystem a temporary name beside
   it (``.casstor-<random>.tmp``), moved into place when complete (a rename:
-  atomic on a local disk and on HDFS). An existing destination is kept unless
-  ``force``: checked before writing and again before the commit or move
-  (check-then-act: two writers of one name can race).
+  atomic on a local disk and on HDFS; on a local disk, ``file://``, the
+  file is fsynced before the rename and its directory after it, as a path
+  restore's). An existing destination is kept unless ``force``: checked
+  before writing and again before the commit or move (check-then-act: two
+  writers of one name can race). A restore destination on an object store
+  must be in a bucket that exists (:func:`make_directory` creates none).
 
 Example::
 
@@ -56,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import json
+import os
 import posixpath
 import re
 import secrets
@@ -66,6 +70,7 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
+from casstor_ops.store.temporary import fsync_directory
 
 # Read buffers and upload parts of this size: memory per open file stays bounded whatever the file size (an
 # S3 upload has at most 10,000 parts, so one file up to 160 GiB).
@@ -208,14 +213,33 @@ def open_reader(fs: AbstractFileSystem, path: str) -> Iterator[BinaryIO]:
 
 
 def make_directory(location: Location) -> None:
-    """Make a restore destination (a no-op on object stores); refuse one that is a file."""
+    """Make a restore destination; refuse one that is a file. On an object store nothing is made (a "directory"
+    is a key prefix), and a bucket that does not exist is refused, not created (a mistyped name)."""
+    fs, path = location
     try:
-        if location.fs.isfile(location.path):
+        if fs.isfile(path):
             raise CasstorError(f"{location.url()!r} exists and is not a directory")
-        location.fs.makedirs(location.path, exist_ok=True)
+        if not _is_object_store(fs):
+            fs.makedirs(path, exist_ok=True)
+        elif not _bucket_exists(fs, bucket := path.split("/", 1)[0]):
+            raise CasstorError(f"{location.url()!r}: no bucket {bucket!r} (casstor does not create buckets)")
     except (OSError, *BACKEND_ERRORS) as err:
         raise CasstorError(f"{location.url()!r}: cannot make it: "
                            f"{getattr(err, 'strerror', None) or ' '.join(str(err).split())}") from None
+
+
+def _bucket_exists(fs: AbstractFileSystem, bucket: str) -> bool:
+    """Whether ``bucket`` exists (one that exists but refuses us counts: the writes will tell what we may do)."""
+    try:
+        # s3fs: a HEAD (its exists() also asks the bucket's location, which S3Proxy answers for any name).
+        if hasattr(fs, "call_s3"):
+            fs.call_s3("head_bucket", Bucket=bucket)
+            return True
+        return fs.exists(bucket)
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        return True
 
 
 def _refuse_existing(fs: AbstractFileSystem, path: str, force: bool) -> None:
@@ -268,11 +292,17 @@ def _renamed_into_place(fs: AbstractFileSystem, path: str, force: bool) -> Itera
     parent = fs._parent(path)
     fs.makedirs(parent, exist_ok=True)
     temporary = posixpath.join(parent, f".casstor-{secrets.token_hex(8)}.tmp")
+    local = isinstance(fs, LocalFileSystem)
     try:
         with fs.open(temporary, "wb", block_size=STREAM_BLOCK_BYTES) as out:
             yield out
+            if local:  # on disk before its name is: a crash must not leave a short file that looks restored
+                out.flush()
+                os.fsync(out.fileno())
         _refuse_existing(fs, path, force)
         fs.mv(temporary, path)
+        if local:
+            fsync_directory(parent)
     finally:
         with contextlib.suppress(Exception):  # gone once moved; left behind only if the filesystem fails here too
             if fs.exists(temporary):

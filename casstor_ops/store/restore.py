@@ -57,9 +57,9 @@ from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hasher
 from casstor_ops.store.inflight import RequestWindow
 from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.records import FileInfo, RestoreResult
+from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult
 from casstor_ops.store.statements import Statements
-from casstor_ops.store.temporary import create_temporary, remove_strays
+from casstor_ops.store.temporary import create_temporary, fsync_directory, remove_strays
 
 READ_WINDOW = 8        # concurrent block reads (see docs/driver.md)
 BLOCKS_PER_READ = 16   # distinct blocks per read (IN ? of 16: a third less client CPU per MB than 4)
@@ -239,31 +239,37 @@ def restore_to_path(restore: Restore, dest: Path, force: bool) -> RestoreResult:
     Refuses an existing ``dest`` unless ``force`` (checked before and again
     at the rename, which never replaces without ``force``). A head without
     recorded attributes keeps the temporary file's mode (0666 less the umask).
+    The temporary file stays open, so locked, until it is in place: no other
+    restore's stray cleanup can take it (:mod:`casstor_ops.store.temporary`).
     """
     check_destination(dest, force)
     tmp: Path | None = None
     try:
         remove_strays(dest)  # what a restore of this DEST killed earlier left behind
         tmp, file = create_temporary(dest)
-        with file, _SyncingWriter(file) as out:
-            result = restore.run(out)
-            out.sync()
-        attributes = restore._head.attributes
-        if attributes is not None:
-            # Exact bits, not filtered by the umask; the mtime last, after every write.
-            os.chmod(tmp, attributes.mode)
-            os.utime(tmp, ns=(time.time_ns(), attributes.mtime_ns))
-        if force:
-            os.replace(tmp, dest)
-        else:
-            _move_no_clobber(tmp, dest)
-        _fsync_dir(dest.parent)
+        with file:
+            with _SyncingWriter(file) as out:
+                result = restore.run(out)
+                out.sync()
+            _set_attributes(file, restore._head.attributes)
+            if force:
+                os.replace(tmp, dest)
+            else:
+                _move_no_clobber(tmp, dest)
+        fsync_directory(dest.parent)
         return result
     except OSError as err:  # disk full, no permission: nothing is left at DEST
         raise CasstorError(f"cannot write {dest}: {err.strerror or err}") from None
     finally:
         if tmp is not None:  # None: nothing was created, and a name another restore drew is not ours to delete
             tmp.unlink(missing_ok=True)
+
+
+def _set_attributes(file: BinaryIO, attributes: FileAttributes | None) -> None:
+    """The recorded mode (exact bits, not filtered by the umask) and mtime, set through the open file."""
+    if attributes is not None:
+        os.fchmod(file.fileno(), attributes.mode)
+        os.utime(file.fileno(), ns=(time.time_ns(), attributes.mtime_ns))  # the mtime last, after every write
 
 
 class _SyncingWriter:
@@ -323,11 +329,3 @@ def check_destination(dest: Path, force: bool) -> None:
         raise CasstorError(f"{dest}: already exists (use --force to overwrite)")
     if not dest.parent.is_dir():
         raise CasstorError(f"{dest.parent}: no such directory")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -7,20 +7,25 @@ meanwhile (``kill -9``, a power cut) leaves that file behind, so the name
 says whose it is: ``.casstor-<tag>-<pid>-<random>.tmp``, where ``tag`` is
 12 hex digits of BLAKE2b of DEST's basename (the basename itself could be
 255 bytes long: no room for it beside a prefix) and ``pid`` the writer's
-process id. The writer also holds an exclusive ``flock`` on the file for
-as long as it writes.
+process id. The writer also holds an exclusive ``flock`` on the file
+until it is renamed into place.
 
 The next restore to the same DEST calls :func:`remove_strays` first: it
 removes the temporary files of that DEST (same tag) whose writer is gone,
-i.e. both (1) no process with that pid exists on this host and (2) the
-file's lock can be taken at once. (1) covers the instant between the
-writer's create and its lock; (2) covers a writer on another host of a
-shared file system (NFS emulates ``flock`` with its own locks), or a pid in
-another pid namespace. A live restore's file is never removed: either test
-keeps it. A pid reused by an unrelated process keeps a stray until that
-process ends (the safe side). Files of other DESTs and any other name
-(``.casstor-<16 hex>.tmp`` of older versions, which say nothing of their
-owner) are left alone.
+i.e. all of (1) the file was last modified :data:`STRAY_MIN_AGE_S` ago or
+more, (2) no process with that pid exists on this host and (3) the file's
+lock can be taken at once. The writer holds its lock from just after the
+create until after the rename into place (the mode and mtime are set
+through the open file), so (3) alone keeps a live restore's file, on this
+host or on another host of a shared file system (NFS emulates ``flock``
+with its own locks), except in the instant between the create and the
+lock, which (1) covers (a clock skew between hosts of more than the margin
+would defeat it). (2) spares a live writer of this host even where locks
+are not enforced. A pid reused by an unrelated process, or a number beyond
+this host's range of pids, keeps a stray until that process ends (the safe
+side). Files of other DESTs and any other name (``.casstor-<16 hex>.tmp``
+of older versions, which say nothing of their owner) are left alone. The
+rename is made durable by :func:`fsync_directory`.
 
 Example::
 
@@ -42,9 +47,12 @@ import hashlib
 import os
 import re
 import secrets
+import time
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+# A stray younger than this may be a writer's between its create and its lock: kept.
+STRAY_MIN_AGE_S = 60
 _NAME = re.compile(r"\.casstor-(?P<tag>[0-9a-f]{12})-(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{8}\.tmp")
 
 
@@ -88,12 +96,13 @@ def create_temporary(dest: Path) -> tuple[Path, BinaryIO]:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists on this host (another user's counts)."""
+    """Whether a process with this pid may exist on this host (another user's counts; so does a number beyond
+    the range of pids, which is no process of this host to judge)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError):
         return True
     return True
 
@@ -104,11 +113,18 @@ def remove_strays(dest: Path) -> list[Path]:
     removed = []
     for entry in os.scandir(dest.parent):
         owner = owner_of(entry.name)
-        if owner is None or owner.tag != tag or pid_alive(owner.pid):
+        if owner is None or owner.tag != tag or not _old_enough(entry) or pid_alive(owner.pid):
             continue
         if _remove_if_unlocked(Path(entry.path)):
             removed.append(Path(entry.path))
     return removed
+
+
+def _old_enough(entry: os.DirEntry) -> bool:
+    try:
+        return time.time() - entry.stat(follow_symlinks=False).st_mtime >= STRAY_MIN_AGE_S
+    except OSError:  # gone meanwhile
+        return False
 
 
 def _remove_if_unlocked(path: Path) -> bool:
@@ -120,3 +136,12 @@ def _remove_if_unlocked(path: Path) -> bool:
             return True
     except OSError:  # locked (a live writer elsewhere), or gone or unreadable meanwhile: keep it
         return False
+
+
+def fsync_directory(path: Path | str) -> None:
+    """Flush ``path``'s entries to disk: a rename into it survives a crash once this returns."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -8,10 +8,12 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import re
 import runpy
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from casstor_ops.cli.args import positive_int
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.ops.dedup_growth import MAX_BINS, bin_width_ms
-from casstor_ops.ops.dedup_output import SECTIONS, readable, render
+from casstor_ops.ops.dedup_output import SECTIONS, output_dir, readable, render
 from casstor_ops.ops.dedup_plots import FIGURES, LABEL_WIDTH
 from casstor_ops.ops.dedup_report import COLUMNS, TABLES, DedupReport
 from casstor_ops.ops.dedup_sharing import class_bounds, class_label
@@ -174,3 +176,39 @@ def test_job_checks_its_output_directory_before_the_spark_work(tmp_path: Path) -
     args = job["build_parser"]().parse_args(["--out", str(tmp_path / "taken")])
     with pytest.raises(CasstorError, match="cannot write the report to"):
         job["main"](args, None)  # no SparkSession: it must fail before using one
+
+
+PROBE = """import sys
+from pathlib import Path
+from casstor_ops.errors import CasstorError
+from casstor_ops.ops.dedup_output import output_dir
+try:
+    output_dir(Path(sys.argv[1]))
+except CasstorError as err:
+    sys.exit(f"casstor: {err}")
+"""
+
+
+def test_an_existing_read_only_output_directory_is_refused_before_the_spark_work() -> None:
+    """Injects: an existing --out directory of mode 0555 that the job's user does not own (as root, which
+    ignores modes, the check runs as user nobody through setpriv). Checks: the check made before the Spark work
+    fails with one `cannot write the report to …: Permission denied` line, and leaves nothing in the directory."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:
+        os.chmod(top, 0o755)
+        out = Path(top) / "read-only"
+        out.mkdir(mode=0o555)
+        out.chmod(0o555)
+        if os.geteuid() == 0:
+            (Path(top) / "mpl").mkdir(mode=0o777)
+            (Path(top) / "mpl").chmod(0o777)  # matplotlib's cache: somewhere nobody may write
+            run = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                                  "-c", PROBE, str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT), "MPLCONFIGDIR": f"{top}/mpl"})
+            assert run.returncode == 1, run.stderr
+            message = run.stderr.strip().splitlines()[-1]
+        else:
+            with pytest.raises(CasstorError) as raised:
+                output_dir(out)
+            message = f"casstor: {raised.value}"
+        assert re.fullmatch(r"casstor: cannot write the report to .*/read-only: Permission denied", message), message
+        assert list(out.iterdir()) == []

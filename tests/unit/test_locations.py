@@ -86,3 +86,27 @@ def test_a_write_that_fails_leaves_nothing(tmp_path: Path) -> None:
             out.write(b"partial content")
             raise RuntimeError("injected")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_local_write_is_fsynced_before_its_move_and_its_directory_after(tmp_path: Path, monkeypatch) -> None:
+    """Injects: a recorder around os.fsync (then the real one), for a file:// write (a crash after a move with
+    the content still in the page cache leaves a short file that looks restored). Checks: the temporary file is
+    synced whole while DEST does not exist yet, and DEST's directory once DEST is in place."""
+    dest = tmp_path / "out" / "f.bin"
+    synced = []
+
+    def recording(fd: int) -> None:
+        target = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        synced.append((target, target.stat().st_size if target.is_file() else None, dest.exists()))
+        real_fsync(fd)
+
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", recording)
+    fs, path = resolve(dest.as_uri())
+    with replacing_writer(fs, path) as out:
+        out.write(b"x" * 100_000)
+    monkeypatch.undo()
+    (temporary, size, in_place), (directory, _, in_place_after) = synced
+    assert temporary.parent == dest.parent and temporary.name.startswith(".casstor-") and size == 100_000
+    assert not in_place and directory == dest.parent and in_place_after
+    assert dest.read_bytes() == b"x" * 100_000

@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 from casstor_ops.cluster.connection import Endpoint
+from casstor_ops.cluster.launcher import ClusterPorts
 from casstor_ops.cluster.paths import STRESS_DIR_NAME
-from casstor_ops.lab.scratch_cluster import free_ports
+from casstor_ops.lab.scratch_cluster import _free_on, _kernel_ports, free_ports
 from casstor_ops.lab.stress import stress_command
+
+ADDRESSES = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
 
 
 def test_relative_paths_become_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,3 +52,12 @@ def test_free_ports_are_distinct_and_jmx_has_one_per_node() -> None:
     ports = free_ports(3)
     jmx = range(ports.jmx_base, ports.jmx_base + 3)
     assert len({ports.cql, ports.storage}) == 2 and ports.cql not in jmx and ports.storage not in jmx
+
+
+def test_the_jmx_range_never_overlaps_the_cql_or_storage_port() -> None:
+    """Injects: candidate ports in an order where the JMX base is free and differs from the CQL and storage
+    ports but its range [base, base + nodes) covers one of them (the kernel may offer such a base). Checks: such
+    bases are passed over and the first whose whole range is clear of both is taken."""
+    block = next(base for base in _kernel_ports() if all(_free_on(p, ADDRESSES) for p in range(base, base + 7)))
+    ports = free_ports(3, candidates=[block + 1, block + 3, block, block + 2, block + 4])
+    assert ports == ClusterPorts(cql=block + 1, storage=block + 3, jmx_base=block + 4)

@@ -10,10 +10,11 @@ import fcntl
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from casstor_ops.store.temporary import (Owner, create_temporary, dest_tag, owner_of, pid_alive, remove_strays,
-                                         temporary_name)
+from casstor_ops.store.temporary import (STRAY_MIN_AGE_S, Owner, create_temporary, dest_tag, owner_of, pid_alive,
+                                         remove_strays, temporary_name)
 
 
 def _dead_pid() -> int:
@@ -22,9 +23,12 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def _stray(dest: Path, pid: int, nonce: str = "0badf00d") -> Path:
+def _stray(dest: Path, pid: int, nonce: str = "0badf00d", age_s: float = 2 * STRAY_MIN_AGE_S) -> Path:
+    """A temporary file last written ``age_s`` ago (default: old enough to be a stray)."""
     path = dest.parent / temporary_name(dest, pid, nonce)
     path.write_bytes(b"partial content")
+    then = time.time() - age_s
+    os.utime(path, (then, then))
     return path
 
 
@@ -58,6 +62,28 @@ def test_created_file_is_named_for_this_process_and_locked(tmp_path: Path) -> No
 def test_pid_alive() -> None:
     assert pid_alive(os.getpid())
     assert not pid_alive(_dead_pid())
+    assert pid_alive(3_000_000_000)  # beyond any pid (os.kill raises OverflowError): not this host's to judge
+
+
+def test_a_name_with_a_pid_beyond_the_range_of_pids_is_kept(tmp_path: Path) -> None:
+    """Injects: a stray named with pid 3000000000 (the name pattern allows 10 digits; os.kill overflows on it).
+    Checks: remove_strays keeps it and raises nothing; a stray of a dead pid beside it is still removed."""
+    dest = tmp_path / "out.bin"
+    huge = _stray(dest, 3_000_000_000)
+    dead = _stray(dest, _dead_pid())
+    assert remove_strays(dest) == [dead]
+    assert huge.exists()
+
+
+def test_a_young_stray_is_kept_it_may_be_a_writer_between_create_and_lock(tmp_path: Path) -> None:
+    """Injects: an unlocked temporary file of a pid dead here, written just now (a writer on another host of a
+    shared file system, between its create and its flock). Checks: it is kept until STRAY_MIN_AGE_S old."""
+    dest = tmp_path / "out.bin"
+    young = _stray(dest, _dead_pid(), age_s=0)
+    assert remove_strays(dest) == []
+    then = time.time() - STRAY_MIN_AGE_S - 1
+    os.utime(young, (then, then))
+    assert remove_strays(dest) == [young]
 
 
 def test_strays_of_dead_writers_of_this_dest_are_removed_and_nothing_else(tmp_path: Path) -> None:

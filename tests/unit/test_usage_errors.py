@@ -28,3 +28,13 @@ def test_unknown_flag_is_one_line_and_exit_2(command: list[str]) -> None:
     assert len(lines) == 1, run.stderr
     assert "error: unrecognized arguments: --bogus" in lines[0] or "error: the following arguments" in lines[0]
     assert lines[0].endswith("--help')")
+
+
+
+def test_the_compression_bench_refuses_none_as_its_compressed_mode(tmp_path) -> None:
+    """``--compression none`` would measure none against itself (the second run overwriting the first): one line,
+    exit 2, before any corpus or node (an empty ``--source`` makes a run without the check stop at exit 1)."""
+    run = subprocess.run([sys.executable, "-m", "bench.compression", "--compression", "none", "--source",
+                          str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == EXIT_USAGE and run.stdout == "", run.stderr
+    assert len(run.stderr.splitlines()) == 1 and "--compression none" in run.stderr, run.stderr
