@@ -94,12 +94,12 @@ def damaged(three_nodes: LocalCluster, tmp_path_factory: pytest.TempPathFactory)
             session.cluster.shutdown()
 
 
-def _restores(store_files: dict[str, Path], work: Path, rounds: int) -> list[str]:
+def _restores(store_files: dict[str, Path], work: Path, rounds: int, label: str) -> list[str]:
     """Restore every file ``rounds`` times with the CLI: each byte-exact, or exit 3 naming the block; the failures."""
     failures = []
     for round_ in range(rounds):
         for file_id, src in store_files.items():
-            dest = work / f"restore-{round_}-{src.name}"
+            dest = work / f"restore-{label}-{round_}-{src.name}"
             result = run_casstor("restore", file_id, str(dest), "--quiet")
             if result.returncode == 0:
                 assert sha256(dest) == sha256(src), file_id
@@ -132,7 +132,7 @@ def test_damaged_replica_is_found_never_served_and_repaired(damaged) -> None:
     found = _node_verify(cluster)
     print(f"flipped byte {offset} of {data_file.name}; node 3's verify: {found}")
     assert found is not None
-    failures = _restores(files, work, READ_ROUNDS)
+    failures = _restores(files, work, READ_ROUNDS, "damaged")
     code, output = _verify(work, "verify-damaged")
     print(f"restores failed {len(failures)} times; verify exit {code}")
     if code != 0:  # its QUORUM read reached node 3's damaged chunk: the coordinator does not try another replica
@@ -147,6 +147,6 @@ def test_damaged_replica_is_found_never_served_and_repaired(damaged) -> None:
     cluster.start_node(DAMAGED, log=lambda _: None)
     cluster.nodetool("repair", "-full", DATA_KS, "blocks", node=DAMAGED, timeout=600)
     assert _node_verify(cluster) is None
-    assert _restores(files, work, 1) == []
+    assert _restores(files, work, 1, "repaired") == []
     code, output = _verify(work, "verify-repaired")
     assert code == 0 and "no problems" in output, output[-5000:]

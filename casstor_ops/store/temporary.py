@@ -51,8 +51,11 @@ import time
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-# A stray younger than this may be a writer's between its create and its lock: kept.
-STRAY_MIN_AGE_S = 60
+# A stray younger than this may be a writer's between its create and its lock: kept. That gap is microseconds
+# (create_temporary locks right after the create); the margin absorbs a few seconds of skew between this host's
+# clock and a file server's (which stamps the mtime), and stays short so that the next restore after a killed
+# one, normally seconds later, removes its file.
+STRAY_MIN_AGE_S = 10
 _NAME = re.compile(r"\.casstor-(?P<tag>[0-9a-f]{12})-(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{8}\.tmp")
 
 
