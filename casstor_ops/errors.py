@@ -68,6 +68,12 @@ class LeaseLapsedError(CasstorError):
     exit_code = EXIT_LEASE_LAPSED
 
 
+# A replica answered a read with an error: what a damaged SSTable gives (the node refuses a chunk whose checksum
+# fails, and the coordinator does not ask another replica instead).
+READ_FAILURE_HINT = ("a replica failed the read: if a node's system.log has a CorruptSSTableException, one of its "
+                     "SSTables is damaged (docs/operations.md, 'A damaged replica')")
+
+
 def run_reporting_errors(action: Callable[[], int | None]) -> int:
     """Run ``action``; a failure the user can act on becomes one ``casstor:`` line and its exit code.
 
@@ -89,7 +95,8 @@ def run_reporting_errors(action: Callable[[], int | None]) -> int:
         print(f"casstor: {err}", file=sys.stderr)
         return err.exit_code
     except (DriverException, NoHostAvailable) as err:  # NoHostAvailable is no DriverException
-        print(f"casstor: Cassandra request failed: {type(err).__name__}: {' '.join(str(err).split())}",
+        hint = f"; {READ_FAILURE_HINT}" if type(err).__name__ == "ReadFailure" else ""
+        print(f"casstor: Cassandra request failed: {type(err).__name__}: {' '.join(str(err).split())}{hint}",
               file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import re
 
-from casstor_ops.errors import CasstorError
+from casstor_ops.errors import READ_FAILURE_HINT, CasstorError
 
 _JAVA_DRIVER_ERROR = re.compile(r"com\.datastax\.oss\.driver\.api\.core\.(?:[a-z]+\.)*([A-Z]\w*(?:Exception|Error)): "
                                 r"([^\n]*)")
-_HINTS = {"ReadFailureException": "a replica failed the read: if a node's system.log has a CorruptSSTableException, "
-                                  "one of its SSTables is damaged (docs/operations.md, 'A damaged replica')"}
+_HINTS = {"ReadFailureException": READ_FAILURE_HINT}
 
 
 def connector_error(err: BaseException) -> CasstorError | None:
