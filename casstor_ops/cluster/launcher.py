@@ -132,18 +132,23 @@ def _port_free(host: str, port: int) -> bool:
             return False
 
 
-def _wait_exited(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """Wait until ``pid`` has exited (gone, or a zombie): its command line empties before its sockets close, so a
-    node restarted at once found its JMX port still bound (seen on a loaded machine)."""
+def _wait_exited(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+    """Wait until ``pid`` has exited (gone, or a zombie whose every thread has ended); whether it did in time.
+
+    A zombie leader is not enough, nor an empty command line: the JVM's main thread can end while others
+    (shutdown hooks) still hold the node's sockets, and /proc shows the leader as a zombie with an empty
+    command line meanwhile; a node restarted then found its JMX port listening, with no process to own it.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return
-        if state in ("Z", "X"):
-            return
+            status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+        except (OSError, ValueError):
+            return True
+        if status.get("State", "").split()[:1] in (["Z"], ["X"]) and int(status.get("Threads", "1")) <= 1:
+            return True
         time.sleep(0.05)
+    return False
 
 
 class Node:
@@ -203,14 +208,9 @@ class Node:
             self.pid_file.unlink(missing_ok=True)
             return
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while self.pid() is not None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if self.pid() is not None:
+        if not _wait_exited(pid):  # not exited, so the pid is still this node's, though /proc no longer names it
             os.kill(pid, signal.SIGKILL)
-            while self.pid() is not None:
-                time.sleep(0.1)
-        _wait_exited(pid)
+            _wait_exited(pid)
         self.pid_file.unlink(missing_ok=True)
         log(f"node{self.index} ({self.address}) stopped")
 
@@ -219,8 +219,6 @@ class Node:
         pid = self.pid()
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
-            while self.pid() is not None:
-                time.sleep(0.1)
             _wait_exited(pid)
         self.pid_file.unlink(missing_ok=True)
 

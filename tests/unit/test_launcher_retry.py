@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +69,27 @@ def test_a_stopped_node_counts_as_exited_only_once_its_process_has() -> None:
         started = time.monotonic()
         _wait_exited(child.pid, timeout_s=30)
         assert time.monotonic() - started < 10
+    finally:
+        child.kill()
+        child.wait()
+
+
+# The child's main thread ends (pthread_exit) while another thread goes on for a while, as a JVM's main thread
+# can while its shutdown hooks run: /proc shows the leader as a zombie with an empty command line meanwhile.
+LEADER_GONE_FIRST = ("import ctypes, threading, time; threading.Thread(target=time.sleep, args=(3,)).start(); "
+                     "ctypes.CDLL(None).pthread_exit(None)")
+
+
+def test_a_process_whose_main_thread_ended_first_is_waited_for_until_its_last_thread_ends() -> None:
+    """Injects: a real child whose leader thread exits 3 s before its last thread (a zombie leader, empty
+    command line, the sockets still open). Checks: it does not count as exited until that thread ended."""
+    child = subprocess.Popen([sys.executable, "-c", LEADER_GONE_FIRST])
+    try:
+        started = time.monotonic()
+        time.sleep(0.5)
+        assert Path(f"/proc/{child.pid}/cmdline").read_bytes() == b""  # what the node's pid() relies on: gone
+        assert _wait_exited(child.pid, timeout_s=30)
+        assert time.monotonic() - started >= 2.5
     finally:
         child.kill()
         child.wait()
