@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 
 import pytest
@@ -33,3 +34,19 @@ def test_a_clock_beyond_the_bound_is_refused_in_one_line(cql) -> None:
     assert shown, message
     assert abs(float(shown.group(1)) - 30) < 0.5
     assert refused.value.exit_code == EXIT_ERROR and "\n" not in message
+
+
+def test_a_node_without_a_connection_pool_for_a_moment_is_read_when_its_pool_is_back(cql) -> None:
+    """Injects what the driver does when it replaces a connection it found defunct: the node's connection pool
+    removed while the node still counts as up, and renewed 1 s later. Checks: the node's clock is read (a
+    request bound to that host failed at once, "Host has been marked down or removed", before the retries)."""
+    host = next(iter(cql.cluster.metadata.all_hosts()))
+    cql.remove_pool(host).result()
+    renew = threading.Timer(1.0, lambda: cql.add_or_renew_pool(host, is_host_addition=False).result())
+    renew.start()
+    try:
+        started = time.monotonic()
+        readings, down = read_clocks(cql)
+        assert [r.host for r in readings] == ["127.0.0.1"] and down == [] and time.monotonic() - started >= 0.5
+    finally:
+        renew.join()

@@ -21,8 +21,8 @@ Failures: :func:`check_clock_skew` raises
 :class:`~casstor_ops.errors.CasstorError` (exit 1, one line) when some
 node's clock may differ from this host's by more than the bound, or when
 no node is up to be read; a node that is up but does not answer raises
-the driver's error (a failed request, exit 1). Nodes that are down are
-not read (and named in the summary).
+the driver's error (a failed request, exit 1) after a few tries. Nodes
+that are down are not read (and named in the summary).
 """
 
 from __future__ import annotations
@@ -30,13 +30,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from cassandra.cluster import Session
+from cassandra import OperationTimedOut
+from cassandra.cluster import NoHostAvailable, Session
+from cassandra.pool import Host
 
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.statements import Statements
 
 NODE_RESOLUTION_S = 0.001  # toUnixTimestamp(now()) counts milliseconds
+# 0.5 + 1 + 2 + 4 s between five tries: longer than the driver's first reconnections (0.5 s, then doubling).
+CLOCK_READ_ATTEMPTS = 5
+CLOCK_READ_BACKOFF_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -68,19 +74,40 @@ def read_clocks(session: Session, local_clock: Callable[[], float] = time.time) 
 
     ``local_clock`` is this host's clock (seconds since the epoch).
     Example: ``read_clocks(session)`` -> ``([ClockReading("127.0.0.1", ...)], [])``.
-    A node that is up but fails to answer raises the driver's error.
+    A node that is up but fails to answer :data:`CLOCK_READ_ATTEMPTS` times raises the driver's error.
     """
     statement = Statements.for_session(session).node_clock
     readings, down = [], []
     for host in session.cluster.metadata.all_hosts():
-        address = str(host.endpoint.address)
-        if not host.is_up:
-            down.append(address)
-            continue
-        sent = local_clock()
-        node_ms = session.execute(statement, host=host).one().now_ms
-        readings.append(ClockReading(address, sent, node_ms / 1000, local_clock()))
+        reading = _read_node_clock(session, statement, host, local_clock)
+        if reading is None:
+            down.append(str(host.endpoint.address))
+        else:
+            readings.append(reading)
     return readings, down
+
+
+def _read_node_clock(session: Session, statement: Any, host: Host, local_clock: Callable[[], float]
+                     ) -> ClockReading | None:
+    """``host``'s clock, or None when it is down; a request that cannot reach it is tried again a few times.
+
+    A request bound to one host has no other host to fall back on, and the driver briefly has no connection
+    pool for a host it still counts as up, while it replaces a connection it found defunct (seen on a loaded
+    machine: "Host has been marked down or removed" in a Spark job's online reclaim).
+    """
+    tries = 0
+    while host.is_up:
+        sent = local_clock()
+        try:
+            node_ms = session.execute(statement, host=host).one().now_ms
+        except (NoHostAvailable, OperationTimedOut):
+            tries += 1
+            if tries == CLOCK_READ_ATTEMPTS:
+                raise
+            time.sleep(CLOCK_READ_BACKOFF_S * 2 ** (tries - 1))
+            continue
+        return ClockReading(str(host.endpoint.address), sent, node_ms / 1000, local_clock())
+    return None
 
 
 def clock_skew_refusal(readings: list[ClockReading], bound_s: float) -> str | None:
