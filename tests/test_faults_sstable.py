@@ -158,7 +158,6 @@ def test_damaged_replica_is_found_never_served_and_repaired(damaged) -> None:
 
     cluster.node(DAMAGED).stop(log=lambda _: None)
     cluster.offline_scrub(DATA_KS, "blocks", node=DAMAGED)
-    _wait_for_ports_released(cluster.node(DAMAGED))
     cluster.start_node(DAMAGED, log=lambda _: None)
     cluster.nodetool("repair", "-full", DATA_KS, "blocks", node=DAMAGED, timeout=600)
     assert _node_verify(cluster) is None
