@@ -106,7 +106,7 @@ def _garbage_left(session, entries: list[dict], cutoff: datetime) -> tuple[dict[
             counts["written after the cut-off"] += 1
         elif any(dereferenced_at.get(str(v), 0) > cutoff.timestamp() for _, v in lists.get(row.hash, [])):
             counts["dereferenced after the cut-off"] += 1
-        elif row.written >= cutoff_us - IN_FLIGHT_S * 1_000_000:  # checked last: only what nothing else explains
+        elif row.written >= cutoff_us - IN_FLIGHT_S * 1_000_000:  # after the rest: only what they miss
             counts[f"sent {(cutoff_us - row.written) / 1e6:.1f} s before the cut-off"] += 1
         else:
             unexplained.append(row.hash.hex())
