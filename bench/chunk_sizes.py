@@ -47,7 +47,7 @@ from bench.common import MB, publish
 from bench.source_corpus import release_tars
 
 KIB = 1024
-DEFAULT_AVERAGES_KIB = (8, 16, 24, 32, 48)
+DEFAULT_AVERAGES_KIB = (16, 48, 96, 128, 192, 256)
 REFERENCE_KIB = StoreSettings().chunk_avg // KIB
 CODEC = "zstd:3"
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "chunk_sizes.json"

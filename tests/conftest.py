@@ -20,7 +20,7 @@ from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import init_store
 
-from .support import TEST_PORTS, THREE_NODE_PORTS
+from .support import SESSION_SETTINGS, TEST_PORTS, THREE_NODE_PORTS
 
 
 
@@ -50,9 +50,9 @@ def local_cluster(casstor_home: Path) -> LocalCluster:
 
 @pytest.fixture(scope="session")
 def cql(local_cluster: LocalCluster):
-    """A driver session on the initialised test store."""
+    """A driver session on the initialised test store (chunk sizes ``SESSION_SETTINGS``)."""
     session = connect(start=False)
-    init_store(session)
+    init_store(session, settings=SESSION_SETTINGS)
     yield session
     session.cluster.shutdown()
 

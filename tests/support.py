@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator, Protocol, TypeVar
 
 from casstor_ops.cluster.launcher import ClusterPorts
+from casstor_ops.store.schema import StoreSettings
 
 # CASSTOR_TEST_PORT_OFFSET lets several test sessions run side by side on one machine.
 _OFFSET = int(os.environ.get("CASSTOR_TEST_PORT_OFFSET", "0"))
@@ -20,6 +21,9 @@ THREE_NODE_PORTS = ClusterPorts(cql=29042 + _OFFSET, storage=27000 + _OFFSET, jm
 SECURE_PORTS = ClusterPorts(cql=20080 + 10 * _OFFSET, storage=20081 + 10 * _OFFSET, jmx_base=20082 + 10 * _OFFSET)
 SPARK_MASTER_PORT = 17077 + _OFFSET
 SPARK_WEBUI_PORT = 18080 + _OFFSET  # the master's; worker i uses SPARK_WEBUI_PORT + i
+# The session store's chunk sizes: the defaults before 64/192/1024 KiB. The tests' files of a few hundred KB span
+# several blocks with them, as their cases need, and the store stands for one made before the default changed.
+SESSION_SETTINGS = StoreSettings(chunk_min=16 * 1024, chunk_avg=48 * 1024, chunk_max=256 * 1024)
 CASSTOR = [sys.executable, "-m", "casstor_ops.cli.main"]
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

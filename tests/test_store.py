@@ -11,11 +11,12 @@ from casstor_ops.store import block_uploads, claims
 from casstor_ops.store.chunking import chunks
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.hashing import block_hash
-from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.api import Store
 from casstor_ops.store.upload import source_file_hash
 
-S = StoreSettings()
+from .support import SESSION_SETTINGS
+
+S = SESSION_SETTINGS  # the session store's chunk sizes
 
 
 @pytest.fixture()

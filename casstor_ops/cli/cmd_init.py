@@ -7,7 +7,8 @@ import argparse
 from casstor_ops.cluster.connection import connect
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.codec import DEFAULT_COMPRESSION, BlockCodec
-from casstor_ops.store.schema import Replication, StoreSettings, init_store, replication_map, set_compression
+from casstor_ops.store.schema import (CHUNK_LIMITS, Replication, StoreSettings, init_store, replication_map,
+                                      set_compression)
 
 
 def _replication(rf: int | None, dcs: str | None) -> Replication | None:
@@ -20,12 +21,13 @@ def _init(args: argparse.Namespace) -> int:
     # Bad arguments are reported before anything is started or connected.
     data, meta = _replication(args.data_rf, args.data_dc), _replication(args.meta_rf, args.meta_dc)
     compression = BlockCodec.parse(args.compression).spec if args.compression else None
-    wanted = StoreSettings(chunk_min=args.chunk_min, chunk_avg=args.chunk_avg, chunk_max=args.chunk_max,
-                           compression=compression or DEFAULT_COMPRESSION)
+    sizes = {name: getattr(args, name) for name in CHUNK_LIMITS if getattr(args, name) is not None}
+    # No size given: a new store gets the defaults, an existing one keeps its own (init_store).
+    wanted = StoreSettings(**sizes, compression=compression or DEFAULT_COMPRESSION) if sizes else None
     session = connect()
     try:
         settings = init_store(session, data, meta, wanted)
-        if compression and settings.compression != compression:  # an existing store switches
+        if compression and settings.compression != compression:  # an existing store, or a new one made without sizes
             settings = set_compression(session, compression)
         for ks in (DATA_KS, META_KS):
             print(f"{ks}: {replication_map(session, ks)}")
@@ -45,9 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "(default: 1 on one node, 3 with 3+ nodes up)")
         group.add_argument(f"--{ks}-dc", metavar="DC:RF,...", help=f"NetworkTopologyStrategy for casstor_{ks}")
     defaults = StoreSettings()
-    p.add_argument("--chunk-min", type=int, default=defaults.chunk_min, help="FastCDC minimum chunk (bytes)")
-    p.add_argument("--chunk-avg", type=int, default=defaults.chunk_avg, help="FastCDC average chunk (bytes)")
-    p.add_argument("--chunk-max", type=int, default=defaults.chunk_max, help="FastCDC maximum chunk (bytes)")
+    for name, what in (("chunk_min", "minimum"), ("chunk_avg", "average"), ("chunk_max", "maximum")):
+        p.add_argument(f"--{name.replace('_', '-')}", type=int,
+                       help=f"FastCDC {what} chunk in bytes (default for a new store: {getattr(defaults, name)}; an "
+                            "existing store keeps its own, and refuses others)")
     p.add_argument("--compression", metavar="zstd:LEVEL|none",
                    help=f"how new blocks are stored (default for a new store: {DEFAULT_COMPRESSION}; an existing "
                         "store keeps its own unless given; stored blocks never change)")

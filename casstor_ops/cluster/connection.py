@@ -50,10 +50,10 @@ from cassandra import (AuthenticationFailed, ConsistencyLevel, OperationTimedOut
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
 from cassandra.connection import ConnectionException
-from cassandra.io.libevreactor import LibevConnection
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
 
 from casstor_ops.cluster.envvars import MAX_PORT, env_port, require_range
+from casstor_ops.cluster.libev_connection import QueuedLibevConnection
 from casstor_ops.cluster.secret_files import read_password_file
 from casstor_ops.errors import EXIT_AUTH, EXIT_TIMEOUT, EXIT_UNAUTHORISED, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError
 
@@ -192,7 +192,8 @@ def open_cluster(endpoint: Endpoint, schema_metadata: bool = True) -> Cluster:
     """
     # libev costs half the client CPU per MB of asyncio; protocol v4 avoids v5's per-frame CRC cost and
     # driver 3.30.1's v5 "CRC mismatch on header" failures with varied blob sizes (docs/driver.md).
-    # libev reports ConnectionBusy past ~64 in-flight 64 KiB requests: casstor_ops.store.inflight bounds them.
+    # The driver's libev connection refuses requests as busy while its send queue drains; ours queues them
+    # (casstor_ops.cluster.libev_connection), and casstor_ops.store.inflight bounds what is in flight.
     profile = ExecutionProfile(
         load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=endpoint.local_dc)),
         consistency_level=ConsistencyLevel.name_to_value[endpoint.consistency],
@@ -208,7 +209,7 @@ def open_cluster(endpoint: Endpoint, schema_metadata: bool = True) -> Cluster:
     cluster = Cluster(
         contact_points=list(endpoint.hosts), port=endpoint.port,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-        connection_class=LibevConnection, protocol_version=ProtocolVersion.V4,
+        connection_class=QueuedLibevConnection, protocol_version=ProtocolVersion.V4,
         auth_provider=auth, ssl_context=ssl_context,
         reconnection_policy=ExponentialReconnectionPolicy(0.5, 10.0),
         connect_timeout=10, control_connection_timeout=10.0, schema_metadata_enabled=schema_metadata,

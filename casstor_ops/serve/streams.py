@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from casstor_ops.serve.status import BodyTooLarge, HttpError, Status
 
 IDLE_TIMEOUT_S = 60.0
-QUEUED_CHUNKS = 8      # blocks of at most chunk_max (256 KiB) each between the worker and the socket
+QUEUED_CHUNKS = 8      # blocks of at most chunk_max (1 MiB by default) each between the worker and the socket
 POLL_S = 0.5           # how often a waiting worker looks whether the response was closed
 
 

@@ -38,8 +38,8 @@ from pyspark.sql import functions as F
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.spark.session import read_table
 
-# A blob page of this many rows is at most 64 MiB of 256 KiB blocks, and
-# ~3 MiB of typical 48 KiB ones, on the node that serves it.
+# A blob page of this many rows is at most 64 MiB of the default chunker's
+# 1 MiB blocks, and ~20 MiB of typical ones, on the node that serves it.
 BLOB_SCAN_PAGE_ROWS = 64
 
 # A version-1 UUID counts 100 ns intervals since 1582-10-15; this is that

@@ -58,7 +58,10 @@ BUSY_RETRIES = 1000  # ~10 s of a connection that never drains its write buffer,
 
 
 def _busy(exc: BaseException) -> bool:
-    """The driver refused to queue more on a full connection (libev raises ConnectionBusy, wrapped)."""
+    """The driver refused to queue more on a full connection (libev raises ConnectionBusy, wrapped).
+
+    Sessions casstor opens queue instead (:mod:`casstor_ops.cluster.libev_connection`); a session opened
+    elsewhere and handed to the store still can refuse."""
     if isinstance(exc, ConnectionBusy):
         return True
     return isinstance(exc, NoHostAvailable) and bool(exc.errors) and all(

@@ -40,7 +40,7 @@ def test_each_chunk_limit_is_the_chunkers_own(field: str, edge: str) -> None:
 def test_sizes_out_of_order_are_refused_in_one_line() -> None:
     with pytest.raises(CasstorError) as err:
         StoreSettings(chunk_min=65536, chunk_avg=16384)
-    assert str(err.value) == "chunk sizes min 65536 / avg 16384 / max 262144: need min <= avg <= max"
+    assert str(err.value) == "chunk sizes min 65536 / avg 16384 / max 1048576: need min <= avg <= max"
 
 
 def test_settings_round_trip_through_their_rows() -> None:

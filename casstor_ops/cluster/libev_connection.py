@@ -1,0 +1,54 @@
+"""The driver's libev connection, busy by the bytes it has queued, sending them in larger writes.
+
+The driver's libev connection marks itself busy when a send meets a full
+socket buffer and then refuses every new request (``ConnectionBusy``,
+wrapped in ``NoHostAvailable``) until its *whole* send queue has drained; it
+sends that queue in 4 KiB pieces, each a ``send`` that gives up and takes
+back the GIL, which the store's hashing and compressing threads hold in
+turn. With 64 KiB blocks the queue stayed short. With the default chunker's
+~300 KiB blocks (up to 1 MiB) four files stored at once by one process
+(``casstor store DIR``) kept megabytes queued: the store of Django's four
+release tars took 1.3-16.8 s instead of 1.3, and one run in five failed a
+file, on a request refused for the 10 s the request window waits out a busy
+connection or on a read sent directly, which has no such wait.
+
+:class:`QueuedLibevConnection` is busy only while ``QUEUE_LIMIT_BYTES`` or
+more wait in its send queue, and sends the queue in pieces of
+``SEND_PIECE_BYTES``. The limit keeps what a request can wait behind short
+(8 MiB: a fraction of a second at the slowest rate a node took writes here),
+which online reclaim's safety margin counts on: a head write stamped in time
+must reach the node soon after (:data:`~casstor_ops.ops.reclaim.WAIT_MARGIN_S`).
+Measured on that store, ten runs each: 1.2-1.4 s every time, no failure;
+with 48 KiB blocks 1.5-1.8 s (was 1.7-2.3 s).
+
+Example::
+
+    >>> Cluster(["127.0.0.1"], connection_class=QueuedLibevConnection)     # doctest: +SKIP
+
+Failures: as the driver's connection (a broken socket makes it defunct and
+fails its requests); ``ConnectionBusy`` while the queue is at its limit.
+"""
+
+from __future__ import annotations
+
+from cassandra.io.libevreactor import LibevConnection
+
+SEND_PIECE_BYTES = 256 * 1024  # the driver's is 4 KiB; a larger piece only costs a copy of what a send leaves
+QUEUE_LIMIT_BYTES = 8 * 1024 * 1024
+
+
+class QueuedLibevConnection(LibevConnection):
+    """A libev connection that refuses new requests only while ``QUEUE_LIMIT_BYTES`` wait to be sent."""
+
+    out_buffer_size = SEND_PIECE_BYTES
+
+    # The driver reads this flag before each request and sets it when a send would block; here it is computed
+    # from the queue instead (the reactor's write watcher follows the queue, not the flag).
+    @property
+    def _socket_writable(self) -> bool:
+        with self._deque_lock:
+            return sum(map(len, self.deque)) < QUEUE_LIMIT_BYTES
+
+    @_socket_writable.setter
+    def _socket_writable(self, _value: bool) -> None:
+        pass
