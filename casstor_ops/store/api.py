@@ -47,7 +47,7 @@ from casstor_ops.store.leases import WriterLease
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult, StoreResult, StoreStats
 from casstor_ops.store.restore import Restore, restore_to_path
-from casstor_ops.store.schema import require_settings
+from casstor_ops.store.schema import StoreSettings, require_settings
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import Upload
 
@@ -160,9 +160,10 @@ def _fence_then_once(fence: Fence, hook: Callable[[], None]) -> Fence:
 class Store:
     """A deduplicating file store on a driver session (see the module docstring)."""
 
-    def __init__(self, session: Session, *, max_requests: int | None = None, read_window: int | None = None) -> None:
+    def __init__(self, session: Session, *, max_requests: int | None = None, read_window: int | None = None,
+                 settings: StoreSettings | None = None) -> None:
         self.session = session
-        self.settings = require_settings(session)
+        self.settings = settings or require_settings(session)  # given: read by another Store on this session
         self._st = Statements.for_session(session)
         self._owns_cluster = False
         self._upload_options = {"max_requests": max_requests} if max_requests else {}

@@ -63,14 +63,14 @@ import os
 import posixpath
 import re
 import secrets
-from typing import BinaryIO, Iterator, NamedTuple, Sequence
-
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
-from fsspec.spec import AbstractFileSystem
+from functools import cache
+from typing import TYPE_CHECKING, BinaryIO, Iterator, NamedTuple, Sequence
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.temporary import fsync_directory
+
+if TYPE_CHECKING:  # fsspec (and botocore) load when a URL is used: a tree of local files does without ~50 ms
+    from fsspec.spec import AbstractFileSystem
 
 # Read buffers and upload parts of this size: memory per open file stays bounded whatever the file size (an
 # S3 upload has at most 10,000 parts, so one file up to 160 GiB).
@@ -80,16 +80,17 @@ OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl
 _URL = re.compile(r"^[A-Za-z][\w+.-]*(::[A-Za-z][\w+.-]*)*://")
 
 
-def _backend_errors() -> tuple[type[BaseException], ...]:
-    """The errors of installed backends that are no OSError (s3fs lets botocore's connection errors through)."""
+@cache
+def backend_errors() -> tuple[type[BaseException], ...]:
+    """The errors of installed backends that are no OSError (s3fs lets botocore's connection errors through).
+
+    Read when an error is being handled (an ``except`` clause evaluates it only then), so botocore is imported
+    only by a failing URL operation."""
     try:
         from botocore.exceptions import BotoCoreError
     except ImportError:
         return ()
     return (BotoCoreError,)
-
-
-BACKEND_ERRORS = _backend_errors()
 
 
 class Location(NamedTuple):
@@ -143,6 +144,8 @@ def resolve(url: str, options: dict[str, object] | None = None) -> Location:
     Failures: an unknown protocol or options the filesystem refuses (exit 2), a missing package (exit 1).
     """
     try:
+        import fsspec.core  # here, not at the top: see TYPE_CHECKING above
+
         fs, path = fsspec.core.url_to_fs(url, **(options or {}))
     except ImportError as err:  # fsspec's message names the package to install
         raise CasstorError(f"{url!r}: {' '.join(str(err).split())}") from None
@@ -188,7 +191,7 @@ def list_files(location: Location) -> tuple[str, list[tuple[str, int]]]:
             found, root = {path: fs.info(path)}, posixpath.dirname(path)
         else:
             raise CasstorError(f"{location.url()!r}: no such file or directory")
-    except (OSError, *BACKEND_ERRORS) as err:
+    except (OSError, *backend_errors()) as err:
         raise _listing_error(location, err) from None
     if not found:
         raise CasstorError(f"{location.url()!r} holds no files: nothing to ingest")
@@ -200,7 +203,7 @@ def backend_errors_as_one_line(url: str) -> Iterator[None]:
     """Let OSError through (the caller records it per file); a backend's own error becomes a CasstorError."""
     try:
         yield
-    except BACKEND_ERRORS as err:
+    except backend_errors() as err:
         raise CasstorError(f"{url}: {type(err).__name__}: {' '.join(str(err).split())}") from None
 
 
@@ -223,7 +226,7 @@ def make_directory(location: Location) -> None:
             fs.makedirs(path, exist_ok=True)
         elif not _bucket_exists(fs, bucket := path.split("/", 1)[0]):
             raise CasstorError(f"{location.url()!r}: no bucket {bucket!r} (casstor does not create buckets)")
-    except (OSError, *BACKEND_ERRORS) as err:
+    except (OSError, *backend_errors()) as err:
         raise CasstorError(f"{location.url()!r}: cannot make it: "
                            f"{getattr(err, 'strerror', None) or ' '.join(str(err).split())}") from None
 
@@ -247,6 +250,12 @@ def _refuse_existing(fs: AbstractFileSystem, path: str, force: bool) -> None:
         raise CasstorError(f"{fs.unstrip_protocol(path)}: already exists (use --force to overwrite)")
 
 
+def _is_local(fs: AbstractFileSystem) -> bool:
+    from fsspec.implementations.local import LocalFileSystem  # already loaded: fs is an fsspec filesystem
+
+    return isinstance(fs, LocalFileSystem)
+
+
 def _is_object_store(fs: AbstractFileSystem) -> bool:
     protocols = (fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol
     return not OBJECT_STORES.isdisjoint(protocols)
@@ -257,7 +266,7 @@ def replacing_writer(fs: AbstractFileSystem, path: str, force: bool = False) -> 
     """A streaming writer whose content appears at ``path`` only if the ``with`` block completes (see the
     module docstring for each filesystem's atomicity); an existing ``path`` is kept unless ``force``."""
     url = fs.unstrip_protocol(path)
-    if not isinstance(fs, LocalFileSystem):
+    if not _is_local(fs):
         try:
             path.encode("utf-8")
         except UnicodeEncodeError:
@@ -292,7 +301,7 @@ def _renamed_into_place(fs: AbstractFileSystem, path: str, force: bool) -> Itera
     parent = fs._parent(path)
     fs.makedirs(parent, exist_ok=True)
     temporary = posixpath.join(parent, f".casstor-{secrets.token_hex(8)}.tmp")
-    local = isinstance(fs, LocalFileSystem)
+    local = _is_local(fs)
     try:
         with fs.open(temporary, "wb", block_size=STREAM_BLOCK_BYTES) as out:
             yield out

@@ -147,7 +147,7 @@ def _collect(report: TreeReport, pending: set[Future], progress: ProgressCallbac
 def _sharing(store: Store, workers: int) -> Store:
     """A store on the same session whose uploads and restores keep 1/``workers`` of the usual requests in flight."""
     return Store(store.session, max_requests=max(4, MAX_REQUESTS // workers),
-                 read_window=max(1, READ_WINDOW // workers))
+                 read_window=max(1, READ_WINDOW // workers), settings=store.settings)
 
 
 def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", workers: int = TREE_WORKERS,

@@ -44,12 +44,11 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import PurePosixPath
-from typing import Any, BinaryIO, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Sequence
 
 from cassandra import DriverException
 from cassandra.cluster import NoHostAvailable
 from cassandra.connection import ConnectionBusy, ConnectionException
-from fsspec.spec import AbstractFileSystem
 
 from casstor_ops.cluster.connection import Endpoint, connect_error
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, CorruptionError
@@ -58,6 +57,9 @@ from casstor_ops.store.leases import WriterLease
 from casstor_ops.store.locations import open_reader, replacing_writer
 from casstor_ops.store.path_ids import id_to_path, path_to_id
 from casstor_ops.store.source_listing import UNKNOWN_SIZE, SourceFile
+
+if TYPE_CHECKING:
+    from fsspec.spec import AbstractFileSystem
 from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.upload import source_file_hash
 
