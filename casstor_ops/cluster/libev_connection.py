@@ -13,13 +13,20 @@ file, on a request refused for the 10 s the request window waits out a busy
 connection or on a read sent directly, which has no such wait.
 
 :class:`QueuedLibevConnection` is busy only while ``QUEUE_LIMIT_BYTES`` or
-more wait in its send queue, and sends the queue in pieces of
-``SEND_PIECE_BYTES``. The limit keeps what a request can wait behind short
-(8 MiB: a fraction of a second at the slowest rate a node took writes here),
-which online reclaim's safety margin counts on: a head write stamped in time
-must reach the node soon after (:data:`~casstor_ops.ops.reclaim.WAIT_MARGIN_S`).
-Measured on that store, ten runs each: 1.2-1.4 s every time, no failure;
-with 48 KiB blocks 1.5-1.8 s (was 1.7-2.3 s).
+more wait in its queue, and sends the queue in pieces of
+``SEND_PIECE_BYTES``. The limit is a backstop above what one store keeps in
+flight (its request window, and at most 96 MiB of blocks held,
+``store.upload.MAX_HELD_BYTES``), so a store's own direct requests (its
+lease heartbeat, head reads and writes) never meet it: an 8 MiB limit was
+tried and failed a one-file store of raw 1 MiB blocks that way. It bounds
+what a head write can wait behind when several uploads share a connection
+(``casstor serve``): online reclaim's margin counts on a head write stamped
+in time reaching the node soon after
+(:data:`~casstor_ops.ops.reclaim.WAIT_MARGIN_S`). (The driver's own flag
+bounded nothing there: with the node stopped, 56 MiB queued while it still
+read "writable", since it changes only when a send meets a full socket.)
+Measured on that tree store, ten runs each: 1.2-1.4 s every time, no
+failure; with 48 KiB blocks 1.5-1.8 s (was 1.7-2.3 s).
 
 Example::
 
@@ -34,7 +41,7 @@ from __future__ import annotations
 from cassandra.io.libevreactor import LibevConnection
 
 SEND_PIECE_BYTES = 256 * 1024  # the driver's is 4 KiB; a larger piece only costs a copy of what a send leaves
-QUEUE_LIMIT_BYTES = 8 * 1024 * 1024
+QUEUE_LIMIT_BYTES = 128 * 1024 * 1024
 
 
 class QueuedLibevConnection(LibevConnection):
