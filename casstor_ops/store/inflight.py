@@ -60,8 +60,9 @@ BUSY_RETRIES = 1000  # ~10 s of a connection that never drains its write buffer,
 def _busy(exc: BaseException) -> bool:
     """The driver refused to queue more on a full connection (libev raises ConnectionBusy, wrapped).
 
-    Sessions casstor opens queue instead (:mod:`casstor_ops.cluster.libev_connection`); a session opened
-    elsewhere and handed to the store still can refuse."""
+    Sessions casstor opens refuse only once their send queue reaches its limit
+    (:mod:`casstor_ops.cluster.libev_connection`); a session opened elsewhere and handed to the store refuses
+    as the driver does."""
     if isinstance(exc, ConnectionBusy):
         return True
     return isinstance(exc, NoHostAvailable) and bool(exc.errors) and all(

@@ -81,7 +81,7 @@ _URL = re.compile(r"^[A-Za-z][\w+.-]*(::[A-Za-z][\w+.-]*)*://")
 
 
 @cache
-def backend_errors() -> tuple[type[BaseException], ...]:
+def _backend_errors() -> tuple[type[BaseException], ...]:
     """The errors of installed backends that are no OSError (s3fs lets botocore's connection errors through).
 
     Read when an error is being handled (an ``except`` clause evaluates it only then), so botocore is imported
@@ -191,7 +191,7 @@ def list_files(location: Location) -> tuple[str, list[tuple[str, int]]]:
             found, root = {path: fs.info(path)}, posixpath.dirname(path)
         else:
             raise CasstorError(f"{location.url()!r}: no such file or directory")
-    except (OSError, *backend_errors()) as err:
+    except (OSError, *_backend_errors()) as err:
         raise _listing_error(location, err) from None
     if not found:
         raise CasstorError(f"{location.url()!r} holds no files: nothing to ingest")
@@ -203,7 +203,7 @@ def backend_errors_as_one_line(url: str) -> Iterator[None]:
     """Let OSError through (the caller records it per file); a backend's own error becomes a CasstorError."""
     try:
         yield
-    except backend_errors() as err:
+    except _backend_errors() as err:
         raise CasstorError(f"{url}: {type(err).__name__}: {' '.join(str(err).split())}") from None
 
 
@@ -226,7 +226,7 @@ def make_directory(location: Location) -> None:
             fs.makedirs(path, exist_ok=True)
         elif not _bucket_exists(fs, bucket := path.split("/", 1)[0]):
             raise CasstorError(f"{location.url()!r}: no bucket {bucket!r} (casstor does not create buckets)")
-    except (OSError, *backend_errors()) as err:
+    except (OSError, *_backend_errors()) as err:
         raise CasstorError(f"{location.url()!r}: cannot make it: "
                            f"{getattr(err, 'strerror', None) or ' '.join(str(err).split())}") from None
 

@@ -57,11 +57,11 @@ from casstor_ops.store.leases import WriterLease
 from casstor_ops.store.locations import open_reader, replacing_writer
 from casstor_ops.store.path_ids import id_to_path, path_to_id
 from casstor_ops.store.source_listing import UNKNOWN_SIZE, SourceFile
-
-if TYPE_CHECKING:
-    from fsspec.spec import AbstractFileSystem
 from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.upload import source_file_hash
+
+if TYPE_CHECKING:  # fsspec loads only for URLs (casstor_ops.store.locations)
+    from fsspec.spec import AbstractFileSystem
 
 STORED, SKIPPED, RESTORED, FAILED, CORRUPT = "stored", "skipped", "restored", "failed", "corrupt"
 INGEST_STATUSES = (STORED, SKIPPED, FAILED)
