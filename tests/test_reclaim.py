@@ -113,6 +113,35 @@ def test_plan_then_execute_removes_exactly_the_garbage(store, spark, capsys) -> 
         assert restored(store, file_id) == data
 
 
+def test_plan_reads_the_heads_once(store, spark, monkeypatch) -> None:
+    """Injects an overwrite of a file in the middle of planning, after the referenced blocks were computed and
+    before the stale block lists are. Checks that the plan stays one picture: the old version, a head for its
+    blocks (kept), is not a stale block list either (two readings of the heads deleted its list, so nothing
+    named those blocks any more; the soak then found them kept without a reason). The next plan sees the
+    overwrite: the old list is stale and its own blocks are garbage."""
+    cql = store.session
+    put(store, "x", random.Random(21).randbytes(200 * KiB))
+    old_version = str(store.stat("x").version)
+    own_blocks = head_references(cql)
+    set_commit_bound(cql, 1)
+    time.sleep(2.5)  # x's list is older than 2 x bound: stale as soon as x is no longer a head
+    real_stale_block_lists = reclaim_module.stale_block_lists
+
+    def overwrite_first(*args, **kwargs):
+        put(store, "x", random.Random(22).randbytes(200 * KiB))
+        return real_stale_block_lists(*args, **kwargs)
+
+    monkeypatch.setattr(reclaim_module, "stale_block_lists", overwrite_first)
+    plan = reclaim_module.make_plan(spark, cql)
+    assert {bytes(r.hash) for r in plan.candidate_rows.collect()} & own_blocks == set()
+    assert old_version not in {r.version for r in plan.stale_rows.collect()}
+    monkeypatch.undo()
+
+    after = reclaim_module.make_plan(spark, cql)
+    assert old_version in {r.version for r in after.stale_rows.collect()}
+    assert {bytes(r.hash) for r in after.candidate_rows.collect()} == own_blocks
+
+
 def test_missing_blocks_stop_reclaim_unless_forced(store, spark) -> None:
     cql = store.session
     make_garbage(store)
@@ -307,3 +336,48 @@ def test_online_scan_keeps_content_indexed_during_the_wait(store, spark) -> None
     assert block_hash(orphan) not in content_keys(cql) | set(index_rows(cql))
     assert not garbage & (content_keys(cql) | set(index_rows(cql)))
     assert set(index_rows(cql)) <= content_keys(cql)
+
+
+def test_a_late_head_write_checks_its_blocks_again(store, spark, monkeypatch) -> None:
+    """Injects a head write held back from just after the store's bound check until an online reclaim has
+    re-read the heads and deleted the blocks the version names (as if it waited behind other requests in the
+    connection's queue, or on a stalled node): the blocks were garbage, still indexed, when the store found
+    them. Checks that the store, acknowledged that late, checks its blocks again and uploads them again: the
+    file restores and every block it names is stored. Without that check its head names deleted blocks."""
+    cql = store.session
+    data = random.Random(31).randbytes(200 * KiB)
+    put(store, "old", data)
+    store.remove("old")
+    blocks = set(index_rows(cql))
+    set_commit_bound(cql, 1)
+    insert_head = Statements.for_session(cql).insert_head
+    held, released = threading.Event(), threading.Event()
+    real_execute = cql.execute
+
+    def hold_head_write(statement, *args, **kwargs):
+        if statement is insert_head and threading.current_thread().name == "late-head":
+            held.set()
+            released.wait(120)
+        return real_execute(statement, *args, **kwargs)
+
+    failures: list[BaseException] = []
+
+    def store_late() -> None:
+        try:
+            put(store, "new", data)
+        except BaseException as err:  # noqa: BLE001  (reported by the assertion below)
+            failures.append(err)
+
+    monkeypatch.setattr(cql, "execute", hold_head_write)
+    writer = threading.Thread(target=store_late, name="late-head")
+    writer.start()
+    try:
+        assert held.wait(60), failures
+        outcome = reclaim(spark, cql, online=True, log=lambda _: None)
+        assert outcome.stats.deleted.blocks == len(blocks)  # the head was not there when the reclaim re-read
+    finally:
+        released.set()
+        writer.join(120)
+    assert failures == []
+    assert restored(store, "new") == data
+    assert blocks <= set(index_rows(cql)) and blocks <= content_keys(cql)

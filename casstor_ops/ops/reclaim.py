@@ -18,6 +18,7 @@ reclaim window.
 * *stale block lists* = ``file_blocks`` partitions that are not a head and
   whose version is older than 2 x the commit bound: a store aborts rather
   than commit a version older than one bound, so they can never become one.
+  The plan reads the heads once, for these and for the candidates.
 
 Deletes run on the executors through the Python driver (the connector has
 no DataFrame delete): prepared statements, a bounded window of requests
@@ -61,9 +62,15 @@ wins a tie).
 Why no committed head can lose a block b in C:
 
 * A store that verified b *before* its index row was deleted (checked
-  before td, or wrote it before tp) relies on b and commits before
-  td + B. Step 4 reads after that, so it sees the head: b is in R, its
-  content is not deleted and its index row is rewritten.
+  before td, or wrote it before tp) relies on b and sends its head write
+  before td + B. If the write is acknowledged less than B + margin
+  (:data:`~casstor_ops.store.schema.LATE_HEAD_MARGIN_S`) after that check,
+  it was applied before step 4 reads, so step 4 sees the head: b is in R,
+  its content is not deleted and its index row is rewritten. If it is
+  acknowledged later (queued behind other requests, a stalled node), the
+  store checks b again after the acknowledgement (step 4 of
+  :mod:`casstor_ops.store.commit`): b's index row is gone only if step 3
+  ran, and then the store uploads b again, as in the next case.
 * A store that checks b *after* its index row was deleted does not find
   it and uploads it again, content then index row. It does so after
   reclaim's clock read T + ε, so its clock read more than T: its writes
@@ -92,10 +99,11 @@ If clocks drift by more than ε the failure is on the safe side for the
 garbage (it survives) but not for the second case: step 0 refuses to run
 when this host's clock is not within ε of every node's, but the stores'
 hosts cannot be measured from here; keep every host on NTP.
-A head write that times out on the client may still be applied later
-(a replica's hint); :data:`WAIT_MARGIN_S` covers the usual delay, not
-days of hints. Likewise a store stalled for more than B + margin between
-its content write and its index write (a paused process) is not covered.
+A head write that times out on the client on every try, so that the store
+fails, may still be applied later (a replica's hint): the margin covers
+the usual delay, not days of hints. Likewise a store stalled for more
+than B + margin between its content write and its index write (a paused
+process) is not covered.
 Nothing else may write index rows meanwhile: ``verify --repair-index``
 holds the window too (:mod:`casstor_ops.ops.verify`).
 
@@ -157,13 +165,12 @@ from casstor_ops.store.heartbeat import Fence, no_fence
 from casstor_ops.store.inflight import RequestWindow
 from casstor_ops.store.leases import wait_for_writers
 from casstor_ops.store.reclaim_window import OFFLINE, ONLINE, RESUME_HINT, ReclaimWindow
-from casstor_ops.spark.references import (block_inventory, is_garbage, is_missing, referenced_blocks, stale_block_lists,
-                                          stored_blocks, unindexed_blocks)
-from casstor_ops.store.schema import commit_bound_s
+from casstor_ops.spark.references import (block_inventory, head_block_lists, heads, is_garbage, is_missing,
+                                          referenced_blocks, stale_block_lists, stored_blocks, unindexed_blocks)
+from casstor_ops.store.schema import LATE_HEAD_MARGIN_S, commit_bound_s
 from casstor_ops.store.statements import Statements
 
 CLOCK_SKEW_S = 1.0        # assumed bound on the clock difference between casstor hosts (NTP)
-WAIT_MARGIN_S = 5.0       # beyond the commit bound: a head write issued in time but applied late
 WRITERS_TIMEOUT_S = 3600  # how long an offline reclaim waits for running writers
 REQUESTS_PER_TASK = 32    # deletes in flight per Spark task
 MISSING_SHOWN = 5
@@ -318,7 +325,12 @@ def make_plan(spark: SparkSession, session: Session, mode: str = OFFLINE, scan_b
         # Materialised first: left inside the union below, Spark 3.5 hung (no task ever started).
         content_only = unindexed_blocks(spark).localCheckpoint()
         stored = stored.unionByName(content_only.withColumn("indexed", F.lit(False)))
-    joined = block_inventory(stored, referenced_blocks(spark)).localCheckpoint()
+    # One reading of the heads for the referenced blocks and the stale block lists: with two, a version
+    # overwritten in between kept its blocks as a head's and lost its list as stale, so nothing showed any more
+    # why those blocks outlived the plan.
+    head_rows = heads(spark).localCheckpoint()
+    referenced = referenced_blocks(spark, lists=head_block_lists(spark, head_rows=head_rows))
+    joined = block_inventory(stored, referenced).localCheckpoint()
     is_stored, is_referenced = F.col("size").isNotNull(), F.col("refs").isNotNull()
     indexed = F.coalesce(F.col("indexed"), F.lit(False))
     unstored = is_missing()  # missing, or content whose index row is lost: the key checks tell them apart
@@ -335,7 +347,7 @@ def make_plan(spark: SparkSession, session: Session, mode: str = OFFLINE, scan_b
             .mapPartitions(_classify_missing(endpoint_from_env())), _CLASSIFIED).localCheckpoint()
     lost = classified.where(F.col("state") == MISSING)
     repair = classified.where(F.col("state") == REPAIRABLE).select("hash", "size")
-    stale = stale_block_lists(spark, planned_at - timedelta(seconds=2 * bound)).localCheckpoint()
+    stale = stale_block_lists(spark, planned_at - timedelta(seconds=2 * bound), head_rows).localCheckpoint()
     stale_totals = stale.agg(F.count(F.lit(1)).alias("n"), F.sum("rows").alias("rows")).first()
     return ReclaimPlan(
         mode=mode, planned_at=planned_at, commit_bound_s=bound,
@@ -402,7 +414,7 @@ def execute(spark: SparkSession, session: Session, plan: ReclaimPlan,
     rescued = spark.createDataFrame([], plan.candidate_rows.schema)
     doomed = plan.candidate_rows
     if plan.mode == ONLINE:
-        wait_s = commit_bound_s(session) + WAIT_MARGIN_S
+        wait_s = commit_bound_s(session) + LATE_HEAD_MARGIN_S
         set_state("waiting-for-commits")
         log(f"waiting {wait_s:.0f} s (commit bound + margin) for stores that relied on those blocks")
         time.sleep(wait_s)

@@ -62,14 +62,16 @@ def heads(spark: SparkSession, *extra: str) -> DataFrame:
     return read_table(spark, META_KS, "files").select("id", "version", *extra)
 
 
-def head_block_lists(spark: SparkSession, *head_columns: str) -> DataFrame:
+def head_block_lists(spark: SparkSession, *head_columns: str, head_rows: DataFrame | None = None) -> DataFrame:
     """``(id, version, block_offset, hash, size, *head_columns)``: the block lists of the heads, nothing else.
 
     ``head_columns`` are columns of the head row carried to each of its
-    block list's rows (e.g. ``"committed_at"``).
+    block list's rows (e.g. ``"committed_at"``); ``head_rows`` is a reading
+    of :func:`heads` with them (default: a new one).
     """
     lists = read_table(spark, META_KS, "file_blocks").select("id", "version", "block_offset", "hash", "size")
-    return lists.join(heads(spark, *head_columns), ["id", "version"], "inner")
+    head_rows = heads(spark, *head_columns) if head_rows is None else head_rows
+    return lists.join(head_rows.select("id", "version", *head_columns), ["id", "version"], "inner")
 
 
 def referenced_blocks(spark: SparkSession, *extra: F.Column, lists: DataFrame | None = None) -> DataFrame:
@@ -147,10 +149,17 @@ def missing_blocks(stored: DataFrame, referenced: DataFrame) -> DataFrame:
             .select("hash", F.col("ref_size").alias("size"), "refs"))
 
 
-def stale_block_lists(spark: SparkSession, older_than: datetime) -> DataFrame:
-    """``(id, version, rows)``: block lists that are not a head and were started before ``older_than``."""
+def stale_block_lists(spark: SparkSession, older_than: datetime, head_rows: DataFrame | None = None) -> DataFrame:
+    """``(id, version, rows)``: block lists that are not a head and were started before ``older_than``.
+
+    ``head_rows`` is a reading of :func:`heads` (default: a new one). A
+    caller that also computes the referenced blocks passes the reading
+    those used: a version overwritten between two readings would otherwise
+    count as a head for its blocks and as stale for its block list.
+    """
     cutoff_ms = int(older_than.astimezone(timezone.utc).timestamp() * 1000)
     lists = (read_table(spark, META_KS, "file_blocks").select("id", "version")
              .groupBy("id", "version").agg(F.count(F.lit(1)).alias("rows")))
-    return (lists.join(heads(spark), ["id", "version"], "left_anti")
+    head_rows = heads(spark) if head_rows is None else head_rows
+    return (lists.join(head_rows.select("id", "version"), ["id", "version"], "left_anti")
             .where(version_millis() < F.lit(cutoff_ms)))

@@ -19,7 +19,12 @@ Commit protocol (BRIEF; online reclaim relies on it):
    finally :class:`~casstor_ops.errors.CasstorError`), and only after the
    writer's lease passed its fence (``fence``, before each attempt): a store
    paused or cut off for longer than the lease TTL looked finished to an
-   offline reclaim, which may have deleted the blocks it verified.
+   offline reclaim, which may have deleted the blocks it verified;
+4. a head write acknowledged more than the bound plus
+   :data:`~casstor_ops.store.schema.LATE_HEAD_MARGIN_S` after the oldest
+   check (it waited in a queue, or the node stalled) may have been applied
+   after an online reclaim re-read the heads and deleted blocks it names:
+   every block is checked again and missing ones uploaded again, as in (1).
 
 A store killed at any point before (3) leaves the previous head untouched;
 re-running it finds the blocks already there and completes.
@@ -31,7 +36,7 @@ Example::
     >>> commit.run(reader, "a.bin", size)                                                      # doctest: +SKIP
 
 Failure behaviour: a source that cannot be re-read (not seekable) or that
-changed, or a commit that cannot finish within the bound after
+changed (in (1), or in (4) after the head was written), or a commit that cannot finish within the bound after
 ``COMMIT_ATTEMPTS`` versions, raises :class:`~casstor_ops.errors.CasstorError`;
 a lapsed lease, :class:`~casstor_ops.errors.LeaseLapsedError` (from ``fence``);
 a head write that keeps timing out raises the driver's error. Either way the
@@ -55,7 +60,7 @@ from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.heartbeat import Fence, no_fence
 from casstor_ops.store.inflight import RETRYABLE, RequestWindow
 from casstor_ops.store.records import FileAttributes
-from casstor_ops.store.schema import MIN_COMMIT_BOUND_S, commit_bound_s
+from casstor_ops.store.schema import LATE_HEAD_MARGIN_S, MIN_COMMIT_BOUND_S, commit_bound_s
 from casstor_ops.store.statements import Statements
 
 COMMIT_ATTEMPTS = 3        # versions tried before the commit gives up
@@ -98,7 +103,9 @@ class Commit:
             version_time = time.time()
             version = uuid_from_time(version_time)
             self._write_block_list(file_id, version)
-            if self._write_head(file_id, version, version_time, bound, size, digest):
+            acknowledged = self._write_head(file_id, version, version_time, bound, size, digest)
+            if acknowledged is not None:
+                self._check_again_after_late_head(reader, acknowledged, bound)
                 return
             bound = float(commit_bound_s(self._session))  # the store's own bound from now on: it may be longer
         raise CasstorError(f"could not commit {file_id!r} within the commit bound ({bound:.0f} s): the cluster is "
@@ -119,6 +126,12 @@ class Commit:
         stale = [h for h, t in self._verified.items() if t < older_than]
         if stale:
             self._reverify(stale, partial(self._reread, reader, self._locations()))
+
+    def _check_again_after_late_head(self, reader: BinaryIO, acknowledged: float, bound: float) -> None:
+        """Step (4): every block again when the head write was acknowledged too late to be sure an online reclaim
+        saw it. Re-uploads carry a later timestamp than that reclaim's deletes, so they survive them."""
+        if acknowledged - min(self._verified.values(), default=acknowledged) >= bound + LATE_HEAD_MARGIN_S:
+            self._recheck(reader, acknowledged)
 
     def _locations(self) -> dict[bytes, tuple[int, int]]:
         """Each block's first offset in the source, and its size."""
@@ -148,19 +161,20 @@ class Commit:
         self._window.drain()
 
     def _write_head(self, file_id: str, version, version_time: float, bound: float, size: int,
-                    digest: bytes) -> bool:
-        """Write the head row unless the bound has passed; False when it has (a new version is needed)."""
+                    digest: bytes) -> float | None:
+        """Write the head row unless the bound has passed: the time it was acknowledged, or None when the bound
+        has passed (a new version is needed)."""
         attempt = 0
         while True:
             now = time.time()
             oldest = min(self._verified.values(), default=now)
             if now - version_time >= bound or now - oldest >= bound:
-                return False
+                return None
             self._fence(f"committing {file_id!r}")
             try:
                 self._session.execute(self._st.insert_head, (file_id, version, size, digest, len(self._hashes),
                                                              datetime.now(timezone.utc), *self._attributes))
-                return True
+                return time.time()
             except RETRYABLE:
                 attempt += 1
                 if attempt == HEAD_WRITE_ATTEMPTS:

@@ -410,6 +410,10 @@ DEFAULT_COMMIT_BOUND_S = 300
 # The least bound: a store whose checks are all younger than half of it need not read the row
 # (casstor_ops.store.commit); a smaller value written to the row by hand counts as this.
 MIN_COMMIT_BOUND_S = 1
+# Online reclaim re-reads the heads this long after the commit bound, counted from its index deletes. A store
+# whose head write is acknowledged later than the bound plus this after its oldest check cannot know that the
+# head reached the node before that re-read, so it checks its blocks again (casstor_ops.store.commit).
+LATE_HEAD_MARGIN_S = 5.0
 
 
 def commit_bound_s(session: Session) -> int:

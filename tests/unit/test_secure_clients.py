@@ -43,7 +43,7 @@ def test_exports_evaluate_in_a_shell_and_hold_no_password(tmp_path: Path) -> Non
     settings = ClientSettings(("127.0.0.1", "127.0.0.2"), 19142, "casstor", odd, tmp_path / "ca.crt")
     script = f'{settings.exports()}\nprintf "%s|" "$CASSTOR_NODES" "$CASSTOR_PORT" "$CASSTOR_USERNAME" ' \
              f'"$CASSTOR_PASSWORD_FILE" "$CASSTOR_SSL_CA" "${{CASSTOR_PASSWORD-unset}}"'
-    out = subprocess.run(["bash", "-c", f'eval "$(cat)"'], input=script, capture_output=True, text=True,
+    out = subprocess.run(["bash", "-c", 'eval "$(cat)"'], input=script, capture_output=True, text=True,
                          env={**os.environ, "CASSTOR_PASSWORD": "old"}, timeout=60).stdout
     assert out == f"127.0.0.1,127.0.0.2|19142|casstor|{odd}|{tmp_path / 'ca.crt'}|unset|"
     assert "PASSWORD=" not in settings.exports().replace("PASSWORD_FILE=", "")
