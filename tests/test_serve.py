@@ -36,7 +36,8 @@ from .support import CASSTOR
 LEASE_REUSE_S = 3
 MB = 1_000_000
 # 0 and 1 byte, exactly the chunker's minimum (one block), 1 MB, and 50 MB (hundreds of blocks; 5-30 s: slow).
-SIZES = [0, 1, "chunk_min", MB, pytest.param(50 * MB, marks=pytest.mark.slow)]
+# 1 MB and less: read whole and answered in one piece; 3 MB and more: streamed both ways (app.SMALL_BODY_BYTES).
+SIZES = [0, 1, "chunk_min", MB, 3 * MB, pytest.param(50 * MB, marks=pytest.mark.slow)]
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +92,9 @@ def _block_offsets(cql, key: str) -> list[int]:
         cql.prepare(f"SELECT block_offset FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"), (key, version))]
 
 
-def test_ranges_at_block_boundaries(server: Server, cql) -> None:
-    content = os.urandom(MB)
+@pytest.mark.parametrize("size", [MB, 3 * MB], ids=["whole", "streamed"])
+def test_ranges_at_block_boundaries(server: Server, cql, size: int) -> None:
+    content = os.urandom(size)
     assert server.request("PUT", "range/blocks.bin", content)[0] == 200
     offsets = _block_offsets(cql, "range/blocks.bin")
     assert len(offsets) > 3
@@ -103,7 +105,7 @@ def test_ranges_at_block_boundaries(server: Server, cql) -> None:
                                                    headers={"Range": f"bytes={first}-{last}"})
             assert (status, headers["content-range"]) == (206, f"bytes {first}-{last}/{len(content)}")
             assert body == content[first:last + 1], (first, last)
-    status, _, body = server.request("GET", "range/blocks.bin", headers={"Range": f"bytes=-{MB - offsets[-1]}"})
+    status, _, body = server.request("GET", "range/blocks.bin", headers={"Range": f"bytes=-{size - offsets[-1]}"})
     assert (status, body) == (206, content[offsets[-1]:])
 
 
@@ -144,6 +146,18 @@ def test_a_client_gone_mid_upload_leaves_the_old_version_and_no_claim(server: Se
     until(lambda: "'gone/key': the client disconnected" in server.log, 30, "the server to see the client go")
     assert server.request("GET", "gone/key")[2] == b"previous"
     assert orphan_claims(cql) == []
+
+
+def test_a_client_gone_mid_small_body_leaves_the_old_version(server: Server) -> None:
+    """Injects a client that sends 100 KB of the 500 KB it announced (a body the server reads whole before
+    storing it), then closes its connection; checks the previous version is still the one served."""
+    assert server.request("PUT", "gone/small", b"previous")[0] == 200
+    cut = PartialPut(server, "gone/small", 500_000)
+    cut.send(os.urandom(100_000))
+    time.sleep(1)
+    cut.abandon()
+    until(lambda: "'gone/small': the client disconnected" in server.log, 30, "the server to see the client go")
+    assert server.request("GET", "gone/small")[2] == b"previous"
 
 
 def _damage_block(cql, key: str, middle: bool) -> None:

@@ -20,7 +20,13 @@ set, is required there too.
 Each store call blocks (it drives the driver's futures on its own thread),
 so it runs on a bounded worker pool (``WRITE_THREADS`` for PUT and DELETE,
 ``READ_THREADS`` for GET, HEAD): a write holds an upload's worth of memory,
-so fewer run at once. Bodies are streamed both ways (:mod:`.streams`).
+so fewer run at once. Bodies are streamed both ways (:mod:`.streams`),
+except small ones (at most ``SMALL_BODY_BYTES``): a PUT with such a
+Content-Length is read whole by its worker before the store reads it, so
+the store can re-read a block that vanished meanwhile (online reclaim)
+where a stream cannot be; a GET of such a file reads the head and the
+content in one worker call and answers in one piece, without the
+per-chunk hand-offs between the worker and the event loop.
 Writes borrow the server's shared writer lease (:mod:`.shared_lease`). A
 PUT's preconditions are checked before its body is read (a stale ETag costs
 no upload) and again just before its head write, under the key's
@@ -45,6 +51,7 @@ uvicorn's "ASGI callable returned without completing response".
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -73,6 +80,7 @@ log = logging.getLogger("casstor.serve")
 
 READ_THREADS = 16
 WRITE_THREADS = 4
+SMALL_BODY_BYTES = 1 << 20  # the default chunker's largest block: a body of at most one block's worth
 READ_METHODS = ("GET", "HEAD")
 WRITE_METHODS = ("PUT", "DELETE")
 METRICS_PATH = b"/metrics"
@@ -171,15 +179,17 @@ class Handlers:
         with self._leases.hold() as lease:
             return action(lease=lease)
 
-    def _check_length(self, content_length: str | None) -> None:
-        """411/413 from the request's Content-Length, before a byte of the body is read."""
+    def _check_length(self, content_length: str | None) -> int | None:
+        """411/413 from the request's Content-Length, before a byte of the body is read; the length, if given."""
         if content_length is None:
             if self._policy.require_length:
                 raise LengthRequired("a PUT needs a Content-Length here (no chunked body)")
-            return
-        if self._policy.max_body is not None and int(content_length) > self._policy.max_body:
+            return None
+        length = int(content_length)
+        if self._policy.max_body is not None and length > self._policy.max_body:
             raise BodyTooLarge(f"the body ({content_length} bytes) is longer than the server accepts "
                                f"({self._policy.max_body} bytes)")
+        return length
 
     def _current_etag(self, key: str) -> str | None:
         """The ETag of ``key``'s committed head; None when there is none."""
@@ -190,23 +200,25 @@ class Handlers:
 
     async def _put(self, request: Request, key: str) -> Response:
         check_id(key, storing=True)  # before the lease and before a byte of the body is read
-        self._check_length(request.headers.get("content-length"))  # h11 refuses a malformed one (400)
+        length = self._check_length(request.headers.get("content-length"))  # the server refuses a malformed one
         condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         if condition is not None:
             condition.check(await self._run(self._reads, self._current_etag, key), key)  # a stale ETag: no upload
         reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body)
-        result = await self._run(self._writes, self._write, partial(self._put_body, reader, key, condition))
+        small = length is not None and length <= SMALL_BODY_BYTES
+        result = await self._run(self._writes, self._write, partial(self._put_body, reader, small, key, condition))
         return JSONResponse(result.as_dict(), headers={"etag": etag(result.hash)})
 
-    def _put_body(self, reader: BodyReader, key: str, condition: WritePrecondition | None,
+    def _put_body(self, reader: BodyReader, small: bool, key: str, condition: WritePrecondition | None,
                   lease: WriterLease) -> StoreResult:
         """The store call of a PUT (worker thread): the precondition is checked again just before the head write."""
         def check() -> None:
             if condition is not None:
                 condition.check(self._current_etag(key), key)
 
+        source = io.BytesIO(reader.read()) if small else reader
         with self.head_locks.turn(key) as turn:
-            return self._store.put(reader, key, lease=lease, before_commit=turn.then(check))
+            return self._store.put(source, key, lease=lease, before_commit=turn.then(check))
 
     async def _delete(self, key: str) -> Response:
         check_id(key)
@@ -220,9 +232,10 @@ class Handlers:
             return self._store.remove(key, lease=lease)
 
     async def _get(self, request: Request, key: str, send_body: bool) -> Response:
-        head = await self._run(self._reads, self._store.stat, key)
+        if_none_match = request.headers.get("if-none-match")
+        head, content = await self._run(self._reads, self._head_and_small_content, key, send_body, if_none_match)
         headers = {**file_headers(head), "accept-ranges": "bytes"}
-        if not_modified(request.headers.get("if-none-match"), headers["etag"]):
+        if not_modified(if_none_match, headers["etag"]):
             return Response(status_code=304, headers=headers)
         try:
             wanted = parse_range(request.headers.get("range"), head.size) if send_body else None
@@ -234,6 +247,9 @@ class Handlers:
             headers["content-range"] = wanted.content_range(head.size)
         if not send_body:
             return Response(status_code=200, headers=headers)
+        status = 200 if wanted is None else 206
+        if content is not None:
+            return Response(content[start:stop], status_code=status, headers=headers)
         loop = asyncio.get_running_loop()
         # Cut short only a range that ends before the file does: a whole file gets its file-hash check.
         writer = BodyWriter(loop, start, stop if stop < head.size else None)
@@ -243,8 +259,18 @@ class Handlers:
         except BaseException:
             writer.close()
             raise
-        return StreamingResponse(self._rest(writer, first, key), status_code=200 if wanted is None else 206,
-                                 headers=headers)
+        return StreamingResponse(self._rest(writer, first, key), status_code=status, headers=headers)
+
+    def _head_and_small_content(self, key: str, send_body: bool, if_none_match: str | None
+                                ) -> tuple[FileInfo, bytes | None]:
+        """The head of ``key`` and, for a GET of a small file that is to be sent, its whole content, every block
+        and the file hash checked (worker thread: one hop for both reads)."""
+        head = self._store.stat(key)
+        if not send_body or head.size > SMALL_BODY_BYTES or not_modified(if_none_match, etag(head.hash)):
+            return head, None
+        out = io.BytesIO()
+        self._store.read(head, out)
+        return head, out.getvalue()
 
     async def _rest(self, writer: BodyWriter, first: bytes | None, key: str) -> AsyncIterator[bytes]:
         """The response body: ``first``, then the worker's chunks until its end."""

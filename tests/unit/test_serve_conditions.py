@@ -108,7 +108,7 @@ def test_a_delete_never_lands_between_a_puts_check_and_its_head_write() -> None:
     store, leases = _PausingStore(), SharedLease(session=None)  # no lease is taken: the store calls are direct
     handlers = Handlers(store, leases, Policy(), Metrics())
     try:
-        put = threading.Thread(target=handlers._put_body, args=(None, "k", None, None))
+        put = threading.Thread(target=handlers._put_body, args=(None, False, "k", None, None))
         put.start()
         assert store.checked.wait(10)
         delete = threading.Thread(target=handlers._remove, args=("k", None))
