@@ -36,11 +36,13 @@ Example::
     >>> commit.run(reader, "a.bin", size)                                                      # doctest: +SKIP
 
 Failure behaviour: a source that cannot be re-read (not seekable) or that
-changed (in (1), or in (4) after the head was written), or a commit that cannot finish within the bound after
+changed, or a commit that cannot finish within the bound after
 ``COMMIT_ATTEMPTS`` versions, raises :class:`~casstor_ops.errors.CasstorError`;
 a lapsed lease, :class:`~casstor_ops.errors.LeaseLapsedError` (from ``fence``);
 a head write that keeps timing out raises the driver's error. Either way the
-previous head stays the committed version.
+previous head stays the committed version, except when the source fails in
+(4): that comes after the new head was written, and the file must be stored
+again for the blocks it lost.
 """
 
 from __future__ import annotations
@@ -116,8 +118,8 @@ class Commit:
         half of it (then nothing is stale, and holding the head write to a shorter bound than the store's own
         is only stricter); else the store's. A small file's store saves a read this way.
         """
-        oldest = min(self._verified.values(), default=time.time())
-        if time.time() - oldest < MIN_COMMIT_BOUND_S / 2:
+        now = time.time()
+        if now - self._oldest_check(now) < MIN_COMMIT_BOUND_S / 2:
             return float(MIN_COMMIT_BOUND_S)
         return float(commit_bound_s(self._session))
 
@@ -130,8 +132,12 @@ class Commit:
     def _check_again_after_late_head(self, reader: BinaryIO, acknowledged: float, bound: float) -> None:
         """Step (4): every block again when the head write was acknowledged too late to be sure an online reclaim
         saw it. Re-uploads carry a later timestamp than that reclaim's deletes, so they survive them."""
-        if acknowledged - min(self._verified.values(), default=acknowledged) >= bound + LATE_HEAD_MARGIN_S:
+        if acknowledged - self._oldest_check(acknowledged) >= bound + LATE_HEAD_MARGIN_S:
             self._recheck(reader, acknowledged)
+
+    def _oldest_check(self, now: float) -> float:
+        """When the oldest of the blocks this commit relies on was verified (``now`` when there is none)."""
+        return min(self._verified.values(), default=now)
 
     def _locations(self) -> dict[bytes, tuple[int, int]]:
         """Each block's first offset in the source, and its size."""
@@ -167,8 +173,7 @@ class Commit:
         attempt = 0
         while True:
             now = time.time()
-            oldest = min(self._verified.values(), default=now)
-            if now - version_time >= bound or now - oldest >= bound:
+            if now - version_time >= bound or now - self._oldest_check(now) >= bound:
                 return None
             self._fence(f"committing {file_id!r}")
             try:
