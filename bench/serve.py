@@ -7,7 +7,9 @@ For each body size (default 4 KB, 64 KB, 1 MB) and number of connections
    bodies (every block new) to new keys, against a ``casstor serve``
    started for the run;
 2. **GET**: the same with ``get.lua``: random keys of the set the PUTs
-   committed;
+   committed, twice: the first run finds the server's content cache
+   empty, the second (*GET again*) finds what the first read; the cache's
+   hits and misses of each are read from ``/metrics``;
 3. **raw reference**: the same number of bodies of the same size (capped,
    ``RAW_MAX_BODIES`` / ``RAW_MAX_BYTES``) written to and read (random
    keys) from a one-row-per-key table by the Python driver, C requests in
@@ -23,10 +25,11 @@ checked: the second PUT of the same 1 MB body under another key uploads no
 block (``new_bytes == 0``).
 
     .venv/bin/python -m bench.serve [--sizes 4096 65536 1048576] [--connections 20] [--seconds 30]
-                                    [--workers N] [--access-log] [--no-raw] [--smoke] [--output PATH]
+                                    [--workers N] [--access-log] [--cache-mb MIB] [--no-raw] [--smoke]
+                                    [--output PATH]
 
-``--workers`` and ``--access-log`` are passed to the server (to measure
-what they cost or bring). The bench's keys are removed at the end (their
+``--workers``, ``--access-log`` and ``--cache-mb`` are passed to the server
+(to measure what they cost or bring). The bench's keys are removed at the end (their
 blocks stay until a reclaim) and the scratch keyspace is dropped.
 
 Failures: a wrk run with failed requests (wrk counts status codes; GET
@@ -42,8 +45,10 @@ import http.client
 import json
 import os
 import random
+import re
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -80,6 +85,7 @@ class SweepConfig:
     raw: bool = True
     workers: int = 1
     access_log: bool = False
+    cache_mb: int | None = None  # None: the server's default
 
     @classmethod
     def smoke(cls, **overrides: object) -> "SweepConfig":
@@ -87,16 +93,35 @@ class SweepConfig:
         return replace(cls(sizes=(4 * KB, 64 * KB), connections=(4,), seconds=2.0), **overrides)
 
     def server_args(self) -> list[str]:
-        return ["--workers", str(self.workers), *(["--access-log"] if self.access_log else [])]
+        return ["--workers", str(self.workers), "--metrics-port", "0", *(["--access-log"] if self.access_log else []),
+                *([] if self.cache_mb is None else ["--cache-mb", str(self.cache_mb)])]
 
 
-def _figures(run: WrkRun | None, requests: int, seconds: float, size: int, cost) -> dict:
-    """One measured operation: rates, latency (wrk only) and CPU per MB."""
+GETS = ("get", "get_again")  # the GET runs of a point: the content cache empty, then filled by the first
+
+
+def _figures(run: WrkRun | None, requests: int, seconds: float, size: int, cost, cache: dict | None = None) -> dict:
+    """One measured operation: rates, latency (wrk only), the content cache's hits and misses (GET) and CPU
+    per MB."""
     figures = {"requests": requests, "seconds": round(seconds, 3), "per_s": round(requests / seconds, 1),
                "mb_per_s": round(requests * size / MB / seconds, 2)}
     if run is not None:
         figures |= {"p50_ms": round(run.p50_ms, 2), "p99_ms": round(run.p99_ms, 2)}
+    if cache is not None:
+        figures |= cache
     return figures | {k: None if v is None else round(v, 2) for k, v in cost.per_mb(requests * size).items()}
+
+
+def _cache_counts(server: ServerProcess) -> dict:
+    """The server's content cache hits and misses so far, from ``/metrics``."""
+    with urllib.request.urlopen(f"http://{server.host}:{server.metrics_port}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    return {name: int(float(re.search(rf"^casstor_serve_cache_{name}_total (\S+)$", text, re.M).group(1)))
+            for name in ("hits", "misses")}
+
+
+def _counted(before: dict, after: dict) -> dict:
+    return {"cache_hits": after["hits"] - before["hits"], "cache_misses": after["misses"] - before["misses"]}
 
 
 class Sweep:
@@ -131,14 +156,18 @@ class Sweep:
             raise CasstorError(f"wrk completed {put.requests} PUTs but only {len(keys)} keys are committed")
         paths = self.workdir / f"paths-{size}-{connections}.txt"
         paths.write_text("".join(f"/{quote(key)}\n" for key in keys))
-        get, get_cost = self._wrk("get.lua", connections, [str(paths)])
         row = {"size": size, "connections": connections,
-               "put": _figures(put, put.requests, put.seconds, size, put_cost),
-               "get": _figures(get, get.requests, get.seconds, size, get_cost)}
+               "put": _figures(put, put.requests, put.seconds, size, put_cost)}
+        for op in GETS:
+            before = _cache_counts(self.server)
+            get, get_cost = self._wrk("get.lua", connections, [str(paths)])
+            row[op] = _figures(get, get.requests, get.seconds, size, get_cost,
+                               _counted(before, _cache_counts(self.server)))
         if self.scratch is not None:
-            row |= self._raw(size, connections, put.requests, get.requests)
+            row |= self._raw(size, connections, put.requests, max(row[op]["requests"] for op in GETS))
             row["put_ratio"] = round(row["put"]["per_s"] / row["raw_put"]["per_s"], 3)
-            row["get_ratio"] = round(row["get"]["per_s"] / row["raw_get"]["per_s"], 3)
+            for op in GETS:
+                row[f"{op}_ratio"] = round(row[op]["per_s"] / row["raw_get"]["per_s"], 3)
         log(format_row(row))
         return row
 
@@ -214,11 +243,14 @@ def _cpu(figures: dict, keys: tuple[str, ...]) -> str:
 def format_row(row: dict) -> str:
     """One (size, connections) point: HTTP and raw rates, latency, ratio, CPU ms per MB."""
     lines = []
-    for op in ("put", "get"):
-        http, raw = row[op], row.get(f"raw_{op}")
-        line = (f"  {size_label(row['size']):>7} c={row['connections']:<3} {op.upper():<3} {http['per_s']:>8.1f} req/s "
+    for op in ("put", *GETS):
+        http, raw = row[op], row.get(f"raw_{op.split('_')[0]}")
+        label = "GET again" if op == "get_again" else op.upper()
+        line = (f"  {size_label(row['size']):>7} c={row['connections']:<3} {label:<9} {http['per_s']:>8.1f} req/s "
                 f"{http['mb_per_s']:>7.2f} MB/s  p50 {http['p50_ms']:>7.1f} ms  p99 {http['p99_ms']:>7.1f} ms"
                 f"  CPU ms/MB server/wrk/node {_cpu(http, ('server_ms_per_mb', 'client_ms_per_mb', 'node_ms_per_mb'))}")
+        if "cache_hits" in http:
+            line += f"  cache hits {http['cache_hits']}/{http['cache_hits'] + http['cache_misses']}"
         if raw is not None:
             line += (f" | raw {raw['per_s']:>8.1f} req/s {raw['mb_per_s']:>7.2f} MB/s, CPU ms/MB driver/node "
                      f"{_cpu(raw, ('client_ms_per_mb', 'node_ms_per_mb'))} | HTTP/raw {row[f'{op}_ratio']:.3f}")
@@ -245,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="seconds per wrk run (default 30)")
     parser.add_argument("--workers", type=int, default=1, help="the server's --workers (default 1)")
     parser.add_argument("--access-log", action="store_true", help="run the server with --access-log")
+    parser.add_argument("--cache-mb", type=int, help="the server's --cache-mb (default: its own default)")
     parser.add_argument("--no-raw", action="store_true", help="skip the raw driver reference")
     parser.add_argument("--smoke", action="store_true", help="a short run: 4 and 64 KiB, 4 connections, 2 s")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results JSON (default {RESULTS})")
@@ -252,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = {key: tuple(value) if isinstance(value, list) else value
               for key, value in [("sizes", args.sizes), ("connections", args.connections), ("seconds", args.seconds)]
               if value is not None}
-    options = dict(chosen, workers=args.workers, access_log=args.access_log, raw=not args.no_raw)
+    options = dict(chosen, workers=args.workers, access_log=args.access_log, raw=not args.no_raw,
+                   cache_mb=args.cache_mb)
     config = SweepConfig.smoke(**options) if args.smoke else replace(defaults, **options)
 
     def run() -> int:

@@ -22,6 +22,8 @@ import pandas as pd
 # Issue 16: at 64 KB, PUT and GET over HTTP at least half the raw driver's rate.
 GOAL_SIZE = 64 * 1024
 GOAL_RATIO = 0.5
+# A point's runs and their reference: the GETs run twice, the server's content cache empty, then filled.
+OPERATIONS = {"put": ("PUT", "raw_put"), "get": ("GET", "raw_get"), "get_again": ("GET again", "raw_get")}
 
 
 def size_label(nbytes: int) -> str:
@@ -33,15 +35,16 @@ def sweep_frame(results: dict) -> pd.DataFrame:
     """One row per (size, connections, operation): HTTP and raw rates, latency, ratio, CPU ms per MB."""
     rows = []
     for point in results["rows"]:
-        for op in ("put", "get"):
-            http, raw = point[op], point.get(f"raw_{op}", {})
-            rows.append({"size": point["size"], "connections": point["connections"], "op": op.upper(),
+        for op, (label, reference) in OPERATIONS.items():
+            http, raw = point[op], point.get(reference, {})
+            rows.append({"size": point["size"], "connections": point["connections"], "op": label,
                          "req_per_s": http["per_s"], "mb_per_s": http["mb_per_s"], "p50_ms": http["p50_ms"],
                          "p99_ms": http["p99_ms"], "raw_req_per_s": raw.get("per_s"),
                          "http_vs_raw": point.get(f"{op}_ratio"),
                          "server_cpu_ms_per_mb": http.get("server_ms_per_mb"),
                          "node_cpu_ms_per_mb": http.get("node_ms_per_mb"),
-                         "raw_node_cpu_ms_per_mb": raw.get("node_ms_per_mb")})
+                         "raw_node_cpu_ms_per_mb": raw.get("node_ms_per_mb"),
+                         "cache_hits": http.get("cache_hits"), "cache_misses": http.get("cache_misses")})
     return pd.DataFrame(rows)
 
 
@@ -50,9 +53,9 @@ def goals(results: dict) -> list[str]:
     lines = []
     for point in results["rows"]:
         if point["size"] == GOAL_SIZE and "put_ratio" in point:
-            for op in ("put", "get"):
+            for op, (label, _) in OPERATIONS.items():
                 ratio = point[f"{op}_ratio"]
-                lines.append(f"64 KB {op.upper()} at {point['connections']} connections: HTTP/raw {ratio:.3f} "
+                lines.append(f"64 KB {label} at {point['connections']} connections: HTTP/raw {ratio:.3f} "
                              f"(goal >= {GOAL_RATIO}: {'met' if ratio >= GOAL_RATIO else 'not met'})")
     dedup = results["dedup"]
     lines.append(f"dedup: the second PUT of the same {dedup['bytes']} bytes uploaded {dedup['second_new_bytes']} "

@@ -338,14 +338,16 @@ def test_online_scan_keeps_content_indexed_during_the_wait(store, spark) -> None
     assert set(index_rows(cql)) <= content_keys(cql)
 
 
-def test_a_late_head_write_checks_its_blocks_again(store, spark, monkeypatch) -> None:
+@pytest.mark.parametrize("size", [200 * KiB, 8 * KiB], ids=["blocks", "lone-small-block"])
+def test_a_late_head_write_checks_its_blocks_again(store, spark, monkeypatch, size: int) -> None:
     """Injects a head write held back from just after the store's bound check until an online reclaim has
     re-read the heads and deleted the blocks the version names (as if it waited behind other requests in the
     connection's queue, or on a stalled node): the blocks were garbage, still indexed, when the store found
     them. Checks that the store, acknowledged that late, checks its blocks again and uploads them again: the
-    file restores and every block it names is stored. Without that check its head names deleted blocks."""
+    file restores and every block it names is stored. Without that check its head names deleted blocks. The
+    same for a file of one block under the chunker's minimum, which its store does not claim."""
     cql = store.session
-    data = random.Random(31).randbytes(200 * KiB)
+    data = random.Random(31).randbytes(size)
     put(store, "old", data)
     store.remove("old")
     blocks = set(index_rows(cql))

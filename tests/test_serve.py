@@ -192,6 +192,33 @@ def test_a_damaged_block_mid_file_cuts_the_response_short(server: Server, cql) -
     assert "Traceback" not in server.log
 
 
+def test_a_get_reads_the_head_every_time_and_a_small_files_content_once(server: Server, cql) -> None:
+    """Injects the loss of a small file's only block right after a first GET read it; checks that the next GET
+    is still answered (from the server's content cache, by file hash: it read only the head), that the same
+    content under another key is too, and that a moved head is never answered from the cache: an overwrite
+    gives the new content, a removal 404."""
+    content = os.urandom(5000)
+    assert server.request("PUT", "cache/a", content)[0] == 200
+    assert server.request("GET", "cache/a")[2] == content
+    (digest,) = block_hashes(cql, content)
+    row = cql.execute(cql.prepare(f"SELECT size, codec, content FROM {DATA_KS}.blocks WHERE hash = ?"),
+                      (digest,)).one()
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (digest,))
+    try:
+        assert server.request("GET", "cache/a")[:3:2] == (200, content)
+        assert server.request("PUT", "cache/b", content)[0] == 200  # its index row is still there: no upload
+        assert server.request("GET", "cache/b")[:3:2] == (200, content)
+        assert server.request("GET", "cache/a", headers={"Range": "bytes=10-19"})[:3:2] == (206, content[10:20])
+    finally:
+        cql.execute(cql.prepare(f"INSERT INTO {DATA_KS}.blocks (hash, size, codec, content) VALUES (?, ?, ?, ?)"),
+                    (digest, row.size, row.codec, row.content))
+    new = os.urandom(5000)
+    assert server.request("PUT", "cache/a", new)[0] == 200
+    assert server.request("GET", "cache/a")[2] == new
+    assert server.request("DELETE", "cache/a")[0] == 200
+    assert server.request("GET", "cache/a")[0] == 404
+
+
 def test_unknown_keys_are_404(server: Server) -> None:
     for method in ("GET", "HEAD", "DELETE"):
         assert server.request(method, "no/such/file")[0] == 404, method

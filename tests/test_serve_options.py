@@ -129,6 +129,7 @@ def test_metrics_count_what_was_served_and_the_access_log_has_one_line_each(limi
     before = _metrics(limited)
     assert limited.request("PUT", "metrics", b"a file named metrics")[0] == 200  # the key stays a file
     assert limited.request("GET", "metrics")[2] == b"a file named metrics"
+    assert limited.request("GET", "metrics")[2] == b"a file named metrics"  # from the content cache
     assert limited.request("GET", "no/such")[0] == 404
     after = _metrics(limited)
 
@@ -136,7 +137,8 @@ def test_metrics_count_what_was_served_and_the_access_log_has_one_line_each(limi
         return after[series] - before.get(series, 0)
 
     assert grew('casstor_serve_requests_total{method="PUT",status="2xx"}') == 1
-    assert grew('casstor_serve_requests_total{method="GET",status="2xx"}') == 2  # and the first scrape
+    assert grew('casstor_serve_requests_total{method="GET",status="2xx"}') == 3  # and the first scrape
+    assert (grew("casstor_serve_cache_misses_total"), grew("casstor_serve_cache_hits_total")) == (1, 1)
     assert grew('casstor_serve_requests_total{method="GET",status="4xx"}') == 1
     assert grew('casstor_serve_errors_total{kind="not_found"}') == 1
     assert grew("casstor_serve_received_bytes_total") == len(b"a file named metrics")

@@ -4,6 +4,7 @@ import io
 import os
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from cassandra import InvalidRequest
@@ -159,3 +160,40 @@ def test_a_refused_content_write_leaves_no_index_row(empty_store, monkeypatch):
     indexed = [r.hash for r in empty_store.execute(f"SELECT hash FROM {DATA_KS}.existing_blocks")]
     stored = {r.hash for r in empty_store.execute(f"SELECT hash FROM {DATA_KS}.blocks")}
     assert [h for h in indexed if h not in stored] == []
+
+
+def _claimed(cql) -> set[bytes]:
+    return {r.hash for r in cql.execute(f"SELECT hash FROM {DATA_KS}.block_claims")}
+
+
+def test_a_lone_small_block_is_uploaded_without_a_claim(empty_store):
+    """A file of one block no larger than the chunker's minimum skips the claim (its Paxos round); a file of
+    several blocks still claims them (their claims live CLAIM_TTL_S after the store, so they can be seen)."""
+    store = Store(empty_store)
+    small = os.urandom(store.settings.chunk_min)
+    result = store.put(io.BytesIO(small), "lone/small")
+    assert (result.blocks, result.new_blocks, result.new_bytes) == (1, 1, len(small))
+    assert _claimed(empty_store) == set()
+    assert store.put(io.BytesIO(small), "lone/again").new_blocks == 0  # still checked: stored once
+    out = io.BytesIO()
+    store.restore("lone/again", out)
+    assert out.getvalue() == small
+
+    large = store.put(io.BytesIO(os.urandom(8 * store.settings.chunk_max)), "lone/not")
+    assert large.blocks > 1 and len(_claimed(empty_store)) == large.new_blocks
+
+
+def test_concurrent_stores_of_one_small_content_all_commit_and_store_it_once(empty_store):
+    """Unclaimed, concurrent stores of the same lone block may each upload it: each commits, each restores the
+    content, and the store keeps one block."""
+    store = Store(empty_store)
+    small = os.urandom(4096)
+    keys = [f"lone/{i}" for i in range(8)]
+    with ThreadPoolExecutor(len(keys)) as pool:
+        results = list(pool.map(lambda key: store.put(io.BytesIO(small), key), keys))
+    assert all(r.blocks == 1 for r in results) and sum(r.new_blocks for r in results) >= 1
+    for key in keys:
+        out = io.BytesIO()
+        store.restore(key, out)
+        assert out.getvalue() == small
+    assert store.stats().unique_blocks == 1

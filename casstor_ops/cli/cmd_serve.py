@@ -17,9 +17,12 @@ import argparse
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.serve.app import Policy
 from casstor_ops.serve.auth import read_token
+from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S
 
 MAX_WORKERS = 64
+MB = 1024 * 1024
+MAX_CACHE_MB = 1024 * 1024
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -32,7 +35,7 @@ def _serve(args: argparse.Namespace) -> int:
     token = read_token(args.token_file) if args.token_file else None
     policy = Policy(token, args.read_only, args.max_body, args.require_length)
     return serve(ServeOptions(args.host, args.port, policy, args.lease_reuse, args.workers, args.cert, args.key,
-                              args.access_log, args.metrics_port))
+                              args.access_log, args.metrics_port, args.cache_mb * MB))
 
 
 def _bounded(kind: type, low: float, high: float, what: str):
@@ -74,4 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    default=DEFAULT_REUSE_S, metavar="SECONDS",
                    help=f"lend one writer lease to the writes of this many seconds (default: {DEFAULT_REUSE_S:g}); "
                         f"an offline reclaim waits at most this long plus the longest write")
+    p.add_argument("--cache-mb", type=_bounded(int, 0, MAX_CACHE_MB, f"MiB from 0 to {MAX_CACHE_MB}"),
+                   default=DEFAULT_CACHE_BYTES // MB, metavar="MIB",
+                   help=f"keep up to MIB of recently read files of at most 1 MiB in each worker, so the next GET of "
+                        f"one reads only its head (default: {DEFAULT_CACHE_BYTES // MB}; 0: none)")
     p.set_defaults(func=_serve)

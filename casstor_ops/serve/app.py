@@ -17,16 +17,21 @@ On the metrics port (``--metrics-port``), ``GET /metrics`` answers the
 Prometheus text of :mod:`.metrics` instead; the bearer token, when one is
 set, is required there too.
 
-Each store call blocks (it drives the driver's futures on its own thread),
-so it runs on a bounded worker pool (``WRITE_THREADS`` for PUT and DELETE,
-``READ_THREADS`` for GET, HEAD): a write holds an upload's worth of memory,
-so fewer run at once. Bodies are streamed both ways (:mod:`.streams`),
-except small ones (at most ``SMALL_BODY_BYTES``): a PUT with such a
-Content-Length is read whole by its worker before the store reads it, so
-the store can re-read a block that vanished meanwhile (online reclaim)
-where a stream cannot be; a GET of such a file reads the head and the
-content in one worker call and answers in one piece, without the
-per-chunk hand-offs between the worker and the event loop.
+A GET or HEAD reads the file's head without a thread: the driver's answer
+resolves a future of the event loop (:meth:`Store.stat_async
+<casstor_ops.store.api.Store.stat_async>`). Every other store call blocks
+(it drives the driver's futures on its own thread), so it runs on a
+bounded worker pool (``WRITE_THREADS`` for PUT and DELETE, ``READ_THREADS``
+for reading content): a write holds an upload's worth of memory, so fewer
+run at once. Bodies are streamed both ways (:mod:`.streams`), except small
+ones (at most ``SMALL_BODY_BYTES``): a PUT with such a Content-Length is
+read whole on the event loop (at most ``SMALL_BODIES_HELD`` at once) and
+handed to its worker as a seekable file, so the store can re-read a block
+that vanished meanwhile (online reclaim) where a stream cannot be; a GET of
+such a file is answered in one piece, its content read whole by one worker
+call (no per-chunk hand-offs between the worker and the event loop) and
+kept in the :mod:`.content_cache` by its file hash, so the next GET of that
+content reads only the head.
 Writes borrow the server's shared writer lease (:mod:`.shared_lease`). A
 PUT's preconditions are checked before its body is read (a stale ETag costs
 no upload) and again just before its head write, under the key's
@@ -34,7 +39,9 @@ in-process lock (:mod:`.head_locks`), which a DELETE of the key takes too.
 
 Example::
 
-    >>> app = build_app(Handlers(store, SharedLease(store.session), Policy(), metrics))  # doctest: +SKIP
+    >>> handlers = Handlers(store, SharedLease(store.session), Policy(), metrics,
+    ...                     ContentCache(1 << 28, 1 << 20))  # doctest: +SKIP
+    >>> app = build_app(handlers)  # doctest: +SKIP
 
 Failures: every error is answered with the status of :mod:`.status`, a
 one-line text body (``internal error`` for a bug: no traceback reaches the
@@ -57,7 +64,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
@@ -65,6 +72,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.auth import Token
+from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.head_locks import HeadLocks
 from casstor_ops.serve.keys import parse_key
 from casstor_ops.serve.metrics import CONTENT_TYPE, Metrics, Recorder
@@ -81,6 +89,8 @@ log = logging.getLogger("casstor.serve")
 READ_THREADS = 16
 WRITE_THREADS = 4
 SMALL_BODY_BYTES = 1 << 20  # the default chunker's largest block: a body of at most one block's worth
+# Small PUT bodies read whole and held at once, at most (64 MiB of 1 MiB bodies): the others wait to be read.
+SMALL_BODIES_HELD = 64
 READ_METHODS = ("GET", "HEAD")
 WRITE_METHODS = ("PUT", "DELETE")
 METRICS_PATH = b"/metrics"
@@ -101,8 +111,10 @@ class Policy:
 class Handlers:
     """The server's handlers and the worker pools they run store calls on; ``close()`` when the server stopped."""
 
-    def __init__(self, store: Store, leases: SharedLease, policy: Policy, metrics: Metrics, worker: int = 0) -> None:
+    def __init__(self, store: Store, leases: SharedLease, policy: Policy, metrics: Metrics, cache: ContentCache,
+                 worker: int = 0) -> None:
         self._store = store
+        self._cache = cache
         self._leases = leases
         self._policy = policy
         self._metrics = metrics
@@ -110,6 +122,7 @@ class Handlers:
         self._allowed = READ_METHODS if policy.read_only else READ_METHODS + WRITE_METHODS
         self._reads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="casstor-serve-read")
         self._writes = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="casstor-serve-write")
+        self._small_bodies = asyncio.Semaphore(SMALL_BODIES_HELD)
         self.head_locks = HeadLocks()
 
     def close(self) -> None:
@@ -205,18 +218,21 @@ class Handlers:
         if condition is not None:
             condition.check(await self._run(self._reads, self._current_etag, key), key)  # a stale ETag: no upload
         reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body)
-        small = length is not None and length <= SMALL_BODY_BYTES
-        result = await self._run(self._writes, self._write, partial(self._put_body, reader, small, key, condition))
+        if length is None or length > SMALL_BODY_BYTES:
+            result = await self._run(self._writes, self._write, partial(self._put_body, reader, key, condition))
+        else:
+            async with self._small_bodies:
+                source = io.BytesIO(await reader.read_all())
+                result = await self._run(self._writes, self._write, partial(self._put_body, source, key, condition))
         return JSONResponse(result.as_dict(), headers={"etag": etag(result.hash)})
 
-    def _put_body(self, reader: BodyReader, small: bool, key: str, condition: WritePrecondition | None,
+    def _put_body(self, source: BinaryIO, key: str, condition: WritePrecondition | None,
                   lease: WriterLease) -> StoreResult:
         """The store call of a PUT (worker thread): the precondition is checked again just before the head write."""
         def check() -> None:
             if condition is not None:
                 condition.check(self._current_etag(key), key)
 
-        source = io.BytesIO(reader.read()) if small else reader
         with self.head_locks.turn(key) as turn:
             return self._store.put(source, key, lease=lease, before_commit=turn.then(check))
 
@@ -232,10 +248,9 @@ class Handlers:
             return self._store.remove(key, lease=lease)
 
     async def _get(self, request: Request, key: str, send_body: bool) -> Response:
-        if_none_match = request.headers.get("if-none-match")
-        head, content = await self._run(self._reads, self._head_and_small_content, key, send_body, if_none_match)
+        head = await self._stat(key)
         headers = {**file_headers(head), "accept-ranges": "bytes"}
-        if not_modified(if_none_match, headers["etag"]):
+        if not_modified(request.headers.get("if-none-match"), headers["etag"]):
             return Response(status_code=304, headers=headers)
         try:
             wanted = parse_range(request.headers.get("range"), head.size) if send_body else None
@@ -248,7 +263,8 @@ class Handlers:
         if not send_body:
             return Response(status_code=200, headers=headers)
         status = 200 if wanted is None else 206
-        if content is not None:
+        if head.size <= SMALL_BODY_BYTES:
+            content = await self._small_content(head)
             return Response(content[start:stop], status_code=status, headers=headers)
         loop = asyncio.get_running_loop()
         # Cut short only a range that ends before the file does: a whole file gets its file-hash check.
@@ -261,16 +277,35 @@ class Handlers:
             raise
         return StreamingResponse(self._rest(writer, first, key), status_code=status, headers=headers)
 
-    def _head_and_small_content(self, key: str, send_body: bool, if_none_match: str | None
-                                ) -> tuple[FileInfo, bytes | None]:
-        """The head of ``key`` and, for a GET of a small file that is to be sent, its whole content, every block
-        and the file hash checked (worker thread: one hop for both reads)."""
-        head = self._store.stat(key)
-        if not send_body or head.size > SMALL_BODY_BYTES or not_modified(if_none_match, etag(head.hash)):
-            return head, None
+    async def _stat(self, key: str) -> FileInfo:
+        """The head of ``key``, read without a worker thread: the driver's answer resolves a future of this loop."""
+        loop = asyncio.get_running_loop()
+        answer = loop.create_future()
+
+        def done(head: FileInfo | None, error: Exception | None) -> None:
+            try:
+                loop.call_soon_threadsafe(_resolve, answer, head, error)
+            except RuntimeError:  # the loop closed meanwhile (the server stopped): nobody waits for it
+                pass
+
+        self._store.stat_async(key, done)
+        return await answer
+
+    async def _small_content(self, head: FileInfo) -> bytes:
+        """The whole content of the small file ``head`` names, every block and the file hash checked: from the
+        cache, or read on a worker thread and kept."""
+        content = self._cache.get(head.hash)
+        self.recorder.cache(content is not None)
+        if content is None:
+            content = await self._run(self._reads, self._read_whole, head)
+        return content
+
+    def _read_whole(self, head: FileInfo) -> bytes:
         out = io.BytesIO()
         self._store.read(head, out)
-        return head, out.getvalue()
+        content = out.getvalue()
+        self._cache.put(head.hash, content)
+        return content
 
     async def _rest(self, writer: BodyWriter, first: bytes | None, key: str) -> AsyncIterator[bytes]:
         """The response body: ``first``, then the worker's chunks until its end."""
@@ -300,6 +335,15 @@ class Handlers:
             return PlainTextResponse("internal error\n", 500)
         log.warning("%s %r -> %d: %s", method, key, status.code, _one_line(err))
         return PlainTextResponse(f"{_one_line(err)}\n", status.code, _retry_after(status))
+
+
+def _resolve(answer: asyncio.Future, head: FileInfo | None, error: Exception | None) -> None:
+    if answer.cancelled():
+        return
+    if error is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(head)
 
 
 class _CutShort(Exception):

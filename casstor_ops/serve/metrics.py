@@ -3,8 +3,9 @@
 Counted per request: requests by method and status class, bytes received
 (request bodies) and sent (response bodies), a latency histogram by method
 (from the request's arrival to its last byte sent), and failures by kind
-(:data:`casstor_ops.serve.status.KINDS`). The counters live in one anonymous
-shared memory map, made before ``--workers`` forks, with one slot of float64
+(:data:`casstor_ops.serve.status.KINDS`), and GETs of small files that
+found their content in the content cache or not. The counters live in one
+anonymous shared memory map, made before ``--workers`` forks, with one slot of float64
 counters per worker: each slot has a single writer (its worker's event loop
 thread), so no lock is needed, and :meth:`Metrics.render` sums the slots, so
 whichever worker answers ``/metrics`` reports the whole server. Counts are
@@ -34,14 +35,15 @@ BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # One slot's layout: requests[method][class], bytes in, bytes out, histogram[method][bucket..+Inf],
-# latency sum[method], errors[kind].
+# latency sum[method], errors[kind], cache hits, cache misses.
 _REQUESTS = 0
 _BYTES_IN = _REQUESTS + len(METHODS) * len(STATUS_CLASSES)
 _BYTES_OUT = _BYTES_IN + 1
 _HISTOGRAM = _BYTES_OUT + 1
 _SUMS = _HISTOGRAM + len(METHODS) * (len(BUCKETS_S) + 1)
 _ERRORS = _SUMS + len(METHODS)
-_SLOT = _ERRORS + len(KINDS)
+_CACHE = _ERRORS + len(KINDS)  # content cache hits, misses
+_SLOT = _CACHE + 2
 
 
 class Recorder:
@@ -67,6 +69,10 @@ class Recorder:
     def error(self, kind: str) -> None:
         """Count one failure of ``kind``."""
         self._add(_ERRORS + KINDS.index(kind))
+
+    def cache(self, hit: bool) -> None:
+        """Count one GET of a small file that found its content in the content cache (``hit``) or read it."""
+        self._add(_CACHE + (0 if hit else 1))
 
 
 def _number(value: float) -> str:
@@ -108,6 +114,11 @@ class Metrics:
                   "# TYPE casstor_serve_errors_total counter"]
         lines += [f'casstor_serve_errors_total{{kind="{kind}"}} {_number(self._total(_ERRORS + k))}'
                   for k, kind in enumerate(KINDS)]
+        for name, index, what in [("hits", _CACHE, "GETs of a small file answered from the content cache."),
+                                  ("misses", _CACHE + 1, "GETs of a small file that read its content.")]:
+            lines += [f"# HELP casstor_serve_cache_{name}_total {what}",
+                      f"# TYPE casstor_serve_cache_{name}_total counter",
+                      f"casstor_serve_cache_{name}_total {_number(self._total(index))}"]
         lines += ["# HELP casstor_serve_workers Worker processes serving requests.",
                   "# TYPE casstor_serve_workers gauge", f"casstor_serve_workers {self._workers}"]
         return "\n".join(lines) + "\n"

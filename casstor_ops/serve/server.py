@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 import uvicorn
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.serve.app import Handlers, Policy, build_app
+from casstor_ops.serve.app import SMALL_BODY_BYTES, Handlers, Policy, build_app
+from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES, ContentCache
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.observe import observed
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S, SharedLease
@@ -66,6 +67,7 @@ class ServeOptions:
     key: str | None = None
     access_log: bool = False
     metrics_port: int | None = None
+    cache_bytes: int = DEFAULT_CACHE_BYTES
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -135,7 +137,8 @@ def _handlers(options: ServeOptions, metrics: Metrics, worker: int) -> Iterator[
     """The store, its shared lease and the handlers of one worker; all closed on exit."""
     with Store.open() as store:
         leases = SharedLease(store.session, options.lease_reuse_s)
-        handlers = Handlers(store, leases, options.policy, metrics, worker)
+        cache = ContentCache(options.cache_bytes, SMALL_BODY_BYTES)
+        handlers = Handlers(store, leases, options.policy, metrics, cache, worker)
         try:
             yield handlers
         finally:

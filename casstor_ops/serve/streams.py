@@ -9,7 +9,8 @@ such call on a worker thread and bridges its file object to the ASGI body:
   asks the event loop for the request's next chunk and waits for it. Nothing
   is spooled: the store holds what it holds for any stream (as for
   ``casstor store --stdin``, bounded by the upload's held-bytes limit), and the
-  client is not read faster than the store takes the bytes.
+  client is not read faster than the store takes the bytes. A small body is
+  read whole on the event loop instead (:meth:`BodyReader.read_all`).
 * :class:`BodyWriter` (GET): ``write`` hands each verified block to the
   event loop through a queue of at most ``queued`` chunks (the worker waits
   when the client is slow); :meth:`BodyWriter.next` is the response side.
@@ -25,7 +26,7 @@ Example::
     >>> first = await writer.next()                                          # doctest: +SKIP
 
 Failures: a client that sends nothing for ``idle_timeout_s`` makes
-``readinto`` raise :class:`BodyTimeout` (408), one whose body grows past
+``readinto`` (or ``read_all``) raise :class:`BodyTimeout` (408), one whose body grows past
 ``limit`` bytes :class:`~casstor_ops.serve.status.BodyTooLarge` (413) (neither
 is an OSError, so the store does not take them for an unreadable source,
 and it commits nothing and releases its claims); a client that disconnects raises
@@ -89,14 +90,28 @@ class BodyReader(io.RawIOBase):
 
     def readinto(self, buffer: memoryview) -> int:
         while not self._pending and not self.eof:
-            self._pending = memoryview(self._next_chunk())
-            self._received += len(self._pending)
-            if self._limit is not None and self._received > self._limit:
-                raise BodyTooLarge(f"the body is longer than the server accepts ({self._limit} bytes)")
+            self._pending = memoryview(self._counted(self._next_chunk()))
         count = min(len(buffer), len(self._pending))
         buffer[:count] = self._pending[:count]
         self._pending = self._pending[count:]
         return count
+
+    def _counted(self, chunk: bytes) -> bytes:
+        self._received += len(chunk)
+        if self._limit is not None and self._received > self._limit:
+            raise BodyTooLarge(f"the body is longer than the server accepts ({self._limit} bytes)")
+        return chunk
+
+    async def read_all(self) -> bytes:
+        """The whole body, read on the event loop (for a small one: no hand-off to a worker per chunk); the same
+        timeout and limit as ``readinto``."""
+        chunks = []
+        while not self.eof:
+            try:
+                chunks.append(self._counted(await asyncio.wait_for(self._receive(), self._idle_timeout_s)))
+            except asyncio.TimeoutError:
+                raise BodyTimeout(f"the client sent nothing for {self._idle_timeout_s:.0f} s") from None
+        return b"".join(chunks)
 
     def _next_chunk(self) -> bytes:
         future = asyncio.run_coroutine_threadsafe(self._receive(), self._loop)

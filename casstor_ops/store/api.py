@@ -33,6 +33,7 @@ import stat
 import sys
 import unicodedata
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
@@ -266,6 +267,23 @@ class Store:
 
     def stat(self, file_id: str) -> FileInfo:
         return catalog.head(self.session, self._st, check_id(file_id))
+
+    def stat_async(self, file_id: str, done: Callable[[FileInfo | None, Exception | None], None]) -> None:
+        """:meth:`stat` without waiting: ``done(head, None)`` or ``done(None, error)`` is called once, on the
+        driver's thread (it must not block), e.g. to resolve an asyncio future with ``call_soon_threadsafe``.
+
+        Raises at once what :meth:`stat` raises before reading (a bad ID).
+        """
+        def answered(rows: list) -> None:
+            try:
+                head = catalog.head_of(file_id, rows[0] if rows else None)
+            except Exception as err:
+                done(None, err)
+                return
+            done(head, None)
+
+        future = self.session.execute_async(self._st.head, (check_id(file_id),), execution_profile=self._st.named_rows)
+        future.add_callbacks(answered, partial(done, None))
 
     def stats(self) -> StoreStats:
         return catalog.stats(self.session, self._st)

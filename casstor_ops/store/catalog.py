@@ -36,7 +36,11 @@ def _info(row) -> FileInfo:
 
 def head(session: Session, st: Statements, file_id: str) -> FileInfo:
     """The committed head of ``file_id``; NotFoundError if there is none."""
-    row = session.execute(st.head, (file_id,)).one()
+    return head_of(file_id, session.execute(st.head, (file_id,), execution_profile=st.named_rows).one())
+
+
+def head_of(file_id: str, row) -> FileInfo:
+    """The head of ``file_id`` from the row ``st.head`` read (None: no row, NotFoundError)."""
     if row is None:
         raise NotFoundError(f"no such file in the store: {file_id!r} (see 'casstor ls')")
     return _info(row)

@@ -12,7 +12,9 @@ settings (SERIAL on the window read, QUORUM on recording the settings)
 are set here, once.
 
 ``plain_rows`` is an execution profile returning rows as plain tuples
-(for the hot block reads and existence checks).
+(for the hot block reads and existence checks); ``named_rows`` one returning
+named tuples without the default factory's cost per result
+(:mod:`casstor_ops.cluster.row_types`; for the head reads, never for an LWT).
 
 Example::
 
@@ -34,6 +36,7 @@ from cassandra import ConsistencyLevel
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Session
 from cassandra.query import PreparedStatement, tuple_factory
 
+from casstor_ops.cluster.row_types import named_rows
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 
 
@@ -150,6 +153,9 @@ class Statements:
         # The session's profile with plain tuples for rows: the default named-tuple factory builds a
         # namedtuple class for every result, ~15 % of the driver thread's time in a restore (py-spy).
         self.plain_rows = session.execution_profile_clone_update(EXEC_PROFILE_DEFAULT, row_factory=tuple_factory)
+        # Named rows with one class per column list (the head reads). Not the default: the driver cannot tell
+        # an LWT's [applied] with a row factory of its own.
+        self.named_rows = session.execution_profile_clone_update(EXEC_PROFILE_DEFAULT, row_factory=named_rows)
 
     @classmethod
     def for_session(cls, session: Session) -> "Statements":

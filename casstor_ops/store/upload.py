@@ -13,6 +13,10 @@ the caller's thread:
   chunking continues (:mod:`casstor_ops.store.existence`);
 * a missing block is claimed, so of concurrent stores exactly one uploads it,
   and the others wait for its index row (:mod:`casstor_ops.store.claims`);
+  except a *lone small block*, the only block of a file no larger than the
+  chunker's minimum: it is uploaded unclaimed, because a claim's Paxos round
+  costs the node more than the duplicate upload of such a block it could
+  save (claims only save work: the same bytes land in the same row);
 * a claimed block's content is compressed and written, then its index row
   (:mod:`casstor_ops.store.block_uploads`), so ``new_blocks`` counts the
   blocks this store wrote;
@@ -111,9 +115,13 @@ class Upload:
         if len(self._to_check) >= self._checks.batch:
             self._send_check()
 
-    def _send_check(self) -> None:
+    def _send_check(self, claim: bool = True) -> None:
         hashes, self._to_check = self._to_check, []
-        self._checks.check(hashes, on_missing=self._claims.claim)
+        self._checks.check(hashes, on_missing=self._claims.claim if claim else self._upload_unclaimed)
+
+    def _upload_unclaimed(self, missing: list[bytes]) -> None:
+        for digest in missing:
+            self._uploads.upload(digest)
 
     def _settle(self) -> None:
         """Wait for every check, upload and index row submitted so far, and for blocks other writers claimed."""
@@ -164,8 +172,10 @@ class Upload:
         try:
             for segment in segments(reader, self._settings):
                 size += segment.fresh_bytes
-                if segment.last and not hashing:
+                if segment.last and not hashing:  # the whole file in one segment
                     self._take(segment, _block_hashes(segment.chunks))
+                    if self._is_lone_small_block(segment):
+                        self._send_check(claim=False)
                     continue
                 pool = pool or ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="casstor-hash")
                 hashing.append((segment, pool.submit(_block_hashes, segment.chunks)))
@@ -177,6 +187,10 @@ class Upload:
             if pool is not None:
                 pool.shutdown()
         return size
+
+    def _is_lone_small_block(self, segment: Segment) -> bool:
+        """The file is this one block, no larger than the chunker's minimum (see the module docstring)."""
+        return len(segment.chunks) == 1 and len(segment.chunks[0]) <= self._settings.chunk_min
 
     def _take_hashed(self, segment: Segment, digests: Future) -> None:
         self._take(segment, digests.result())

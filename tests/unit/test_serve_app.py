@@ -18,6 +18,7 @@ from cassandra.cluster import NoHostAvailable
 
 from casstor_ops.serve.app import Handlers, Policy, build_app
 from casstor_ops.serve.auth import Token
+from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.shared_lease import SharedLease
 
@@ -30,6 +31,9 @@ class _FailingStore:
 
     def stat(self, file_id: str):
         raise self.error
+
+    def stat_async(self, file_id: str, done) -> None:
+        done(None, self.error)  # as the driver's errback would
 
 
 METRICS_PORT = 9100
@@ -63,7 +67,8 @@ def make_handlers():
     def make(error: BaseException, token: Token | None = None, read_only: bool = False,
              **limits: object) -> Handlers:
         leases = SharedLease(session=None)  # no write reaches it: it never touches the session
-        handlers = Handlers(_FailingStore(error), leases, Policy(token, read_only, **limits), Metrics())
+        handlers = Handlers(_FailingStore(error), leases, Policy(token, read_only, **limits), Metrics(),
+                            ContentCache(0, 0))
         made.append((handlers, leases))
         return handlers
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from casstor_ops.serve.app import Handlers, Policy
+from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.head_locks import HeadLocks
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.shared_lease import SharedLease
@@ -106,9 +107,9 @@ def test_a_delete_never_lands_between_a_puts_check_and_its_head_write() -> None:
     """Injects a DELETE of a key while a PUT of it has passed its last precondition check but not yet written its
     head; checks the removal waits for the head write (before it, the PUT would bring the deleted file back)."""
     store, leases = _PausingStore(), SharedLease(session=None)  # no lease is taken: the store calls are direct
-    handlers = Handlers(store, leases, Policy(), Metrics())
+    handlers = Handlers(store, leases, Policy(), Metrics(), ContentCache(0, 0))
     try:
-        put = threading.Thread(target=handlers._put_body, args=(None, False, "k", None, None))
+        put = threading.Thread(target=handlers._put_body, args=(None, "k", None, None))
         put.start()
         assert store.checked.wait(10)
         delete = threading.Thread(target=handlers._remove, args=("k", None))
