@@ -59,7 +59,7 @@ from urllib.parse import quote
 from bench.common import MB, bench_session, publish, wait_for_quiet_nodes
 from bench.cpu import CpuMeter, process_tree
 from bench.raw_driver import ScratchTable
-from bench.serve_report import size_label
+from bench.serve_report import OPERATIONS, size_label
 from bench.wrk import WrkRun, run_wrk
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.launcher import LocalCluster
@@ -243,9 +243,8 @@ def _cpu(figures: dict, keys: tuple[str, ...]) -> str:
 def format_row(row: dict) -> str:
     """One (size, connections) point: HTTP and raw rates, latency, ratio, CPU ms per MB."""
     lines = []
-    for op in ("put", *GETS):
-        http, raw = row[op], row.get(f"raw_{op.split('_')[0]}")
-        label = "GET again" if op == "get_again" else op.upper()
+    for op, (label, reference) in OPERATIONS.items():
+        http, raw = row[op], row.get(reference)
         line = (f"  {size_label(row['size']):>7} c={row['connections']:<3} {label:<9} {http['per_s']:>8.1f} req/s "
                 f"{http['mb_per_s']:>7.2f} MB/s  p50 {http['p50_ms']:>7.1f} ms  p99 {http['p99_ms']:>7.1f} ms"
                 f"  CPU ms/MB server/wrk/node {_cpu(http, ('server_ms_per_mb', 'client_ms_per_mb', 'node_ms_per_mb'))}")

@@ -101,11 +101,8 @@ class Metrics:
             for c, status in enumerate(STATUS_CLASSES):
                 value = self._total(_REQUESTS + m * len(STATUS_CLASSES) + c)
                 lines.append(f'casstor_serve_requests_total{{method="{method}",status="{status}"}} {_number(value)}')
-        for name, index, what in [("received", _BYTES_IN, "Request body bytes received."),
-                                  ("sent", _BYTES_OUT, "Response body bytes sent.")]:
-            lines += [f"# HELP casstor_serve_{name}_bytes_total {what}",
-                      f"# TYPE casstor_serve_{name}_bytes_total counter",
-                      f"casstor_serve_{name}_bytes_total {_number(self._total(index))}"]
+        lines += self._counter("casstor_serve_received_bytes_total", _BYTES_IN, "Request body bytes received.")
+        lines += self._counter("casstor_serve_sent_bytes_total", _BYTES_OUT, "Response body bytes sent.")
         lines += ["# HELP casstor_serve_request_duration_seconds From a request's arrival to its last byte sent.",
                   "# TYPE casstor_serve_request_duration_seconds histogram"]
         for m, method in enumerate(METHODS):
@@ -114,14 +111,17 @@ class Metrics:
                   "# TYPE casstor_serve_errors_total counter"]
         lines += [f'casstor_serve_errors_total{{kind="{kind}"}} {_number(self._total(_ERRORS + k))}'
                   for k, kind in enumerate(KINDS)]
-        for name, index, what in [("hits", _CACHE, "GETs of a small file answered from the content cache."),
-                                  ("misses", _CACHE + 1, "GETs of a small file that read its content.")]:
-            lines += [f"# HELP casstor_serve_cache_{name}_total {what}",
-                      f"# TYPE casstor_serve_cache_{name}_total counter",
-                      f"casstor_serve_cache_{name}_total {_number(self._total(index))}"]
+        lines += self._counter("casstor_serve_cache_hits_total", _CACHE,
+                               "GETs of a small file answered from the content cache.")
+        lines += self._counter("casstor_serve_cache_misses_total", _CACHE + 1,
+                               "GETs of a small file that read its content.")
         lines += ["# HELP casstor_serve_workers Worker processes serving requests.",
                   "# TYPE casstor_serve_workers gauge", f"casstor_serve_workers {self._workers}"]
         return "\n".join(lines) + "\n"
+
+    def _counter(self, name: str, index: int, what: str) -> list[str]:
+        """One unlabelled counter: its help, its type and its value."""
+        return [f"# HELP {name} {what}", f"# TYPE {name} counter", f"{name} {_number(self._total(index))}"]
 
     def _histogram(self, m: int, method: str) -> list[str]:
         base = _HISTOGRAM + m * (len(BUCKETS_S) + 1)
