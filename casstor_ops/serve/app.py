@@ -278,34 +278,25 @@ class Handlers:
         return StreamingResponse(self._rest(writer, first, key), status_code=status, headers=headers)
 
     async def _stat(self, key: str) -> FileInfo:
-        """The head of ``key``, read without a worker thread: the driver's answer resolves a future of this loop."""
-        loop = asyncio.get_running_loop()
-        answer = loop.create_future()
-
-        def done(head: FileInfo | None, error: Exception | None) -> None:
-            try:
-                loop.call_soon_threadsafe(_resolve, answer, head, error)
-            except RuntimeError:  # the loop closed meanwhile (the server stopped): nobody waits for it
-                pass
-
-        self._store.stat_async(key, done)
-        return await answer
+        """The head of ``key``, read without a worker thread."""
+        return await _answered(partial(self._store.stat_async, key))
 
     async def _small_content(self, head: FileInfo) -> bytes:
         """The whole content of the small file ``head`` names, every block and the file hash checked: from the
-        cache, or read on a worker thread and kept."""
+        cache, else read on the driver's callbacks, else (any doubt there) on a worker thread; then kept."""
         content = self._cache.get(head.hash)
         self.recorder.cache(content is not None)
         if content is None:
-            content = await self._run(self._reads, self._read_whole, head)
+            content = await _answered(lambda done: self._store.read_small_async(head, partial(done, error=None)))
+            if content is None:
+                content = await self._run(self._reads, self._read_whole, head)
+            self._cache.put(head.hash, content)
         return content
 
     def _read_whole(self, head: FileInfo) -> bytes:
         out = io.BytesIO()
         self._store.read(head, out)
-        content = out.getvalue()
-        self._cache.put(head.hash, content)
-        return content
+        return out.getvalue()
 
     async def _rest(self, writer: BodyWriter, first: bytes | None, key: str) -> AsyncIterator[bytes]:
         """The response body: ``first``, then the worker's chunks until its end."""
@@ -337,13 +328,29 @@ class Handlers:
         return PlainTextResponse(f"{_one_line(err)}\n", status.code, _retry_after(status))
 
 
-def _resolve(answer: asyncio.Future, head: FileInfo | None, error: Exception | None) -> None:
+async def _answered(start: Callable[[Callable[[T | None, Exception | None], None]], None]) -> T:
+    """What ``start(done)`` answers through ``done(value, error)``, called once on the driver's thread: it
+    resolves a future of this loop, so no worker thread waits for the driver."""
+    loop = asyncio.get_running_loop()
+    answer = loop.create_future()
+
+    def done(value: T | None, error: Exception | None) -> None:
+        try:
+            loop.call_soon_threadsafe(_resolve, answer, value, error)
+        except RuntimeError:  # the loop closed meanwhile (the server stopped): nobody waits for it
+            pass
+
+    start(done)
+    return await answer
+
+
+def _resolve(answer: asyncio.Future, value: object, error: Exception | None) -> None:
     if answer.cancelled():
         return
     if error is not None:
         answer.set_exception(error)
     else:
-        answer.set_result(head)
+        answer.set_result(value)
 
 
 class _CutShort(Exception):

@@ -25,7 +25,8 @@ Vocabulary (used with one meaning everywhere in casstor):
 
 Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
 (the two pipelines; the store's parts are :mod:`.existence`, :mod:`.claims`,
-:mod:`.block_uploads` and :mod:`.commit`), :mod:`.codec`, :mod:`.statements`
+:mod:`.block_uploads` and :mod:`.commit`), :mod:`.small_read` (a small
+version's content read on the driver's callbacks), :mod:`.codec`, :mod:`.statements`
 (every prepared CQL statement), :mod:`.schema` (tables and recorded
 settings), the tree modules (:mod:`.source_listing`, :mod:`.path_ids`,
 :mod:`.tree_files`, :mod:`.tree`), and their helpers.

@@ -49,6 +49,7 @@ from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult, StoreResult, StoreStats
 from casstor_ops.store.restore import Restore, restore_to_path
 from casstor_ops.store.schema import StoreSettings, require_settings
+from casstor_ops.store.small_read import SmallRead
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import Upload
 
@@ -284,6 +285,19 @@ class Store:
 
         future = self.session.execute_async(self._st.head, (check_id(file_id),), execution_profile=self._st.named_rows)
         future.add_callbacks(answered, partial(done, None))
+
+    def read_small_async(self, head: FileInfo, done: Callable[[bytes | None], None]) -> None:
+        """The content of the small version ``head`` names (from :meth:`stat`), read without waiting:
+        ``done(content)`` once every block and the file hash checked out, or ``done(None)`` at the first doubt
+        (anything missing, damaged or failed, or more than ``MAX_BLOCKS`` blocks); then read it with :meth:`read`,
+        which tells a change from corruption. ``done`` is called once, on the driver's thread: it must not block
+        (:mod:`casstor_ops.store.small_read`).
+
+        Example::
+
+            >>> store.read_small_async(store.stat("a.txt"), print)   # doctest: +SKIP
+        """
+        SmallRead(self.session, self._st, head, done).start()
 
     def stats(self) -> StoreStats:
         return catalog.stats(self.session, self._st)

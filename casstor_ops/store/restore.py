@@ -77,7 +77,7 @@ VERIFY_THREADS = 2
 SYNC_EVERY_BYTES = 32 * 1024 * 1024
 
 
-def _decoded(blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> list[bytes] | tuple[int, bytes, str]:
+def checked_blocks(blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> list[bytes] | tuple[int, bytes, str]:
     """The checked plaintexts of ``(codec, stored content, hash, offset, size)`` blocks, in order; or ``(offset,
     hash, what is wrong)`` of the first that does not decode to its size or does not match its hash."""
     plain = []
@@ -166,9 +166,9 @@ class Restore:
         """The decoding and checking of one read's blocks: one task per read, not per block (it decompresses, and
         zstd releases the GIL, and hashes); done here when one read holds the whole file."""
         if self._verifier is not None:
-            return self._verifier.submit(_decoded, blocks)
+            return self._verifier.submit(checked_blocks, blocks)
         done: Future = Future()
-        done.set_result(_decoded(blocks))
+        done.set_result(checked_blocks(blocks))
         return done
 
     def _send_group(self) -> None:
