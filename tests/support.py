@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator, Protocol, TypeVar
 
 from casstor_ops.cluster.launcher import ClusterPorts
+from casstor_ops.store.keyspaces import DATA_KS
 from casstor_ops.store.schema import StoreSettings
 
 # CASSTOR_TEST_PORT_OFFSET lets several test sessions run side by side on one machine.
@@ -101,3 +102,10 @@ def stop_process(process: subprocess.Popen, timeout: float = 30) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def flip_block(cql, digest: bytes) -> None:
+    """Flip the lowest bit of the first stored byte of block ``digest`` (a damaged block, as a node returns it)."""
+    content = cql.execute(cql.prepare(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?"), (digest,)).one().content
+    cql.execute(cql.prepare(f"UPDATE {DATA_KS}.blocks SET content = ? WHERE hash = ?"),
+                (bytes([content[0] ^ 1]) + content[1:], digest))

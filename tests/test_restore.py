@@ -12,6 +12,8 @@ from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.api import Store
 from casstor_ops.store.restore import Restore, restore_to_path
 
+from .support import flip_block
+
 
 @pytest.fixture()
 def store(cql):
@@ -46,9 +48,7 @@ def test_deleted_block_fails_fast_and_leaves_nothing(store, cql, tmp_path):
 def test_altered_block_content_is_detected(store, cql, tmp_path):
     _stored(store, "damaged/altered")
     victim = _nth_block(cql, "damaged/altered", 2)
-    row = cql.execute(cql.prepare(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?"), (victim.hash,)).one()
-    flipped = bytes([row.content[0] ^ 1]) + row.content[1:]
-    cql.execute(cql.prepare(f"UPDATE {DATA_KS}.blocks SET content = ? WHERE hash = ?"), (flipped, victim.hash))
+    flip_block(cql, victim.hash)
     with pytest.raises(CorruptionError, match="does not match its hash"):
         store.restore("damaged/altered", tmp_path / "out")
     assert list(tmp_path.iterdir()) == []

@@ -31,7 +31,7 @@ from casstor_ops.store.reclaim_window import OFFLINE, clear_window, open_window
 from casstor_ops.store.schema import read_settings
 
 from .serve_support import PartialPut, Server, block_hashes, curl, orphan_claims, until, until_no_writer
-from .support import CASSTOR
+from .support import CASSTOR, flip_block
 
 LEASE_REUSE_S = 3
 MB = 1_000_000
@@ -165,10 +165,7 @@ def _damage_block(cql, key: str, middle: bool) -> None:
     version = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.files WHERE id = ?"), (key,)).one().version
     hashes = [row.hash for row in cql.execute(
         cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"), (key, version))]
-    victim = hashes[len(hashes) // 2 if middle else 0]
-    content = cql.execute(cql.prepare(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?"), (victim,)).one().content
-    cql.execute(cql.prepare(f"UPDATE {DATA_KS}.blocks SET content = ? WHERE hash = ?"),
-                (bytes([content[0] ^ 1]) + content[1:], victim))
+    flip_block(cql, hashes[len(hashes) // 2 if middle else 0])
 
 
 def test_a_damaged_first_block_is_502_before_any_byte(server: Server, cql) -> None:

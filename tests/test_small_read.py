@@ -19,6 +19,8 @@ from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.records import FileInfo
 
+from .support import flip_block
+
 
 def _read_small(store: Store, head: FileInfo) -> bytes | None:
     """What ``read_small_async`` answers (within 10 s: it must answer once)."""
@@ -50,10 +52,7 @@ def test_an_empty_file_is_left_to_the_careful_path(cql) -> None:
 
 
 def _flip_first_block(cql, head: FileInfo) -> None:
-    victim = _hashes(cql, head)[0]
-    content = cql.execute(cql.prepare(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?"), (victim,)).one().content
-    cql.execute(cql.prepare(f"UPDATE {DATA_KS}.blocks SET content = ? WHERE hash = ?"),
-                (bytes([content[0] ^ 1]) + content[1:], victim))
+    flip_block(cql, _hashes(cql, head)[0])
 
 
 def _lose_first_block(cql, head: FileInfo) -> None:

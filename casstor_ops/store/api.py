@@ -49,7 +49,7 @@ from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult, StoreResult, StoreStats
 from casstor_ops.store.restore import Restore, restore_to_path
 from casstor_ops.store.schema import StoreSettings, require_settings
-from casstor_ops.store.small_read import SmallRead
+from casstor_ops.store.small_read import Answer, SmallRead
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import Upload
 
@@ -286,7 +286,7 @@ class Store:
         future = self.session.execute_async(self._st.head, (check_id(file_id),), execution_profile=self._st.named_rows)
         future.add_callbacks(answered, partial(done, None))
 
-    def read_small_async(self, head: FileInfo, done: Callable[[bytes | None], None]) -> None:
+    def read_small_async(self, head: FileInfo, done: Answer) -> None:
         """The content of the small version ``head`` names (from :meth:`stat`), read without waiting:
         ``done(content)`` once every block and the file hash checked out, or ``done(None)`` at the first doubt
         (anything missing, damaged or failed, or more than ``MAX_BLOCKS`` blocks); then read it with :meth:`read`,

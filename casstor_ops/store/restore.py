@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from cassandra.cluster import Session
+from cassandra.query import PreparedStatement
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.errors import CasstorError, CorruptionError, FileChangedError
@@ -90,6 +91,15 @@ def checked_blocks(blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> l
             return offset, digest, "does not match its hash"
         plain.append(content)
     return plain
+
+
+def blocks_read(st: Statements, hashes: list[bytes]) -> tuple[PreparedStatement, tuple]:
+    """The statement and parameters that read the distinct blocks ``hashes``: by key for one (a single-key read
+    is routed to a replica, token aware), ``IN ?`` for several. Example: ``blocks_read(st, [h])`` is
+    ``(st.read_block, (h,))``."""
+    if len(hashes) == 1:
+        return st.read_block, (hashes[0],)
+    return st.read_blocks, (hashes, len(hashes))
 
 
 def default_blocks_per_read(head: FileInfo) -> int:
@@ -173,11 +183,9 @@ class Restore:
 
     def _send_group(self) -> None:
         group, self._group = self._group, []
-        if len(group) == 1:  # a single-key read is routed to a replica (token aware)
-            self._window.submit(self._st.read_block, (group[0][0],), partial(self._fetched, group))
-        elif group:
-            self._window.submit(self._st.read_blocks, ([g[0] for g in group], len(group)),
-                                partial(self._fetched, group))
+        if group:
+            statement, params = blocks_read(self._st, [g[0] for g in group])
+            self._window.submit(statement, params, partial(self._fetched, group))
 
     def _request(self, index: int, digest: bytes, offset: int, size: int) -> None:
         if digest in self._recent:

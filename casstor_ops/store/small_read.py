@@ -35,7 +35,7 @@ from cassandra.cluster import Session
 
 from casstor_ops.store.hashing import file_hash
 from casstor_ops.store.records import FileInfo
-from casstor_ops.store.restore import BLOCKS_PER_READ, checked_blocks
+from casstor_ops.store.restore import BLOCKS_PER_READ, blocks_read, checked_blocks
 from casstor_ops.store.statements import Statements
 
 MAX_BLOCKS = BLOCKS_PER_READ  # a version read this way has at most this many blocks: its blocks are one read
@@ -52,9 +52,9 @@ class SmallRead:
         self._st = statements
         self._head = head
         self._done = done
-        # Prepared here (once per session), in the caller's thread: preparing in a handler would wait for the
-        # driver's thread it runs on.
-        self._read_one, self._read_many = statements.read_block, statements.read_blocks
+        # Prepared now (once per session), in the caller's thread: a statement first used in a handler would be
+        # prepared there, waiting for the driver's thread that handler runs on.
+        statements.read_block, statements.read_blocks
 
     def start(self) -> None:
         """Send the block list's read; ``done`` is called once, later, on the driver's thread."""
@@ -82,11 +82,8 @@ class SmallRead:
         head = self._head
         if len(rows) != head.blocks or sum(size for _, _, size in rows) != head.size:
             return None
-        distinct = list(dict.fromkeys(digest for _, digest, _ in rows))
-        if len(distinct) == 1:
-            self._send(self._read_one, (distinct[0],), lambda found: self._fetched(rows, found))
-        else:
-            self._send(self._read_many, (distinct, len(distinct)), lambda found: self._fetched(rows, found))
+        statement, params = blocks_read(self._st, list(dict.fromkeys(digest for _, digest, _ in rows)))
+        self._send(statement, params, lambda found: self._fetched(rows, found))
         return _SENT
 
     def _fetched(self, rows: list, found: list) -> bytes | None:
