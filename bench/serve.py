@@ -10,9 +10,11 @@ For each body size (default 4 KB, 64 KB, 1 MB) and number of connections
    committed, twice: the first run finds the server's content cache
    empty, the second (*GET again*) finds what the first read; the cache's
    hits and misses of each are read from ``/metrics``;
-3. **raw reference**: the same number of bodies of the same size (capped,
-   ``RAW_MAX_BODIES`` / ``RAW_MAX_BYTES``) written to and read (random
-   keys) from a one-row-per-key table by the Python driver, C requests in
+3. **raw reference**: the same number of bodies of the same size, so the
+   same bytes, written to a one-row-per-key table (each its own key; their
+   content drawn from ``RAW_MAX_BYTES`` of random bodies held in memory),
+   then as many reads of random keys of them as the GETs did (at most
+   ``RAW_MAX_READS``), by the Python driver, C requests in
    flight (:class:`bench.raw_driver.ScratchTable`, through the store's
    request window, which waits out libev's ``ConnectionBusy`` at 20 x 1 MB
    in flight where the driver's ``execute_concurrent`` fails), no HTTP.
@@ -27,6 +29,10 @@ block (``new_bytes == 0``).
     .venv/bin/python -m bench.serve [--sizes 4096 65536 1048576] [--connections 20] [--seconds 30]
                                     [--workers N] [--access-log] [--cache-mb MIB] [--no-raw] [--smoke]
                                     [--output PATH]
+
+The store is the environment's as it was made: one made with ``casstor init
+--inline-max 65536`` keeps the 4 and 64 KiB bodies inline (one write a PUT,
+one read a GET; ``docs/schema.md``), and the report's first line says which.
 
 ``--workers``, ``--access-log`` and ``--cache-mb`` are passed to the server
 (to measure what they cost or bring). The bench's keys are removed at the end (their
@@ -70,8 +76,11 @@ from casstor_ops.store.leases import WriterLease
 
 RESULTS = Path("bench/results/serve.json")
 KB = 1024
-RAW_MAX_BODIES = 5000
-RAW_MAX_BYTES = 200 * MB
+# The raw writes are as many as the PUTs, so they write as long and as much as HTTP did (flushes and compactions
+# included): a capped burst that fits in the node's memtables measured the node at its best (until 2026-11-25, the
+# writes were capped at 5,000 bodies and these 200 MB: ~1 s at 64 KiB against 10 s of PUTs).
+RAW_MAX_BYTES = 200 * MB  # distinct random bodies held in memory; the writes cycle through them
+RAW_MAX_READS = 50_000
 DEDUP_BYTES = 1024 * 1024
 
 
@@ -172,17 +181,19 @@ class Sweep:
         return row
 
     def _raw(self, size: int, connections: int, puts: int, gets: int) -> dict:
-        """The same bodies (as many as wrk did, capped) through the driver alone, ``connections`` in flight."""
-        count = max(1, min(puts, RAW_MAX_BODIES, RAW_MAX_BYTES // size))
-        blocks = [(hashlib.blake2b(os.urandom(16), digest_size=32).digest(), os.urandom(size)) for _ in range(count)]
+        """As many bodies of ``size`` as wrk PUT (the same bytes), then as many reads as it GOT (capped), through the
+        driver alone, ``connections`` in flight."""
+        bodies = [os.urandom(size) for _ in range(max(1, min(puts, RAW_MAX_BYTES // size)))]
+        blocks = [(hashlib.blake2b(os.urandom(16), digest_size=32).digest(), bodies[n % len(bodies)])
+                  for n in range(max(1, puts))]
         wait_for_quiet_nodes(self.session)
         with self.nodes.measure() as put_cost:
             put_s = self.scratch.write(blocks, connections, retry_busy=True)
-        wanted = [random.choice(blocks)[0] for _ in range(max(1, min(gets, RAW_MAX_BODIES, RAW_MAX_BYTES // size)))]
+        wanted = [random.choice(blocks)[0] for _ in range(max(1, min(gets, RAW_MAX_READS)))]
         wait_for_quiet_nodes(self.session)
         with self.nodes.measure() as get_cost:
             get_s = self.scratch.read(wanted, connections, retry_busy=True)
-        return {"raw_put": _figures(None, count, put_s, size, put_cost),
+        return {"raw_put": _figures(None, len(blocks), put_s, size, put_cost),
                 "raw_get": _figures(None, len(wanted), get_s, size, get_cost)}
 
     def dedup_check(self) -> dict:
@@ -233,7 +244,8 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
         if code != 0:
             raise CasstorError(f"casstor serve exited with {code}: {server_log[-500:]}")
     return {"config": asdict(config), "client": "wrk 4.1 -t 1 (Lua scripts bench/wrk/)", "rows": rows,
-            "dedup": dedup, "keys_removed": removed, "seconds": round(time.monotonic() - started, 1)}
+            "dedup": dedup, "keys_removed": removed, "inline_max": sweep.store.settings.inline_max,
+            "seconds": round(time.monotonic() - started, 1)}
 
 
 def _cpu(figures: dict, keys: tuple[str, ...]) -> str:
@@ -260,9 +272,11 @@ def format_row(row: dict) -> str:
 def format_report(results: dict) -> str:
     config = results["config"]
     dedup = results["dedup"]
+    inline = results.get("inline_max", 0)
     head = (f"casstor serve under {results['client']}, {config['seconds']:g} s a run, {config['workers']} worker(s), "
-            f"access log {'on' if config['access_log'] else 'off'}; raw = the Python driver on a one-row-per-key "
-            f"table at the same concurrency (1 MB = 10^6 bytes)")
+            f"access log {'on' if config['access_log'] else 'off'}, "
+            f"{f'files up to {inline} bytes inline' if inline else 'no inline files'}; raw = the Python driver on "
+            f"a one-row-per-key table at the same concurrency (1 MB = 10^6 bytes)")
     check = (f"dedup: a second PUT of the same {size_label(dedup['bytes'])} body under another key uploaded "
              f"{dedup['second_new_bytes']} new bytes (the first: {dedup['first_new_bytes']})")
     return "\n".join([head, *(format_row(row) for row in results["rows"]), check])

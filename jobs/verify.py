@@ -1,12 +1,12 @@
 """``spark-submit jobs/verify.py [--repair-index] [--json FILE]``: check every block, block list and index row.
 
 Re-hashes every block (bit rot), resolves every committed version's block
-list, and compares the index (``existing_blocks``) with the blocks both
+list (or decodes and hashes an inline file's content), and compares the index (``existing_blocks``) with the blocks both
 ways; ``--repair-index`` rewrites or deletes exactly the index rows that
 differ (see :mod:`casstor_ops.ops.verify`). Prints counts per problem kind.
 
 Exit status: 0 clean (or only index problems, all repaired), 3 corruption
-(corrupt or missing blocks, broken block lists) or index rows left wrong,
+(corrupt or missing blocks, broken block lists, damaged inline files) or index rows left wrong,
 5 ``--repair-index`` during a reclaim window, 1 other errors.
 
 Example::

@@ -19,9 +19,13 @@ from casstor_ops.cluster.connection import connect
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import init_store
+from casstor_ops.store.statements import Statements
 
-from .support import SESSION_SETTINGS, TEST_PORTS, THREE_NODE_PORTS
+from .support import INLINE_MAX, SESSION_SETTINGS, TEST_PORTS, THREE_NODE_PORTS
 
+# Every table a test may fill (emptied by ``empty_store``).
+_TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_claims"), (META_KS, "files"),
+           (META_KS, "file_blocks"), (META_KS, "maintenance"), (META_KS, "writer_leases")]
 
 
 @pytest.fixture(scope="session")
@@ -60,11 +64,22 @@ def cql(local_cluster: LocalCluster):
 @pytest.fixture()
 def empty_store(cql):
     """The test store with every table emptied (for tests that assert store-wide totals)."""
-    for ks, table in [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_claims"),
-                      (META_KS, "files"), (META_KS, "file_blocks"), (META_KS, "maintenance"),
-                      (META_KS, "writer_leases")]:
+    for ks, table in _TABLES:
         cql.execute(f"TRUNCATE {ks}.{table}")
     return cql
+
+
+@pytest.fixture()
+def inline_store(empty_store):
+    """The emptied test store keeping files of up to ``INLINE_MAX`` bytes inline; emptied again, and without
+    inline files, after the test. (A real store fixes ``inline_max`` at init: the test store's row is changed
+    under it, so a Store made in the test reads it.)"""
+    st = Statements.for_session(empty_store)
+    empty_store.execute(st.write_setting, ("inline_max", str(INLINE_MAX)))
+    yield empty_store
+    empty_store.execute(st.write_setting, ("inline_max", "0"))
+    for ks, table in _TABLES:
+        empty_store.execute(f"TRUNCATE {ks}.{table}")
 
 
 @pytest.fixture(scope="session")

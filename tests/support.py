@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Iterator, Protocol, TypeVar
 
 from casstor_ops.cluster.launcher import ClusterPorts
-from casstor_ops.store.keyspaces import DATA_KS
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import StoreSettings
 
 # CASSTOR_TEST_PORT_OFFSET lets several test sessions run side by side on one machine.
@@ -25,6 +26,7 @@ SPARK_WEBUI_PORT = 18080 + _OFFSET  # the master's; worker i uses SPARK_WEBUI_PO
 # The session store's chunk sizes: the defaults before 64/192/1024 KiB. The tests' files of a few hundred KB span
 # several blocks with them, as their cases need, and the store stands for one made before the default changed.
 SESSION_SETTINGS = StoreSettings(chunk_min=16 * 1024, chunk_avg=48 * 1024, chunk_max=256 * 1024)
+INLINE_MAX = SESSION_SETTINGS.chunk_min  # the inline_store fixture's: files of 1 B to 16 KiB are kept inline
 CASSTOR = [sys.executable, "-m", "casstor_ops.cli.main"]
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -109,3 +111,22 @@ def flip_block(cql, digest: bytes) -> None:
     content = cql.execute(cql.prepare(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?"), (digest,)).one().content
     cql.execute(cql.prepare(f"UPDATE {DATA_KS}.blocks SET content = ? WHERE hash = ?"),
                 (bytes([content[0] ^ 1]) + content[1:], digest))
+
+
+def flip_inline(cql, file_id: str) -> None:
+    """Flip the lowest bit of the first stored byte of inline file ``file_id``'s content, in its head row."""
+    content = cql.execute(cql.prepare(f"SELECT content FROM {META_KS}.files WHERE id = ?"), (file_id,)).one().content
+    cql.execute(cql.prepare(f"UPDATE {META_KS}.files SET content = ? WHERE id = ?"),
+                (bytes([content[0] ^ 1]) + content[1:], file_id))
+
+
+def put(store, file_id: str, data: bytes) -> None:
+    """Store ``data`` under ``file_id``."""
+    store.put(io.BytesIO(data), file_id)
+
+
+def restored(store, file_id: str) -> bytes:
+    """The content a restore of ``file_id`` writes."""
+    out = io.BytesIO()
+    store.restore(file_id, out)
+    return out.getvalue()

@@ -16,10 +16,10 @@ from casstor_ops.errors import EXIT_CORRUPT, EXIT_NOT_INITIALISED, CasstorError,
 from casstor_ops.store.api import Store
 from casstor_ops.store.codec import DEFAULT_COMPRESSION
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.schema import init_store, require_settings, set_compression
+from casstor_ops.store.schema import SCHEMA_VERSION, init_store, require_settings, set_compression
 from casstor_ops.store.statements import Statements
 
-from .support import run_casstor
+from .support import restored, run_casstor
 
 
 def _text(seed: int, size: int) -> bytes:
@@ -40,12 +40,6 @@ def _codecs(cql, store: Store, file_id: str) -> list[str | None]:
     return [cql.execute(read, (h,)).one().codec for h in hashes]
 
 
-def _restored(store: Store, file_id: str) -> bytes:
-    out = io.BytesIO()
-    store.restore(file_id, out)
-    return out.getvalue()
-
-
 @contextlib.contextmanager
 def _compression(cql, spec: str) -> Iterator[None]:
     """The test store with ``spec`` for new blocks; the default again afterwards (other tests share the store)."""
@@ -63,7 +57,7 @@ def test_compressed_and_raw_blocks_round_trip_and_count_as_stored(empty_store) -
     results = [store.put(io.BytesIO(text), "c/text"), store.put(io.BytesIO(noise), "c/noise")]
     assert set(_codecs(empty_store, store, "c/text")) == {"zstd"}
     assert set(_codecs(empty_store, store, "c/noise")) == {None}
-    assert _restored(store, "c/text") == text and _restored(store, "c/noise") == noise
+    assert restored(store, "c/text") == text and restored(store, "c/noise") == noise
     totals = store.stats()
     assert totals.unique_bytes == len(text) + len(noise) == sum(r.new_bytes for r in results)
     assert totals.stored_bytes == sum(r.new_stored_bytes for r in results)
@@ -88,8 +82,8 @@ def test_a_store_switched_from_none_to_zstd_mixes_blocks(cql) -> None:
     assert None in codecs and "zstd" in codecs and codecs.index("zstd") > 0
     both = first + second
     switched.put(io.BytesIO(both), "mixed/both")
-    assert _restored(store, "mixed/v1") == first and _restored(store, "mixed/v2") == second
-    assert _restored(store, "mixed/both") == both
+    assert restored(store, "mixed/v1") == first and restored(store, "mixed/v2") == second
+    assert restored(store, "mixed/both") == both
 
 
 @pytest.mark.parametrize("payload", [
@@ -123,8 +117,8 @@ def test_a_damaged_compressed_block_fails_the_restore_with_exit_3_and_no_dest(cq
 
 def test_a_schema_2_store_is_upgraded_by_init_and_keeps_storing_raw(cql) -> None:
     """Injects the settings of a store made before compression (schema_version 2, no compression row); checks a
-    store refuses it with "run 'casstor init'" (exit 9), init upgrades it to schema 3 without turning compression
-    on, and `casstor init --compression zstd:3` switches it."""
+    store refuses it with "run 'casstor init'" (exit 9), init upgrades it to the current schema without turning
+    compression on, and `casstor init --compression zstd:3` switches it."""
     st = Statements.for_session(cql)
     delete = cql.prepare(f"DELETE FROM {META_KS}.settings WHERE name = ?")
     try:
@@ -134,14 +128,14 @@ def test_a_schema_2_store_is_upgraded_by_init_and_keeps_storing_raw(cql) -> None
             Store(cql)
         assert refused.value.exit_code == EXIT_NOT_INITIALISED
         upgraded = init_store(cql)
-        assert (upgraded.schema_version, upgraded.compression) == (3, "none")
+        assert (upgraded.schema_version, upgraded.compression) == (SCHEMA_VERSION, "none")
         text = _text(6, 500_000)
         Store(cql).put(io.BytesIO(text), "upgraded/raw")
         assert set(_codecs(cql, Store(cql), "upgraded/raw")) == {None}
         proc = run_casstor("init", "--compression", "zstd:3")
         assert proc.returncode == 0 and b"new blocks compressed zstd:3" in proc.stdout, proc.stderr
         assert require_settings(cql).compression == "zstd:3"
-        assert _restored(Store(cql), "upgraded/raw") == text
+        assert restored(Store(cql), "upgraded/raw") == text
     finally:
         set_compression(cql, DEFAULT_COMPRESSION)
 

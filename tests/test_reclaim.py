@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import random
 import re
 import threading
@@ -21,7 +20,7 @@ from casstor_ops.store.api import Store
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.statements import Statements
 
-from .support import run_casstor, spark_submit
+from .support import put, restored, run_casstor, spark_submit
 
 KiB = 1024
 
@@ -30,16 +29,6 @@ KiB = 1024
 def store(empty_store):
     yield Store(empty_store)
     set_commit_bound(empty_store, DEFAULT_COMMIT_BOUND_S)
-
-
-def put(store: Store, file_id: str, data: bytes) -> None:
-    store.put(io.BytesIO(data), file_id)
-
-
-def restored(store: Store, file_id: str) -> bytes:
-    out = io.BytesIO()
-    store.restore(file_id, out)
-    return out.getvalue()
 
 
 def index_rows(cql) -> dict[bytes, int]:

@@ -53,8 +53,8 @@ def test_finds_each_problem_and_repairs_only_the_index(empty_store, spark, tmp_p
 
     found = verify(spark)
     assert found.problems == {"corrupt_blocks": 1, "missing_blocks": 1, "broken_block_lists": 2,
-                              "index_without_block": 1, "index_of_corrupt_block": 1, "block_without_index": 1,
-                              "index_size_mismatch": 1}
+                              "corrupt_inline_files": 0, "index_without_block": 1, "index_of_corrupt_block": 1,
+                              "block_without_index": 1, "index_size_mismatch": 1}
     assert found.examples["corrupt_blocks"] == [rot.hex()] and found.examples["missing_blocks"] == [lost.hex()]
     assert found.examples["block_without_index"] == [unindexed.hex()]
     assert sorted(found.examples["broken_block_lists"]) == ["v/broken", "v/swapped"]
@@ -72,7 +72,7 @@ def test_finds_each_problem_and_repairs_only_the_index(empty_store, spark, tmp_p
     assert code == EXIT_CORRUPT, output
     after = json.loads(report.read_text())
     assert after["problems"] == {"corrupt_blocks": 1, "missing_blocks": 1, "broken_block_lists": 2,
-                                 **{kind: 0 for kind in INDEX}}
+                                 "corrupt_inline_files": 0, **{kind: 0 for kind in INDEX}}
     assert after["exit_code"] == EXIT_CORRUPT and "CORRUPTION" in output and "Traceback" not in output
     sizes = dict(cql.execute(f"SELECT hash, size FROM {DATA_KS}.existing_blocks"))
     assert rot not in sizes and lost not in sizes and sizes[unindexed] > 0 and sizes[resized] > 7
@@ -109,17 +109,17 @@ def test_reclaim_is_refused_while_a_repair_runs(empty_store, spark, monkeypatch)
     real_verify = verify_module._verify
     refused: list[MaintenanceError] = []
 
-    def reclaim_meanwhile(spark, endpoint, repair):
+    def reclaim_meanwhile(spark, endpoint, repair, *more):
         def repair_during_the_wait(message: str) -> None:
             if message.startswith("waiting") and "for stores" in message:
-                report.append(real_verify(spark, endpoint, repair))
+                report.append(real_verify(spark, endpoint, repair, *more))
 
         report: list = []
         try:
             reclaim(spark, cql, online=True, log=repair_during_the_wait)
         except MaintenanceError as err:
             refused.append(err)
-        return report[0] if report else real_verify(spark, endpoint, repair)
+        return report[0] if report else real_verify(spark, endpoint, repair, *more)
 
     monkeypatch.setattr(verify_module, "_verify", reclaim_meanwhile)
     try:

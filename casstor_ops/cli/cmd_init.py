@@ -21,7 +21,7 @@ def _init(args: argparse.Namespace) -> int:
     # Bad arguments are reported before anything is started or connected.
     data, meta = _replication(args.data_rf, args.data_dc), _replication(args.meta_rf, args.meta_dc)
     compression = BlockCodec.parse(args.compression).spec if args.compression else None
-    sizes = {name: getattr(args, name) for name in CHUNK_LIMITS if getattr(args, name) is not None}
+    sizes = {name: getattr(args, name) for name in (*CHUNK_LIMITS, "inline_max") if getattr(args, name) is not None}
     # No size given: a new store gets the defaults, an existing one keeps its own (init_store).
     wanted = StoreSettings(**sizes, compression=compression or DEFAULT_COMPRESSION) if sizes else None
     session = connect()
@@ -33,7 +33,8 @@ def _init(args: argparse.Namespace) -> int:
             print(f"{ks}: {replication_map(session, ks)}")
         print(f"store settings: hash {settings.hash}, chunker {settings.chunker} "
               f"min/avg/max {settings.chunk_min}/{settings.chunk_avg}/{settings.chunk_max}, "
-              f"schema v{settings.schema_version}, new blocks compressed {settings.compression}")
+              f"schema v{settings.schema_version}, new blocks compressed {settings.compression}, "
+              f"{f'files up to {settings.inline_max} bytes inline' if settings.inline_max else 'no inline files'}")
     finally:
         session.cluster.shutdown()
     return 0
@@ -54,4 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compression", metavar="zstd:LEVEL|none",
                    help=f"how new blocks are stored (default for a new store: {DEFAULT_COMPRESSION}; an existing "
                         "store keeps its own unless given; stored blocks never change)")
+    p.add_argument("--inline-max", type=int, metavar="BYTES",
+                   help="keep files of 1 to BYTES bytes (at most the chunk minimum) in their head row: one write "
+                        "to store, one read to restore, but never deduplicated (default 0: none; fixed when the "
+                        "store is made, see docs/schema.md)")
     p.set_defaults(func=_init)

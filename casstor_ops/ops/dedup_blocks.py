@@ -17,12 +17,23 @@ Columns of :func:`block_facts` (one row per block stored or referenced):
 * ``first_ms`` / ``first_id``: the earliest head that names it, by
   ``committed_at`` (Unix ms), ties broken by the smaller file ID;
 * ``stored_bytes``: what the index says the block takes, after compression
-  (its raw size for an index row without a stored size; 0 when not stored).
+  (its raw size for an index row without a stored size; 0 when not stored);
+* ``blocks``: 1 (a block).
+
+Inline files (:mod:`casstor_ops.store.inline`) name no block, but their
+content is stored bytes all the same. :func:`inline_facts` gives each one a
+row of the same shape with ``blocks`` 0: content stored once (``indexed``,
+its ``stored_size``) and named once, by its own file alone (``refs`` 1,
+``lo`` = ``hi`` its prefix, ``first_*`` its head), never shared, since every
+version of every ID keeps its own copy. Aggregates of bytes over facts and
+those rows together count it exactly once, where its file is; aggregates of
+blocks count ``blocks``, or leave those rows out.
 
 Example::
 
     >>> facts = block_facts(spark, head_references(spark, depth=2))     # doctest: +SKIP
     >>> facts.where("lo = hi").groupBy("lo").sum("stored_bytes")         # doctest: +SKIP
+    >>> contents = facts.unionByName(inline_facts(files, depth=2))      # doctest: +SKIP
 
 Lazy like :mod:`casstor_ops.spark.references`: Cassandra is read, and its
 errors surface, when an action runs.
@@ -33,7 +44,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from casstor_ops.spark.references import block_inventory, head_block_lists, referenced_blocks, stored_blocks
+from casstor_ops.spark.references import (block_inventory, head_block_lists, is_inline, referenced_blocks,
+                                          stored_blocks)
 
 ROOT_PREFIX = "(top level)"
 
@@ -66,7 +78,18 @@ def block_facts(spark: SparkSession, references: DataFrame) -> DataFrame:
     stored = F.when(F.col("indexed"), F.coalesce("stored_size", "size")).otherwise(F.lit(0)).cast("long")
     return inventory.select("hash", "size", "stored_size", "indexed", "refs", "ref_size", "lo", "hi",
                             F.col("first.ms").alias("first_ms"), F.col("first.id").alias("first_id"),
-                            stored.alias("stored_bytes"))
+                            stored.alias("stored_bytes"), F.lit(1).alias("blocks"))
+
+
+def inline_facts(files: DataFrame, depth: int) -> DataFrame:
+    """Rows shaped like :func:`block_facts`'s for the inline files among ``files`` (heads with ``id``, ``size``,
+    ``blocks``, ``stored_size``, ``committed_ms``): each one's content, exclusive to it (module docstring)."""
+    prefix = prefix_of(depth)
+    return files.where(is_inline()).select(
+        F.lit(None).cast("binary").alias("hash"), "size", "stored_size", F.lit(True).alias("indexed"),
+        F.lit(1).cast("long").alias("refs"), F.col("size").alias("ref_size"), prefix.alias("lo"), prefix.alias("hi"),
+        F.col("committed_ms").alias("first_ms"), F.col("id").alias("first_id"),
+        F.coalesce("stored_size", F.lit(0)).cast("long").alias("stored_bytes"), F.lit(0).alias("blocks"))
 
 
 def long_sum(column: str | Column, name: str) -> Column:

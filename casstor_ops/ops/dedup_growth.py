@@ -12,8 +12,14 @@ first store), and each block it names at the earliest head that names it
 * ``unique_blocks``, ``unique_bytes``, ``stored_bytes``: the distinct blocks
   those heads name (raw, and as stored after compression).
 
-The last row equals the report's heads and referenced blocks (garbage is
-not in it; a missing block counts in ``unique_bytes`` with 0 stored bytes).
+An inline file's content (:mod:`casstor_ops.store.inline`) counts as data
+its own head brought: in ``unique_bytes`` and ``stored_bytes`` at its
+commit, in its prefix's ``new_bytes`` and ``new_stored_bytes``; it is no
+block, so never in ``unique_blocks`` or ``new_blocks``.
+
+The last row equals the report's heads and referenced blocks, plus the
+inline files' content (garbage is not in it; a missing block counts in
+``unique_bytes`` with 0 stored bytes).
 A file overwritten yesterday with mostly old blocks moves to yesterday with
 its logical bytes, while its old blocks stay where their earliest head is:
 the curves show when today's data was first committed, not the store's size
@@ -34,7 +40,7 @@ Example::
 
     >>> bin_width_ms(0, 3_600_000)          # an hour of commits: 1-minute bins
     60000
-    >>> growth_tables(files, facts)          # doctest: +SKIP
+    >>> growth_tables(files, contents)       # doctest: +SKIP
 
 Lazy Spark plans until each ``collect``; Cassandra errors surface there.
 """
@@ -75,18 +81,20 @@ def _utc(ms: pd.Series) -> pd.Series:
     return pd.to_datetime(ms.astype("int64"), unit="ms", utc=True)
 
 
-def growth_tables(files: DataFrame, facts: DataFrame) -> dict[str, pd.DataFrame]:
+def growth_tables(files: DataFrame, contents: DataFrame) -> dict[str, pd.DataFrame]:
     """``growth``, ``new_bytes_by_prefix`` and ``new_bytes_over_time`` (module docstring).
 
-    ``files`` are the heads with ``committed_ms`` (Unix ms), ``facts`` the
-    per-block facts; empty tables for a store without heads.
+    ``files`` are the heads with ``committed_ms`` (Unix ms), ``contents`` the
+    per-block facts with the inline files' rows (``blocks`` 0:
+    :func:`~casstor_ops.ops.dedup_blocks.inline_facts`); empty tables for a
+    store without heads.
     """
     span = files.agg(F.min("committed_ms").alias("first"), F.max("committed_ms").alias("last")).first()
     if span.first is None:
         return {name: pd.DataFrame(columns=COLUMNS[name])
                 for name in ("growth", "new_bytes_by_prefix", "new_bytes_over_time")}
     width = bin_width_ms(span.first, span.last)
-    referenced = facts.where(F.col("refs").isNotNull())
+    referenced = contents.where(F.col("refs").isNotNull())
     growth = _growth(files, referenced, width)
     by_prefix = _new_bytes_by_prefix(files, referenced)
     return {"growth": growth[COLUMNS["growth"]], "new_bytes_by_prefix": by_prefix,
@@ -103,7 +111,7 @@ def _growth(files: DataFrame, referenced: DataFrame, width: int) -> pd.DataFrame
                    .agg(F.count(F.lit(1)).alias("files"), long_sum("size", "logical_bytes")).collect(),
                    ["bin", "files", "logical_bytes"]).sort_values("bin").set_index("bin")
     blocks = _frame(referenced.groupBy(_bin("first_ms", width))
-                    .agg(F.count(F.lit(1)).alias("unique_blocks"), long_sum("ref_size", "unique_bytes"),
+                    .agg(long_sum("blocks", "unique_blocks"), long_sum("ref_size", "unique_bytes"),
                          long_sum("stored_bytes", "stored_bytes")).collect(),
                     ["bin", "unique_blocks", "unique_bytes", "stored_bytes"]).set_index("bin")
     # A block's first head is a head, so every bin of ``blocks`` has heads; reindex keeps int64 (exact).
@@ -117,7 +125,7 @@ def _new_bytes_by_prefix(files: DataFrame, referenced: DataFrame) -> pd.DataFram
         F.min("committed_ms").alias("first_commit"), F.max("committed_ms").alias("last_commit"))
     counts = ["new_blocks", "new_bytes", "new_stored_bytes"]
     per_blocks = referenced.groupBy(prefix_of(1, "first_id").alias("prefix")).agg(
-        F.count(F.lit(1)).alias(counts[0]), long_sum("ref_size", counts[1]), long_sum("stored_bytes", counts[2]))
+        long_sum("blocks", counts[0]), long_sum("ref_size", counts[1]), long_sum("stored_bytes", counts[2]))
     # A prefix whose heads brought no block first has none: 0, in Spark, so pandas keeps int64.
     joined = per_files.join(per_blocks, "prefix", "left").fillna(0, subset=counts)
     table = _frame(joined.collect(), COLUMNS["new_bytes_by_prefix"])

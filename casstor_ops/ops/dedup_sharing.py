@@ -9,27 +9,30 @@ at depth N (each file in exactly one group: at depth 2, ``a`` holds the files
 directly in ``a/``, ``a/b`` those below ``a/b/``), with
 
 * ``files``, ``logical_bytes``: the group's heads and the sum of their sizes;
-* ``unique_blocks``, ``unique_bytes``: the distinct blocks its heads name;
+* ``unique_blocks``, ``unique_bytes``: the distinct blocks its heads name
+  (and, bytes only, its inline files' content);
 * ``exclusive_blocks``, ``exclusive_bytes``, ``exclusive_stored_bytes``: those
   named by no head outside the group: what removing the group's files and a
   reclaim would free (``exclusive_stored_bytes``: as stored, after
-  compression; a block that is missing frees nothing stored);
+  compression; a block that is missing frees nothing stored). An inline
+  file's content is exclusive to its group: its bytes count here, as no block
+  (removing the file frees it, no reclaim needed);
 * ``shared_bytes`` = ``unique_bytes - exclusive_bytes``: blocks the group
   names that heads elsewhere name too (they stay after the removal).
 
 Superseded versions, removed files and stores in progress name nothing
 here: only heads count, as for reclaim. Sorted by what removal would free.
 
-``sharing``: referenced blocks by their number of references (a block
-named twice by one file counts twice), in classes 1, 2, 3-4, 5-8, ...
-(``min_refs``-``max_refs``, powers of two), with their ``bytes`` (once
-each), ``stored_bytes``, ``references`` and ``saved_bytes`` = the sum of
+``sharing``: referenced blocks (blocks only: no inline file) by their number
+of references (a block named twice by one file counts twice), in classes 1, 2,
+3-4, 5-8, ... (``min_refs``-``max_refs``, powers of two), with their ``bytes``
+(once each), ``stored_bytes``, ``references`` and ``saved_bytes`` = the sum of
 ``(refs - 1) x size``: what dedup saved in that class. The classes'
 ``saved_bytes`` add up to the referenced blocks' logical minus unique bytes.
 
 Example::
 
-    >>> prefix_table(files, references, facts, depth=1).head(3)   # doctest: +SKIP
+    >>> prefix_table(files, references, contents, depth=1).head(3)   # doctest: +SKIP
     >>> class_label(3)
     '5-8'
 
@@ -46,16 +49,18 @@ from casstor_ops.ops.dedup_blocks import long_sum, prefix_of
 from casstor_ops.ops.dedup_report import COLUMNS
 
 
-def prefix_table(files: DataFrame, references: DataFrame, facts: DataFrame, depth: int) -> pd.DataFrame:
-    """The ``prefixes`` table (module docstring) of the heads ``files`` at ``depth``."""
+def prefix_table(files: DataFrame, references: DataFrame, contents: DataFrame, depth: int) -> pd.DataFrame:
+    """The ``prefixes`` table (module docstring) of the heads ``files`` at ``depth``; ``contents`` are the block
+    facts with the inline files' rows (:func:`~casstor_ops.ops.dedup_blocks.inline_facts`)."""
     per_files = files.groupBy(prefix_of(depth).alias("prefix")).agg(
         F.count(F.lit(1)).alias("files"), long_sum("size", "logical_bytes"))
     per_blocks = (references.select("prefix", "hash", "size").distinct().groupBy("prefix")
                   .agg(F.count(F.lit(1)).alias("unique_blocks"), long_sum("size", "unique_bytes")))
-    exclusive = (facts.where(F.col("refs").isNotNull() & (F.col("lo") == F.col("hi")))
+    exclusive = (contents.where(F.col("refs").isNotNull() & (F.col("lo") == F.col("hi")))
                  .groupBy(F.col("lo").alias("prefix"))
-                 .agg(F.count(F.lit(1)).alias("exclusive_blocks"), long_sum("ref_size", "exclusive_bytes"),
-                      long_sum("stored_bytes", "exclusive_stored_bytes")))
+                 .agg(long_sum("blocks", "exclusive_blocks"), long_sum("ref_size", "exclusive_bytes"),
+                      long_sum("stored_bytes", "exclusive_stored_bytes"),
+                      long_sum(F.when(F.col("blocks") == 0, F.col("ref_size")), "inline_bytes")))
     rows = per_files.join(per_blocks, "prefix", "left").join(exclusive, "prefix", "left").collect()
     table = pd.DataFrame([_prefix_row(r.asDict()) for r in rows], columns=COLUMNS["prefixes"])
     return table.sort_values(["exclusive_stored_bytes", "logical_bytes", "prefix"],
@@ -65,6 +70,7 @@ def prefix_table(files: DataFrame, references: DataFrame, facts: DataFrame, dept
 def _prefix_row(row: dict) -> dict:
     # A prefix whose heads name no block (empty files) has no row in the block aggregates.
     row = {k: (0 if v is None else v) for k, v in row.items()}
+    row["unique_bytes"] += row.pop("inline_bytes")  # exclusive, so never shared_bytes
     return {**row, "shared_bytes": row["unique_bytes"] - row["exclusive_bytes"],
             "dedup_ratio": round(row["logical_bytes"] / row["unique_bytes"], 3) if row["unique_bytes"] else 1.0}
 

@@ -9,12 +9,27 @@ Every byte total is summed as a 64-bit integer: ``existing_blocks`` and
 ``file_blocks`` keep sizes in ``int`` columns, and a sum in that type
 overflows past 2 GiB (the first prototype printed a negative total).
 
+Inline files (:mod:`casstor_ops.store.inline`: a small file's content in its
+head row, no block list) follow one rule everywhere: **an inline file's
+content is stored bytes exclusive to that file**, never shared (every
+version of every ID keeps its own copy) and **never a block**. So it counts,
+once per file, in every byte figure of stored data (``unique_bytes`` its
+size, ``stored_bytes`` its ``stored_size``, as ``casstor stats``), in its
+prefix's unique and exclusive bytes (removing the file frees it) and in the
+growth and new bytes at its own head's commit and prefix; and in no block
+figure (``unique_blocks``, ``referenced_*``, ``block_references``, garbage,
+missing, the ``sharing`` classes, ``block_sizes``, ``most_shared_blocks``,
+``exclusive_blocks``, ``new_blocks``). A store of inline files only has
+every block figure 0 and a dedup ratio of 1.0 (its unique bytes are its
+logical bytes): :func:`~casstor_ops.ops.dedup_blocks.inline_facts`.
+
 Totals (``DedupReport.totals``):
 
 * ``files``: committed files (heads); ``logical_bytes``: the sum of their sizes;
-* ``unique_blocks`` / ``unique_bytes``: the index rows, i.e. what is stored once (after dedup);
+* ``unique_blocks`` / ``unique_bytes``: the index rows, i.e. what is stored once (after dedup),
+  and (bytes only) the inline files' sizes;
 * ``stored_bytes``: those blocks as kept (after compression; a block indexed
-  without its stored size counts as raw);
+  without its stored size counts as raw), and the inline files' stored sizes;
 * ``dedup_ratio`` = logical / unique bytes, ``compression_ratio`` = unique /
   stored bytes (1.0 for an empty store, as ``casstor stats``);
 * ``referenced_blocks`` / ``referenced_bytes`` / ``block_references``: distinct
@@ -54,11 +69,11 @@ from pyspark.sql import functions as F
 
 from casstor_ops.cluster.connection import connect, endpoint_from_env
 from casstor_ops.errors import CasstorError
-from casstor_ops.ops.dedup_blocks import block_facts, count_if, head_references, long_sum
+from casstor_ops.ops.dedup_blocks import block_facts, count_if, head_references, inline_facts, long_sum
 from casstor_ops.ops.dedup_growth import growth_tables
 from casstor_ops.ops.dedup_report import COLUMNS, DedupReport
 from casstor_ops.ops.dedup_sharing import prefix_table, sharing_table
-from casstor_ops.spark.references import is_garbage, is_missing, stale_block_lists
+from casstor_ops.spark.references import is_garbage, is_inline, is_missing, stale_block_lists
 from casstor_ops.spark.session import read_table
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.records import StoreStats
@@ -77,7 +92,9 @@ def store_settings() -> StoreSettings:
 
 
 def _totals(spark: SparkSession, files: DataFrame, facts: DataFrame) -> dict:
-    f = files.agg(F.count(F.lit(1)).alias("n"), long_sum("size", "size")).first()
+    f = files.agg(F.count(F.lit(1)).alias("n"), long_sum("size", "size"),
+                  long_sum(F.when(is_inline(), F.col("size")), "inline_bytes"),
+                  long_sum(F.when(is_inline(), F.col("stored_size")), "inline_stored")).first()
     indexed, referenced = F.coalesce(F.col("indexed"), F.lit(False)), F.col("refs").isNotNull()
     b = facts.agg(
         count_if(indexed, "unique_blocks"), long_sum(F.when(indexed, F.col("size")), "unique_bytes"),
@@ -88,7 +105,8 @@ def _totals(spark: SparkSession, files: DataFrame, facts: DataFrame) -> dict:
         count_if(is_missing(), "missing_blocks")).first().asDict()
     non_heads = stale_block_lists(spark, datetime.now(timezone.utc)).count()
     # The same figures, and the same ratio, as the driver-side ``casstor stats``.
-    core = StoreStats(f.n, f.size, b.pop("unique_blocks"), b.pop("unique_bytes"), b.pop("stored_bytes"))
+    core = StoreStats(f.n, f.size, b.pop("unique_blocks"), b.pop("unique_bytes") + f.inline_bytes,
+                      b.pop("stored_bytes") + f.inline_stored)
     return {**core.as_dict(), **b, "non_head_block_lists": non_heads}
 
 
@@ -130,13 +148,16 @@ def compute(spark: SparkSession, top: int = 20, depth: int = 1, largest: int = 2
     settings = settings or store_settings()
     # Each is read by several aggregations: scan the tables once.
     files = (read_table(spark, META_KS, "files")
-             .select("id", "size", "blocks", F.unix_millis("committed_at").alias("committed_ms")).persist())
+             .select("id", "size", "blocks", "stored_size", F.unix_millis("committed_at").alias("committed_ms"))
+             .persist())
     references = head_references(spark, depth).persist()
     facts = block_facts(spark, references).persist()
+    # Blocks and inline files' content: for the figures of stored bytes by owner (module docstring).
+    contents = facts.unionByName(inline_facts(files, depth))
     try:
         totals = _totals(spark, files, facts)
-        tables = {"prefixes": prefix_table(files, references, facts, depth), "sharing": sharing_table(facts),
-                  **growth_tables(files, facts),
+        tables = {"prefixes": prefix_table(files, references, contents, depth), "sharing": sharing_table(facts),
+                  **growth_tables(files, contents),
                   "block_sizes": _block_sizes(facts, max(1, settings.chunk_max // HISTOGRAM_BINS)),
                   "most_shared_blocks": _most_shared(facts, top), "largest_files": _largest_files(files, largest)}
     finally:

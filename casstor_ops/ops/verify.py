@@ -1,4 +1,4 @@
-"""fsck for the store: re-hash every block, resolve every committed block list, diff the index.
+"""fsck for the store: re-hash every block, resolve every committed block list and inline file, diff the index.
 
 Shaped like Cassandra's row-level repair: find exactly the rows that
 differ, then fix only those. :func:`verify` reads the blob table through
@@ -22,6 +22,11 @@ Corruption (exit :data:`~casstor_ops.errors.EXIT_CORRUPT`, never repaired here):
   file hash (:func:`~casstor_ops.store.hashing.file_hash`: a row altered, lost
   or reordered), checked without reading a block. A version's list is
   gathered in one executor (~40 bytes a block: 25 MB for a 30 GB file).
+  An inline head (``blocks`` 0, a size over 0) has no list: it is checked as below;
+* ``corrupt_inline_files``: inline heads (:mod:`casstor_ops.store.inline`)
+  whose content is absent, does not decode to the head's size, or does not
+  hash to its file hash. The content is in the head row and nowhere else:
+  there is no other copy in the store to repair it from.
 
 Index (``existing_blocks`` vs ``blocks``; fixed by ``repair_index``):
 
@@ -84,14 +89,15 @@ from casstor_ops.errors import EXIT_CORRUPT
 from casstor_ops.spark.executor_store import store_for
 from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.inline import plaintext
 from casstor_ops.store.reclaim_window import RepairWindow
-from casstor_ops.spark.references import block_rows, head_block_lists, missing_blocks, referenced_blocks, stored_blocks
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.records import InlineContent
+from casstor_ops.spark.references import (block_rows, head_block_lists, heads_with_content, is_inline, missing_blocks,
+                                          referenced_blocks, stored_blocks)
 from casstor_ops.store.schema import require_settings
-from casstor_ops.spark.session import read_table
 from casstor_ops.store.statements import Statements
 
-CORRUPTION = ("corrupt_blocks", "missing_blocks", "broken_block_lists")
+CORRUPTION = ("corrupt_blocks", "missing_blocks", "broken_block_lists", "corrupt_inline_files")
 INDEX = ("index_without_block", "index_of_corrupt_block", "block_without_index", "index_size_mismatch")
 EXAMPLES = 5
 
@@ -162,6 +168,17 @@ def is_intact(key: bytes, size: int | None, codec: str | None, content: bytes | 
     return _plain_digest(codec, content, size) == key
 
 
+def inline_problem(size: int | None, digest: bytes | None, codec: str | None, content: bytes | None) -> str | None:
+    """What is wrong with an inline head's content (:func:`casstor_ops.store.inline.plaintext`); None: intact.
+
+    Run in the executors twice: over the scanned heads (a Python UDF) and on the point re-read that confirms one.
+    """
+    if content is None:
+        return "it has no content"
+    found = plaintext(size or 0, bytes(digest or b""), InlineContent(codec, bytes(content)))
+    return found if isinstance(found, str) else None
+
+
 def block_status(spark: SparkSession) -> DataFrame:
     """``(hash, size, length, stored, intact)`` per block row: content decoded and re-hashed in the executors (a
     Python UDF). ``length`` is the plaintext's (the size, for an intact block; null for a damaged one),
@@ -195,7 +212,7 @@ def _nulls(**types: str) -> list[F.Column]:
     return [F.lit(None).cast(t).alias(name) for name, t in types.items()]
 
 
-def _candidates(spark: SparkSession, status: DataFrame) -> DataFrame:
+def _candidates(spark: SparkSession, status: DataFrame, inline_max: int) -> DataFrame:
     # Index rows and block rows side by side per hash: a union and a group-by, not a full outer join
     # (the connector's direct join rewrote one into a right join that lost the index side's columns).
     index = stored_blocks(spark).select("hash", F.col("size").cast("long").alias("index_size"),
@@ -208,8 +225,12 @@ def _candidates(spark: SparkSession, status: DataFrame) -> DataFrame:
     lists = (head_block_lists(spark).groupBy("id", "version")
              .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("size").cast("long")).alias("bytes"),
                   F.sort_array(F.collect_list(F.struct("block_offset", "hash"))).alias("entries")))
-    heads = read_table(spark, META_KS, "files").select("id", "version", "size", "blocks", "hash")
-    broken = heads.join(lists, ["id", "version"], "left").where(
+    heads = heads_with_content(spark, inline_max)
+    # An inline head has no list: its content is checked instead (decoded and hashed in a Python UDF).
+    problem = F.udf(inline_problem, T.StringType())
+    corrupt_inline = heads.where(is_inline()).where(problem("size", "hash", "codec", "content").isNotNull())
+    broken = heads.where(~is_inline()).select("id", "version", "size", "blocks", "hash").join(
+        lists, ["id", "version"], "left").where(
         (F.coalesce("n", F.lit(0)) != F.coalesce("blocks", F.lit(0)))
         | (F.coalesce("bytes", F.lit(0)) != F.coalesce("size", F.lit(0)))
         | ~_list_hash("entries").eqNullSafe(F.col("hash")))
@@ -221,6 +242,7 @@ def _candidates(spark: SparkSession, status: DataFrame) -> DataFrame:
     index_diffs = both.select(kind.alias("kind"), "hash", "length", "stored").where(F.col("kind").isNotNull())
     return (_as_candidates("missing_blocks", missing_blocks(status, referenced_blocks(spark)))
             .unionByName(_as_candidates("broken_block_lists", broken))
+            .unionByName(_as_candidates("corrupt_inline_files", corrupt_inline))
             .unionByName(_as_candidates(None, index_diffs)))
 
 
@@ -243,17 +265,29 @@ class _Checks:
     def _block(self, key: bytes):
         return self.session.execute(self.st.block_row, (key,)).one()
 
-    def _list_differs(self, row) -> bool:
+    def _same_head(self, row):
+        """``row``'s head re-read, or None when it was overwritten or removed since the scan (then its old list
+        or content is not a head's any more: nothing to report)."""
         head = self.session.execute(self.st.head, (row.id,)).one()
-        if head is None or str(head.version) != row.version:
-            return False  # overwritten or removed since the scan: the old list is not a head's any more
+        return head if head is not None and str(head.version) == row.version else None
+
+    def _list_differs(self, row) -> bool:
+        head = self._same_head(row)
+        if head is None:
+            return False
         rows = list(self.session.execute(self.st.file_blocks, (row.id, uuid.UUID(row.version))))
         return ((len(rows), sum(r.size for r in rows)) != (head.blocks or 0, head.size or 0)
                 or file_hash(r.hash for r in rows) != head.hash)
 
+    def _inline_differs(self, row) -> bool:
+        head = self._same_head(row)
+        return head is not None and inline_problem(head.size, head.hash, head.codec, head.content) is not None
+
     def still_differs(self, row) -> bool:
         if row.kind == "broken_block_lists":
             return self._list_differs(row)
+        if row.kind == "corrupt_inline_files":
+            return self._inline_differs(row)
         key = bytes(row.hash)
         if row.kind == "missing_blocks":
             return self._block(key) is None
@@ -316,21 +350,21 @@ def verify(spark: SparkSession, repair_index: bool = False, endpoint: Endpoint |
     endpoint = endpoint or endpoint_from_env()
     session = connect(endpoint, start=False)
     try:
-        require_settings(session)
+        inline_max = require_settings(session).inline_max
         with RepairWindow(session) if repair_index else contextlib.nullcontext():
-            return _verify(spark, endpoint, repair_index)
+            return _verify(spark, endpoint, repair_index, inline_max)
     finally:
         session.cluster.shutdown()
 
 
-def _verify(spark: SparkSession, endpoint: Endpoint, repair: bool) -> VerifyReport:
+def _verify(spark: SparkSession, endpoint: Endpoint, repair: bool, inline_max: int) -> VerifyReport:
     # The blob table is read once: everything after this uses the persisted status.
     status = block_status(spark).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         checked = status.agg(F.count(F.lit(1)).alias("n"), F.sum("length").alias("bytes"),
                              F.sum((~F.col("intact")).cast("long")).alias("corrupt")).first()
         corrupt = status.where(~F.col("intact"))
-        candidates = _candidates(spark, status)
+        candidates = _candidates(spark, status, inline_max)
         merged = _merge(candidates.rdd.mapPartitions(_confirm(endpoint, repair)).collect())
         problems = {kind: merged.get(kind, [0])[0] for kind in (*CORRUPTION, *INDEX)}
         problems["corrupt_blocks"] = checked.corrupt or 0

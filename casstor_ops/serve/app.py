@@ -32,6 +32,11 @@ such a file is answered in one piece, its content read whole by one worker
 call (no per-chunk hand-offs between the worker and the event loop) and
 kept in the :mod:`.content_cache` by its file hash, so the next GET of that
 content reads only the head.
+In a store that keeps small files inline (:mod:`casstor_ops.store.inline`),
+an unconditional PUT of one is committed on the driver's callbacks too: one
+head write, no worker thread (``Store.put_inline_async``), when the lease and
+the key's lock can be had without waiting; else, or when that write fails,
+the worker thread stores it as any other.
 Writes borrow the server's shared writer lease (:mod:`.shared_lease`). A
 PUT's preconditions are checked before its body is read (a stale ETag costs
 no upload) and again just before its head write, under the key's
@@ -222,9 +227,27 @@ class Handlers:
             result = await self._run(self._writes, self._write, partial(self._put_body, reader, key, condition))
         else:
             async with self._small_bodies:
-                source = io.BytesIO(await reader.read_all())
-                result = await self._run(self._writes, self._write, partial(self._put_body, source, key, condition))
+                body = await reader.read_all()
+                result = await self._put_inline(body, key) if condition is None else None
+                if result is None:
+                    result = await self._run(self._writes, self._write,
+                                             partial(self._put_body, io.BytesIO(body), key, condition))
         return JSONResponse(result.as_dict(), headers={"etag": etag(result.hash)})
+
+    async def _put_inline(self, body: bytes, key: str) -> StoreResult | None:
+        """An unconditional PUT of a file the store keeps inline, committed on the driver's callbacks: one head
+        write, no worker thread. None when it is not such a file, when the lease or the key's lock cannot be
+        had without waiting, or when the write failed: then the worker thread stores it, which waits for both,
+        retries, and gives the status that applies."""
+        if not self._store.keeps_inline(len(body)):
+            return None
+        with self._leases.hold_if_fresh() as lease, self.head_locks.turn(key) as turn:
+            if lease is None or not turn.take_now():
+                return None
+            try:
+                return await _answered(partial(self._store.put_inline_async, body, key, lease))
+            except Exception:  # noqa: BLE001 - raised at once (a lapsed lease) or answered: the careful path decides
+                return None
 
     def _put_body(self, source: BinaryIO, key: str, condition: WritePrecondition | None,
                   lease: WriterLease) -> StoreResult:

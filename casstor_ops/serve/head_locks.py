@@ -46,6 +46,11 @@ class Turn:
         self._entry = entry
         self.held = False
 
+    def take_now(self) -> bool:
+        """Take the key's lock if it is free (True), never waiting (for a write on the event loop)."""
+        self.held = self._entry.lock.acquire(blocking=False)
+        return self.held
+
     def then(self, check: Callable[[], None]) -> Callable[[], None]:
         """A ``before_commit`` hook: take the key's lock, then run ``check``."""
         def hook() -> None:

@@ -152,8 +152,9 @@ def _serve_worker(options: ServeOptions, sockets: list[socket.socket], metrics: 
     with _handlers(options, metrics, worker) as handlers:
         metrics_port = sockets[1].getsockname()[1] if len(sockets) > 1 else None
         app = observed(build_app(handlers, metrics_port), handlers.recorder, options.access_log)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=GRACE_S, ssl_certfile=options.cert,
+        # uvloop and httptools (compiled): 1.25x the rate of asyncio and h11 at 64 KiB (docs/serve.md).
+        config = uvicorn.Config(app, loop="uvloop", http="httptools", log_level="warning", access_log=False,
+                                lifespan="off", timeout_graceful_shutdown=GRACE_S, ssl_certfile=options.cert,
                                 ssl_keyfile=options.key)
         run_until_stopped(uvicorn.Server(config), sockets, ready)
 

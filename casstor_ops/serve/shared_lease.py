@@ -12,7 +12,9 @@ has passed. So an offline reclaim, which opens the window and waits until
 no lease is left, waits at most ``reuse_s`` plus the longest write in
 progress, and writes that start after that are refused (503). The reuse
 only ever shortens what a lease protects, never lengthens it: each lease is
-still a full writer lease with its heartbeat and fence.
+still a full writer lease with its heartbeat and fence. A write on the event
+loop borrows one with :meth:`SharedLease.hold_if_fresh`, which never waits
+for one to be taken (it answers None instead).
 
 Example::
 
@@ -74,13 +76,22 @@ class SharedLease:
     @contextlib.contextmanager
     def hold(self) -> Iterator[WriterLease]:
         """A live writer lease for one write (taken now if the current one is too old or there is none)."""
-        # Taking a lease is a few round trips; under the lock, so concurrent writes take one, not one each.
-        with self._lock:
-            if not self._fresh(self._current):
-                self._retire()
-                self._current = _Lent(WriterLease(self._session, LEASE_KIND).__enter__())
-            lent = self._current
-            lent.holders += 1
+        with self._lend(take=True) as lease:
+            yield lease
+
+    @contextlib.contextmanager
+    def hold_if_fresh(self) -> Iterator[WriterLease | None]:
+        """The current lease for one write if it may still be lent, else None; never waits for one to be taken
+        (for a write on the event loop, which then goes to a worker thread instead)."""
+        with self._lend(take=False) as lease:
+            yield lease
+
+    @contextlib.contextmanager
+    def _lend(self, take: bool) -> Iterator[WriterLease | None]:
+        lent = self._borrow(take)
+        if lent is None:
+            yield None
+            return
         try:
             yield lent.lease
         finally:
@@ -88,6 +99,23 @@ class SharedLease:
                 lent.holders -= 1
                 if lent is not self._current and lent.holders == 0:
                     _give_up(lent)
+
+    def _borrow(self, take: bool) -> _Lent | None:
+        """The lease to lend, counted as held; None, without waiting, when ``take`` is false and none is fresh or
+        another write is taking one."""
+        # Taking a lease is a few round trips; under the lock, so concurrent writes take one, not one each.
+        if not self._lock.acquire(blocking=take):
+            return None
+        try:
+            if not self._fresh(self._current):
+                if not take:
+                    return None
+                self._retire()
+                self._current = _Lent(WriterLease(self._session, LEASE_KIND).__enter__())
+            self._current.holders += 1
+            return self._current
+        finally:
+            self._lock.release()
 
     def _retire(self) -> None:
         """Stop lending the current lease; give it up now unless a write still holds it (then the last one does)."""

@@ -6,6 +6,10 @@ index), ``files`` (heads) and ``file_blocks`` (block lists). The blob table
 small pages (a full-page scan of 64 KiB blobs ran a node out of memory).
 
 * a *head* is a file's committed version (``files.id, files.version``);
+* an *inline* head (``blocks`` 0, a size over 0: :mod:`casstor_ops.store.inline`)
+  keeps its content in its head row: it has no block list and names no
+  block, so it makes no block referenced, missing or kept, and no list of
+  it is ever stale (reclaim neither frees nor needs anything of it);
 * a block is *referenced* when the block list of some head names it;
 * *stored* blocks are the index rows; *garbage* = stored - referenced;
   *missing* = referenced - stored (a corruption, or an index row lost
@@ -42,6 +46,10 @@ from casstor_ops.spark.session import read_table
 # 1 MiB blocks, and ~20 MiB of typical ones, on the node that serves it.
 BLOB_SCAN_PAGE_ROWS = 64
 
+# A page of head rows with content is at most this many bytes of inline content (as the blob pages' 64 MiB).
+HEAD_PAGE_BYTES = 64 << 20
+HEAD_PAGE_MAX_ROWS = 1000  # the connector's default page: heads without content are small rows
+
 # A version-1 UUID counts 100 ns intervals since 1582-10-15; this is that
 # count at the Unix epoch.
 _UUID_EPOCH_OFFSET = 0x01B21DD213814000
@@ -60,6 +68,24 @@ def version_millis(column: str = "version") -> F.Column:
 def heads(spark: SparkSession, *extra: str) -> DataFrame:
     """``(id, version, *extra)`` of every committed file (``extra``: other columns of ``files``)."""
     return read_table(spark, META_KS, "files").select("id", "version", *extra)
+
+
+def is_inline() -> F.Column:
+    """On heads with ``blocks`` and ``size``: an inline file (content in its head row, no block list)."""
+    return (F.coalesce(F.col("blocks"), F.lit(0)) == 0) & (F.coalesce(F.col("size"), F.lit(0)) > 0)
+
+
+def heads_with_content(spark: SparkSession, inline_max: int) -> DataFrame:
+    """``(id, version, size, blocks, hash, codec, content)`` of every head: an inline file's content with it.
+
+    Pages are sized so that one holds at most :data:`HEAD_PAGE_BYTES` of
+    content in a store keeping files of up to ``inline_max`` bytes inline
+    (content is kept compressed or raw, so never longer than that).
+    """
+    rows = max(1, min(HEAD_PAGE_MAX_ROWS, HEAD_PAGE_BYTES // max(inline_max, 1)))
+    return (spark.read.format("org.apache.spark.sql.cassandra")
+            .options(keyspace=META_KS, table="files", **{"spark.cassandra.input.fetch.sizeInRows": str(rows)})
+            .load().select("id", "version", "size", "blocks", "hash", "codec", "content"))
 
 
 def head_block_lists(spark: SparkSession, *head_columns: str, head_rows: DataFrame | None = None) -> DataFrame:

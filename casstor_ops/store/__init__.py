@@ -10,6 +10,9 @@ Vocabulary (used with one meaning everywhere in casstor):
   blocks (``casstor_meta.file_blocks``, keyed by file ID and version).
 * **head**: a file's committed version (``casstor_meta.files``): written
   last, so readers see the old version or the new one, never a mix.
+* **inline file**: in a store made with ``inline_max`` > 0, a file of 1 to
+  ``inline_max`` bytes whose content is in its head row: no block, no block
+  list, no dedup (:mod:`.inline`).
 * **claim**: a TTL row saying "this store is uploading this missing block",
   so concurrent stores upload a shared new block once (:mod:`.claims`).
 * **lease**: a TTL row a running writer (or reclaim) refreshes with a
@@ -26,7 +29,7 @@ Vocabulary (used with one meaning everywhere in casstor):
 Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
 (the two pipelines; the store's parts are :mod:`.existence`, :mod:`.claims`,
 :mod:`.block_uploads` and :mod:`.commit`), :mod:`.small_read` (a small
-version's content read on the driver's callbacks), :mod:`.codec`, :mod:`.statements`
+version's content read on the driver's callbacks), :mod:`.inline`, :mod:`.codec`, :mod:`.statements`
 (every prepared CQL statement), :mod:`.schema` (tables and recorded
 settings), the tree modules (:mod:`.source_listing`, :mod:`.path_ids`,
 :mod:`.tree_files`, :mod:`.tree`), and their helpers.

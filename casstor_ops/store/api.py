@@ -39,9 +39,11 @@ from typing import BinaryIO
 
 from cassandra.cluster import Session
 
-from casstor_ops.store import catalog
+from casstor_ops.store import catalog, inline
 from casstor_ops.cluster.connection import Endpoint, connect
 from casstor_ops.errors import EXIT_USAGE, CasstorError
+from casstor_ops.store.codec import BlockCodec
+from casstor_ops.store.commit import commit_inline_async
 from casstor_ops.store.heartbeat import Fence, no_fence
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.leases import WriterLease
@@ -167,6 +169,7 @@ class Store:
         self.session = session
         self.settings = settings or require_settings(session)  # given: read by another Store on this session
         self._st = Statements.for_session(session)
+        self._codec = BlockCodec.parse(self.settings.compression)
         self._owns_cluster = False
         self._upload_options = {"max_requests": max_requests} if max_requests else {}
         self._restore_options = {"window": read_window} if read_window else {}
@@ -232,6 +235,30 @@ class Store:
             except OSError as err:
                 raise CasstorError(f"cannot read {getattr(reader, 'name', 'the source')!r}: "
                                    f"{err.strerror or err}") from None
+
+    def keeps_inline(self, size: int) -> bool:
+        """Whether this store keeps a file of ``size`` bytes inline, in its head row (:mod:`casstor_ops.store.inline`)."""
+        return inline.fits(self.settings, size)
+
+    def put_inline_async(self, data: bytes, file_id: str, lease: WriterLease,
+                         done: Callable[[StoreResult | None, Exception | None], None]) -> None:
+        """Store ``data``, which this store keeps inline (:meth:`keeps_inline`), under ``file_id`` without
+        waiting: one head write. ``done(result, None)`` or ``done(None, error)`` is called once, on the driver's
+        thread (it must not block).
+
+        Example::
+
+            >>> store.put_inline_async(b"hello", "a.txt", lease, print)   # doctest: +SKIP
+
+        Raises at once a bad ID, ``data`` this store does not keep inline
+        (ValueError), or a lapsed ``lease`` (LeaseLapsedError). A write that
+        fails or times out is not retried (:func:`~casstor_ops.store.commit.commit_inline_async`):
+        the previous version stays, or this one is whole; :meth:`put` retries.
+        """
+        check_id(file_id, storing=True)
+        if not self.keeps_inline(len(data)):
+            raise ValueError(f"{len(data)} bytes: this store keeps 1 to {self.settings.inline_max} bytes inline")
+        commit_inline_async(self.session, self._st, file_id, data, self._codec, lease.fence, done)
 
     def restore(self, file_id: str, dest: str | os.PathLike | BinaryIO, force: bool = False,
                 progress: ProgressCallback | None = None, head: FileInfo | None = None) -> RestoreResult:

@@ -20,18 +20,18 @@ from collections.abc import Iterator
 from cassandra.cluster import Session
 
 from casstor_ops.errors import NotFoundError
-from casstor_ops.store.records import FileAttributes, FileInfo, StoreStats
+from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreStats
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
 
 
-def _info(row) -> FileInfo:
+def _info(row, inline: InlineContent | None = None) -> FileInfo:
     # Null for a stream or a head older than the columns. A casstor that predates them rewrites a head without
     # touching them: cells older than the head belong to a previous version and are not this one's.
     attributes = (FileAttributes(row.mode, row.mtime_ns)
                   if row.mode is not None and row.attributes_written == row.head_written else None)
-    return FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes)
+    return FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes, inline)
 
 
 def head(session: Session, st: Statements, file_id: str) -> FileInfo:
@@ -43,7 +43,7 @@ def head_of(file_id: str, row) -> FileInfo:
     """The head of ``file_id`` from the row ``st.head`` read (None: no row, NotFoundError)."""
     if row is None:
         raise NotFoundError(f"no such file in the store: {file_id!r} (see 'casstor ls')")
-    return _info(row)
+    return _info(row, InlineContent(row.codec, row.content) if row.content is not None else None)
 
 
 def _scan(session: Session, statement) -> Iterator:
@@ -70,11 +70,14 @@ def remove(session: Session, st: Statements, file_id: str) -> FileInfo:
 
 
 def stats(session: Session, st: Statements) -> StoreStats:
-    files = logical = 0
+    files = logical = unique = stored = 0
     for row in _scan(session, st.all_heads):
         files += 1
         logical += row.size or 0
-    blocks = unique = stored = 0
+        if row.blocks == 0 and row.size:  # an inline file (FileInfo.is_inline): its content, once, in its head
+            unique += row.size
+            stored += row.stored_size or 0
+    blocks = 0
     for row in _scan(session, st.existing_sizes):
         blocks += 1
         unique += row.size or 0

@@ -26,6 +26,9 @@ Commit protocol (BRIEF; online reclaim relies on it):
    after an online reclaim re-read the heads and deleted blocks it names:
    every block is checked again and missing ones uploaded again, as in (1).
 
+An inline file (:mod:`casstor_ops.store.inline`) relies on no block and has
+no block list: its commit is (3) alone, the head row with the content.
+
 A store killed at any point before (3) leaves the previous head untouched;
 re-running it finds the blocks already there and completes.
 
@@ -49,6 +52,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from functools import partial
@@ -61,7 +65,9 @@ from casstor_ops.errors import CasstorError
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.heartbeat import Fence, no_fence
 from casstor_ops.store.inflight import RETRYABLE, RequestWindow
-from casstor_ops.store.records import FileAttributes
+from casstor_ops.store.codec import BlockCodec
+from casstor_ops.store.inline import encode, head_columns, inline_hash, inline_result
+from casstor_ops.store.records import FileAttributes, InlineContent, StoreResult
 from casstor_ops.store.schema import LATE_HEAD_MARGIN_S, MIN_COMMIT_BOUND_S, commit_bound_s
 from casstor_ops.store.statements import Statements
 
@@ -85,7 +91,8 @@ class Commit:
 
     def __init__(self, session: Session, window: RequestWindow, statements: Statements, hashes: list[bytes],
                  sizes: list[int], verified: Mapping[bytes, float], reverify: Reverify,
-                 attributes: FileAttributes | None = None, fence: Fence = no_fence) -> None:
+                 attributes: FileAttributes | None = None, fence: Fence = no_fence,
+                 stored: InlineContent | None = None, inline_store: bool = False) -> None:
         self._session = session
         self._window = window
         self._st = statements
@@ -93,8 +100,10 @@ class Commit:
         self._sizes = sizes
         self._verified = verified
         self._reverify = reverify
-        self._attributes = (attributes.mode, attributes.mtime_ns) if attributes else (None, None)
+        self._attributes = attributes
         self._fence = fence
+        self._stored = stored  # an inline file's content; its hashes and sizes are still its one block's
+        self._content_columns = head_columns(stored, inline_store)
 
     def run(self, reader: BinaryIO, file_id: str, size: int) -> None:
         """Commit the file under ``file_id`` (``reader`` is its source, re-read only for vanished blocks)."""
@@ -104,7 +113,8 @@ class Commit:
             self._recheck(reader, time.time() - bound / 2)
             version_time = time.time()
             version = uuid_from_time(version_time)
-            self._write_block_list(file_id, version)
+            if self._stored is None:
+                self._write_block_list(file_id, version)
             acknowledged = self._write_head(file_id, version, version_time, bound, size, digest)
             if acknowledged is not None:
                 self._check_again_after_late_head(reader, acknowledged, bound)
@@ -177,11 +187,36 @@ class Commit:
                 return None
             self._fence(f"committing {file_id!r}")
             try:
-                self._session.execute(self._st.insert_head, (file_id, version, size, digest, len(self._hashes),
-                                                             datetime.now(timezone.utc), *self._attributes))
+                blocks = 0 if self._stored is not None else len(self._hashes)
+                self._session.execute(self._st.insert_head, head_row(file_id, version, size, digest, blocks,
+                                                                     self._attributes, self._content_columns))
                 return time.time()
             except RETRYABLE:
                 attempt += 1
                 if attempt == HEAD_WRITE_ATTEMPTS:
                     raise
                 time.sleep(HEAD_RETRY_FIRST_S * 2 ** (attempt - 1))
+
+
+def head_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int,
+             attributes: FileAttributes | None, content_columns: tuple) -> tuple:
+    """The values of ``insert_head`` (``content_columns``: :func:`~casstor_ops.store.inline.head_columns`)."""
+    mode_mtime = (attributes.mode, attributes.mtime_ns) if attributes else (None, None)
+    return (file_id, version, size, digest, blocks, datetime.now(timezone.utc), *mode_mtime, *content_columns)
+
+
+def commit_inline_async(session: Session, st: Statements, file_id: str, data: bytes, codec: BlockCodec,
+                        fence: Fence, done: Callable[[StoreResult | None, Exception | None], None]) -> None:
+    """Commit ``data`` as an inline file (:mod:`casstor_ops.store.inline`; the caller checked it fits) without
+    waiting: its head write, after ``fence``. ``done(result, None)`` or ``done(None, error)`` is called once, on
+    the driver's thread. Raises at once what ``fence`` raises. A failed or timed-out write is not retried (the
+    caller may store the file again, with a retrying :class:`Commit`): the previous head stays, or this one
+    landed whole.
+    """
+    started = time.perf_counter()
+    stored, digest = encode(codec, data), inline_hash(data)
+    fence(f"committing {file_id!r}")
+    row = head_row(file_id, uuid_from_time(time.time()), len(data), digest, 0, None, head_columns(stored, True))
+    future = session.execute_async(st.insert_head, row)
+    future.add_callbacks(lambda _rows: done(inline_result(file_id, len(data), stored, digest, started), None),
+                         lambda error: done(None, error))

@@ -72,11 +72,24 @@ class FileAttributes:
 
 
 @dataclass(frozen=True)
+class InlineContent:
+    """An inline file's content as its head row keeps it: ``payload`` encoded by ``codec`` (None: raw).
+
+    See :mod:`casstor_ops.store.inline`.
+    """
+
+    codec: str | None
+    payload: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
 class FileInfo:
     """A file's committed head: the version readers see.
 
     ``attributes`` is None for a file stored from a stream (stdin, a file
-    object) or by a casstor that did not record them.
+    object) or by a casstor that did not record them. ``inline`` is an inline
+    file's content when the head was read with it (a single head's read is;
+    a listing's is not).
     """
 
     id: str
@@ -86,6 +99,12 @@ class FileInfo:
     blocks: int
     committed_at: datetime | None
     attributes: FileAttributes | None = None
+    inline: InlineContent | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_inline(self) -> bool:
+        """Whether the file's content is in its head row (no blocks, no block list): :mod:`casstor_ops.store.inline`."""
+        return self.blocks == 0 and self.size > 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: hash as hex, version as text, time as ISO 8601 UTC, mode as octal text (``"0600"``)."""
@@ -102,8 +121,9 @@ class StoreStats:
     """Store-wide totals; exact integers (summed in Python, never in a 32-bit CQL aggregate).
 
     Three byte figures: ``logical_bytes`` (the committed files' sizes),
-    ``unique_bytes`` (their blocks once each: after dedup) and ``stored_bytes``
-    (those blocks as kept: after compression).
+    ``unique_bytes`` (their blocks once each: after dedup; and inline files'
+    content, once per file) and ``stored_bytes`` (those as kept: after
+    compression). ``unique_blocks`` counts blocks only.
     """
 
     files: int

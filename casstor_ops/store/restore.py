@@ -18,6 +18,10 @@ that would make every restore a writer (a lease row and its heartbeat),
 and an online reclaim would wait for the longest restore; re-reading the
 head costs one read, and only when something is missing.
 
+An inline file (:mod:`casstor_ops.store.inline`) is its head's content,
+read with the head or in one more read, checked against its size and file
+hash in the same way.
+
 Every block is decoded (decompressed, by its recorded codec, on the
 worker threads that check it: :mod:`casstor_ops.store.codec`) and its
 plaintext checked against its hash and size, and the block list
@@ -55,11 +59,12 @@ from cassandra.query import PreparedStatement
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.errors import CasstorError, CorruptionError, FileChangedError
+from casstor_ops.store import inline
 from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hasher
 from casstor_ops.store.inflight import RequestWindow
 from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult
+from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, RestoreResult
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.temporary import create_temporary, fsync_directory, remove_strays
 
@@ -218,9 +223,30 @@ class Restore:
                 self._progress(len(content))
             self._next += 1
 
+    def _inline_content(self) -> InlineContent:
+        """An inline head's content: as read with the head, else read now (FileChangedError if the head moved)."""
+        head = self._head
+        if head.inline is not None:
+            return head.inline
+        row = self._session.execute(self._st.inline_content, (head.id,)).one()
+        if row is None or row.version != head.version:
+            raise FileChangedError(f"{head.id!r}: the file changed during restore (overwritten or removed); run again")
+        if row.content is None:
+            raise CorruptionError(f"{head.id!r}: its head holds no content; the file cannot be restored")
+        return InlineContent(row.codec, row.content)
+
+    def _run_inline(self, out: BinaryIO, started: float) -> RestoreResult:
+        content = inline.checked(self._head, self._inline_content())
+        out.write(content)
+        if self._progress:
+            self._progress(len(content))
+        return RestoreResult(self._head.id, len(content), 0, round(time.perf_counter() - started, 6))
+
     def run(self, out: BinaryIO) -> RestoreResult:
         """Write the version's bytes to ``out``; CorruptionError on any mismatch."""
         started = time.perf_counter()
+        if self._head.is_inline:
+            return self._run_inline(out, started)
         file_hash = file_hasher()
         count = written = 0
         if self._head.blocks > self._per_read:  # else one read: no thread to hand it to (a small file's GET)

@@ -46,6 +46,11 @@ small, precious rows (files, block lists, settings, the reclaim window).
   the source's, null when it was a stream; a restore to a path applies them.
   They were added with ``ALTER TABLE ... ADD IF NOT EXISTS`` (run by every
   ``casstor init``), so older stores gain them and their heads read as null.
+  ``content blob, codec text, stored_size int`` (schema 4) hold an *inline*
+  file's content, in a store initialised with ``inline_max`` > 0: a file of
+  1 to ``inline_max`` bytes is kept in its head row, encoded as a block is
+  (``codec``), with ``blocks`` 0 and no block list, so its store is one
+  write and its read one request (:mod:`casstor_ops.store.inline`).
 * ``file_blocks ((id, version) PK, block_offset bigint CK, hash blob, size
   int)``: a version's block list, ordered by byte offset, paged on read.
   Keyed by (id, version) so a new version never overwrites the rows of the
@@ -97,8 +102,10 @@ from casstor_ops.store.statements import Statements
 # 2: file hashes are BLAKE2b of the block hashes (1 hashed the whole content again).
 # 3: blocks record their codec and may be compressed; index rows their stored size. A casstor that reads
 #    schema 2 would take a compressed block for a corrupt one, so it must refuse the store instead.
-SCHEMA_VERSION = 3
-UPGRADABLE = {2}  # schema versions 'casstor init' upgrades in place (by adding columns)
+# 4: a head may hold its file's content (inline files, blocks 0 and no block list). A casstor that reads schema 3
+#    would take such a head for a file whose block list is lost.
+SCHEMA_VERSION = 4
+UPGRADABLE = {2, 3}  # schema versions 'casstor init' upgrades in place (by adding columns)
 
 # The blocks table's own compression, by whether the store compresses new blocks itself. Its LZ4 cannot
 # shrink zstd output and costs node CPU on every write, compaction and read of it (docs/benchmarks.md), so a
@@ -133,6 +140,8 @@ _TABLES = [
         committed_at timestamp)""",
     # Added after the first release: stores created before get them here, with null in their existing heads.
     f"ALTER TABLE {META_KS}.files ADD IF NOT EXISTS (mode int, mtime_ns bigint)",
+    # Schema 4 (inline files): stores of schema 2 and 3 gain them here; their heads read as null (not inline).
+    f"ALTER TABLE {META_KS}.files ADD IF NOT EXISTS (content blob, codec text, stored_size int)",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.file_blocks (
         id text, version timeuuid, block_offset bigint, hash blob, size int,
         PRIMARY KEY ((id, version), block_offset))""",
@@ -210,6 +219,9 @@ class StoreSettings:
     normalized_chunking: int = 2
     schema_version: int = SCHEMA_VERSION
     compression: str = DEFAULT_COMPRESSION  # new blocks only; the one setting that may change (set_compression)
+    # Files of 1 to inline_max bytes are kept in their head row, not deduplicated (casstor_ops.store.inline);
+    # 0: none. At most chunk_min: such a file is one block either way.
+    inline_max: int = 0
 
     def __post_init__(self) -> None:
         BlockCodec.parse(self.compression)
@@ -220,14 +232,18 @@ class StoreSettings:
         if not self.chunk_min <= self.chunk_avg <= self.chunk_max:
             raise CasstorError(f"chunk sizes min {self.chunk_min} / avg {self.chunk_avg} / max {self.chunk_max}: "
                                "need min <= avg <= max")
+        if not 0 <= self.inline_max <= self.chunk_min:
+            raise CasstorError(f"inline max {self.inline_max}: takes 0 (no inline files) to the chunk minimum "
+                               f"({self.chunk_min} bytes)")
 
     def as_rows(self) -> dict[str, str]:
         return {k: str(v) for k, v in asdict(self).items()}
 
     @classmethod
     def from_rows(cls, rows: dict[str, str]) -> "StoreSettings":
-        # Schema 1 did not record the file hash (whole-content BLAKE2b); schema 2 had no compression.
-        kwargs = {"file_hash": "blake2b-256", "compression": NONE}
+        # Schema 1 did not record the file hash (whole-content BLAKE2b); schema 2 had no compression; schema 3 no
+        # inline files.
+        kwargs = {"file_hash": "blake2b-256", "compression": NONE, "inline_max": 0}
         for f in fields(cls):
             if f.name in rows:
                 kwargs[f.name] = int(rows[f.name]) if f.type in ("int", int) else rows[f.name]
@@ -374,10 +390,11 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
 
 def _defaults_for(before: StoreSettings | None) -> StoreSettings:
     """The settings ``init_store`` asks for when given none: a new store gets the defaults; an existing one keeps
-    its chunk sizes (a store made before the defaults changed cuts as it always did) and is checked for the rest."""
+    its chunk sizes (a store made before the defaults changed cuts as it always did) and its inline maximum (an
+    upgraded store records none), and is checked for the rest."""
     if before is None:
         return StoreSettings()
-    return replace(StoreSettings(), **{name: getattr(before, name) for name in CHUNK_LIMITS})
+    return replace(StoreSettings(), **{name: getattr(before, name) for name in (*CHUNK_LIMITS, "inline_max")})
 
 
 def set_compression(session: Session, spec: str) -> StoreSettings:

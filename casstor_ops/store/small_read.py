@@ -6,7 +6,8 @@ more (one key: ``read_block``, routed to a replica; several, up to
 ``MAX_BLOCKS``: ``IN ?``), each block is decoded and checked against its hash
 and size, the list against the head's block count, size and file hash. The
 two answers are handled on the driver's thread, which the checks hold for
-about a millisecond per MiB.
+about a millisecond per MiB. An inline file's content came with its head
+(:mod:`casstor_ops.store.inline`): it is checked and answered at once.
 
 This is the fast path for the case where everything is in order, and only
 that: it never tells a change from corruption, and it does not retry. Any
@@ -34,6 +35,7 @@ from collections.abc import Callable
 from cassandra.cluster import Session
 
 from casstor_ops.store.hashing import file_hash
+from casstor_ops.store.inline import plaintext
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.restore import BLOCKS_PER_READ, blocks_read, checked_blocks
 from casstor_ops.store.statements import Statements
@@ -57,8 +59,14 @@ class SmallRead:
         statements.read_block, statements.read_blocks
 
     def start(self) -> None:
-        """Send the block list's read; ``done`` is called once, later, on the driver's thread."""
-        if not 0 < self._head.blocks <= MAX_BLOCKS:
+        """Send the block list's read; ``done`` is called once, later, on the driver's thread (at once for an
+        inline file: its content came with the head, or the careful path reads it)."""
+        head = self._head
+        if head.is_inline:
+            plain = plaintext(head.size, head.hash, head.inline) if head.inline is not None else None
+            self._done(plain if isinstance(plain, bytes) else None)
+            return
+        if not 0 < head.blocks <= MAX_BLOCKS:
             self._done(None)
             return
         self._send(self._st.file_blocks, (self._head.id, self._head.version), self._listed)

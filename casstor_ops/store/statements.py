@@ -96,10 +96,13 @@ class Statements:
         f"INSERT INTO {META_KS}.file_blocks (id, version, block_offset, hash, size) VALUES (?, ?, ?, ?, ?)")
     file_blocks = _Prepared(f"SELECT block_offset, hash, size FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
     # mode and mtime_ns are always bound (None for a stream): an unset value would keep the previous version's.
+    # So are content, codec and stored_size in a store with inline files (casstor_ops.store.inline).
     insert_head = _Prepared(f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, committed_at, mode, "
-                            f"mtime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-    head = _Prepared(f"SELECT {_HEAD_COLUMNS} FROM {META_KS}.files WHERE id = ?")
-    all_heads = _Prepared(f"SELECT {_HEAD_COLUMNS} FROM {META_KS}.files")
+                            f"mtime_ns, content, codec, stored_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    # One head: with an inline file's content (at most inline_max bytes), so a small file's GET is one read.
+    head = _Prepared(f"SELECT {_HEAD_COLUMNS}, stored_size, codec, content FROM {META_KS}.files WHERE id = ?")
+    all_heads = _Prepared(f"SELECT {_HEAD_COLUMNS}, stored_size FROM {META_KS}.files")
+    inline_content = _Prepared(f"SELECT version, codec, content FROM {META_KS}.files WHERE id = ?")
     delete_head = _Prepared(f"DELETE FROM {META_KS}.files WHERE id = ?")
 
     # -- settings and replication

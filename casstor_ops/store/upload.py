@@ -17,6 +17,9 @@ the caller's thread:
   chunker's minimum: it is uploaded unclaimed, because a claim's Paxos round
   costs the node more than the duplicate upload of such a block it could
   save (claims only save work: the same bytes land in the same row);
+  and in a store with inline files, a file of 1 to ``inline_max`` bytes is
+  neither checked nor uploaded: its content goes in its head row
+  (:mod:`casstor_ops.store.inline`);
 * a claimed block's content is compressed and written, then its index row
   (:mod:`casstor_ops.store.block_uploads`), so ``new_blocks`` counts the
   blocks this store wrote;
@@ -60,8 +63,9 @@ from casstor_ops.store.existence import CHECK_BATCH, ExistenceChecks
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.heartbeat import Fence, no_fence
 from casstor_ops.store.inflight import RequestWindow
+from casstor_ops.store.inline import encode, fits, inline_result
 from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.records import FileAttributes, StoreResult
+from casstor_ops.store.records import FileAttributes, InlineContent, StoreResult
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.statements import Statements
 
@@ -89,8 +93,10 @@ class Upload:
         self._hashes: list[bytes] = []          # the file's blocks, in order
         self._sizes: list[int] = []
         self._to_check: list[bytes] = []
+        self._codec = BlockCodec.parse(settings.compression)
+        self._stored: InlineContent | None = None  # an inline file's content
         # A claim is done once its block's index row is written; the two parts refer to each other.
-        self._uploads = BlockUploads(self._window, self._st, BlockCodec.parse(settings.compression),
+        self._uploads = BlockUploads(self._window, self._st, self._codec,
                                      on_indexed=lambda hashes: self._claims.indexed(hashes))
         self._checks = ExistenceChecks(self._window, self._st, on_found=self._uploads.found, batch=check_batch)
         self._claims = Claims(self._window, self._st, self._checks, on_claimed=self._uploads.upload)
@@ -173,6 +179,9 @@ class Upload:
             for segment in segments(reader, self._settings):
                 size += segment.fresh_bytes
                 if segment.last and not hashing:  # the whole file in one segment
+                    if len(segment.chunks) == 1 and fits(self._settings, size):
+                        self._keep_inline(segment)
+                        continue
                     self._take(segment, _block_hashes(segment.chunks))
                     if self._is_lone_small_block(segment):
                         self._send_check(claim=False)
@@ -187,6 +196,15 @@ class Upload:
             if pool is not None:
                 pool.shutdown()
         return size
+
+    def _keep_inline(self, segment: Segment) -> None:
+        """The file is this one block, to be kept in its head row: no check, no upload."""
+        data = segment.chunks[0]
+        self._hashes.append(block_hash(data))
+        self._sizes.append(len(data))
+        self._stored = encode(self._codec, data)
+        if self._progress:
+            self._progress(segment.fresh_bytes)
 
     def _is_lone_small_block(self, segment: Segment) -> bool:
         """The file is this one block, no larger than the chunker's minimum (see the module docstring)."""
@@ -203,10 +221,13 @@ class Upload:
             size = self._read(reader)
             self._settle()
             Commit(self._session, self._window, self._st, self._hashes, self._sizes, self._uploads.verified,
-                   self._reverify, attributes, self._fence).run(reader, file_id, size)
+                   self._reverify, attributes, self._fence, self._stored,
+                   inline_store=self._settings.inline_max > 0).run(reader, file_id, size)
         except BaseException:
             self._claims.release()
             raise
+        if self._stored is not None:
+            return inline_result(file_id, size, self._stored, file_hash(self._hashes), started)
         return StoreResult(file_id, size, len(self._hashes), self.new_blocks, self.new_bytes,
                            round(time.perf_counter() - started, 6), self._uploads.new_stored_bytes,
                            file_hash(self._hashes))

@@ -13,7 +13,7 @@ from casstor_ops.serve.app import Handlers, Policy
 from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.head_locks import HeadLocks
 from casstor_ops.serve.metrics import Metrics
-from casstor_ops.serve.shared_lease import SharedLease
+from casstor_ops.serve.shared_lease import SharedLease, _Lent
 from casstor_ops.serve.status import BodyTooLarge, PreconditionFailed
 from casstor_ops.serve.streams import BodyReader
 from casstor_ops.serve.validators import WritePrecondition
@@ -83,6 +83,45 @@ def test_a_failed_check_releases_the_lock() -> None:
     with locks.turn("k") as turn:  # would block for ever if the lock were still held
         turn.then(lambda: None)()
     assert len(locks) == 0
+
+
+def test_a_turn_taken_now_never_waits_for_a_held_lock() -> None:
+    """The event loop's take (an inline PUT): free lock taken, held lock refused at once, released with the turn."""
+    locks = HeadLocks()
+    with locks.turn("k") as first:
+        assert first.take_now()
+        with locks.turn("k") as second:
+            assert not second.take_now()
+    with locks.turn("k") as third:
+        assert third.take_now()
+    assert len(locks) == 0
+
+
+class _Lease:
+    ended = False
+
+    def __exit__(self, *exc: object) -> None:
+        self.ended = True
+
+
+def test_a_lease_is_lent_without_waiting_only_when_one_is_fresh() -> None:
+    """``hold_if_fresh`` never takes a lease (it would wait for a row write and a Paxos read on the event loop):
+    None with no lease, or while another write holds the lock to take one; the fresh lease otherwise, counted as
+    held until the write ends."""
+    leases = SharedLease(session=None, reuse_s=60)  # nothing here may touch the session
+    try:
+        with leases.hold_if_fresh() as lease:
+            assert lease is None
+        leases._current = _Lent(_Lease())
+        with leases.hold_if_fresh() as lease:
+            assert lease is leases._current.lease and leases._current.holders == 1
+        assert leases._current.holders == 0
+        with leases._lock:  # another write taking a lease
+            with leases.hold_if_fresh() as lease:
+                assert lease is None
+    finally:
+        leases.close()
+    assert leases._current is None
 
 
 class _PausingStore:
