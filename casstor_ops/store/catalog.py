@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from cassandra.cluster import Session
 
 from casstor_ops.errors import NotFoundError
-from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreStats
+from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreStats, inline_head
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
@@ -74,7 +74,7 @@ def stats(session: Session, st: Statements) -> StoreStats:
     for row in _scan(session, st.all_heads):
         files += 1
         logical += row.size or 0
-        if row.blocks == 0 and row.size:  # an inline file (FileInfo.is_inline): its content, once, in its head
+        if inline_head(row.blocks, row.size):  # its content is kept once, in its head
             unique += row.size
             stored += row.stored_size or 0
     blocks = 0

@@ -71,6 +71,12 @@ class FileAttributes:
         return cls(stat.S_IMODE(status.st_mode), status.st_mtime_ns)
 
 
+def inline_head(blocks: int | None, size: int | None) -> bool:
+    """Whether a head of ``blocks`` blocks and ``size`` bytes is an inline file's: content in its head row, no
+    blocks (:mod:`casstor_ops.store.inline`). Example: ``inline_head(0, 5)`` is True, ``inline_head(0, 0)`` False."""
+    return blocks == 0 and size is not None and size > 0
+
+
 @dataclass(frozen=True)
 class InlineContent:
     """An inline file's content as its head row keeps it: ``payload`` encoded by ``codec`` (None: raw).
@@ -104,7 +110,7 @@ class FileInfo:
     @property
     def is_inline(self) -> bool:
         """Whether the file's content is in its head row (no blocks, no block list): :mod:`casstor_ops.store.inline`."""
-        return self.blocks == 0 and self.size > 0
+        return inline_head(self.blocks, self.size)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: hash as hex, version as text, time as ISO 8601 UTC, mode as octal text (``"0600"``)."""

@@ -100,7 +100,7 @@ class Statements:
     insert_head = _Prepared(f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, committed_at, mode, "
                             f"mtime_ns, content, codec, stored_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
     # One head: with an inline file's content (at most inline_max bytes), so a small file's GET is one read.
-    head = _Prepared(f"SELECT {_HEAD_COLUMNS}, stored_size, codec, content FROM {META_KS}.files WHERE id = ?")
+    head = _Prepared(f"SELECT {_HEAD_COLUMNS}, codec, content FROM {META_KS}.files WHERE id = ?")
     all_heads = _Prepared(f"SELECT {_HEAD_COLUMNS}, stored_size FROM {META_KS}.files")
     inline_content = _Prepared(f"SELECT version, codec, content FROM {META_KS}.files WHERE id = ?")
     delete_head = _Prepared(f"DELETE FROM {META_KS}.files WHERE id = ?")
