@@ -21,6 +21,8 @@ TEST_PORTS = ClusterPorts(cql=19042 + _OFFSET, storage=17000 + _OFFSET, jmx_base
 THREE_NODE_PORTS = ClusterPorts(cql=29042 + _OFFSET, storage=27000 + _OFFSET, jmx_base=27199 + _OFFSET)
 # The secured node of test_secure_cluster: three ports of the helper range 20000 + 10 * offset .. + 99.
 SECURE_PORTS = ClusterPorts(cql=20080 + 10 * _OFFSET, storage=20081 + 10 * _OFFSET, jmx_base=20082 + 10 * _OFFSET)
+# The node of test_serve_faults.
+SERVE_FAULT_PORTS = ClusterPorts(cql=21042 + _OFFSET, storage=22000 + _OFFSET, jmx_base=22499 + _OFFSET)
 SPARK_MASTER_PORT = 17077 + _OFFSET
 SPARK_WEBUI_PORT = 18080 + _OFFSET  # the master's; worker i uses SPARK_WEBUI_PORT + i
 # The session store's chunk sizes: the defaults before 64/192/1024 KiB. The tests' files of a few hundred KB span

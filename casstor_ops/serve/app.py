@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import BinaryIO, TypeVar
 
+from cassandra import OperationTimedOut
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -238,7 +239,10 @@ class Handlers:
         """An unconditional PUT of a file the store keeps inline, committed on the driver's callbacks: one head
         write, no worker thread. None when it is not such a file, when the lease or the key's lock cannot be
         had without waiting, or when the write failed: then the worker thread stores it, which waits for both,
-        retries, and gives the status that applies."""
+        retries, and gives the status that applies. A write that got no answer within the driver's request
+        timeout is raised instead (503): the client has waited that long already, and a node that did not
+        answer one write will not answer the worker's first request either (measured with the node frozen:
+        60 s to the 503 with a second try, 30 s without; ``tests/test_serve_faults.py``)."""
         if not self._store.keeps_inline(len(body)):
             return None
         with self._leases.hold_if_fresh() as lease, self.head_locks.turn(key) as turn:
@@ -246,6 +250,8 @@ class Handlers:
                 return None
             try:
                 return await _answered(partial(self._store.put_inline_async, body, key, lease))
+            except OperationTimedOut:
+                raise
             except Exception:  # noqa: BLE001 - raised at once (a lapsed lease) or answered: the careful path decides
                 return None
 
