@@ -164,18 +164,19 @@ class Sweep:
         """PUTs of the first size for ``warmup_seconds``, not measured (their keys are removed with the rest)."""
         if not self.config.warmup_seconds:
             return
-        size = self.config.sizes[0]
-        random_file = self.workdir / "random-warmup.bin"
-        random_file.write_bytes(os.urandom(size))
         run_wrk("put.lua", self.server.url(""), self.config.connections[0], self.config.warmup_seconds,
-                ["/" + quote(f"{self.prefix}/warmup"), str(size), str(random_file)])
+                self._put_args(f"{self.prefix}/warmup", self.config.sizes[0]))
+
+    def _put_args(self, prefix: str, size: int) -> list[str]:
+        """``put.lua``'s arguments: PUTs of ``size`` bytes under ``prefix``, from a file of random bytes made now."""
+        random_file = self.workdir / f"random-{size}.bin"
+        random_file.write_bytes(os.urandom(size))
+        return ["/" + quote(prefix), str(size), str(random_file)]
 
     def point(self, size: int, connections: int, log: Callable[[str], None]) -> dict:
         """PUT, GET and the raw reference at one body size and connection count."""
         prefix = f"{self.prefix}/{size}-{connections}"
-        random_file = self.workdir / f"random-{size}.bin"
-        random_file.write_bytes(os.urandom(size))
-        put, put_cost = self._wrk("put.lua", connections, ["/" + quote(prefix), str(size), str(random_file)])
+        put, put_cost = self._wrk("put.lua", connections, self._put_args(prefix, size))
         keys = [head.id for head in self.store.list(prefix + "/")]
         if len(keys) < put.requests:
             raise CasstorError(f"wrk completed {put.requests} PUTs but only {len(keys)} keys are committed")

@@ -64,9 +64,13 @@ def cql(local_cluster: LocalCluster):
 @pytest.fixture()
 def empty_store(cql):
     """The test store with every table emptied (for tests that assert store-wide totals)."""
+    _truncate_all(cql)
+    return cql
+
+
+def _truncate_all(cql) -> None:
     for ks, table in _TABLES:
         cql.execute(f"TRUNCATE {ks}.{table}")
-    return cql
 
 
 @pytest.fixture()
@@ -78,8 +82,7 @@ def inline_store(empty_store):
     empty_store.execute(st.write_setting, ("inline_max", str(INLINE_MAX)))
     yield empty_store
     empty_store.execute(st.write_setting, ("inline_max", "0"))
-    for ks, table in _TABLES:
-        empty_store.execute(f"TRUNCATE {ks}.{table}")
+    _truncate_all(empty_store)
 
 
 @pytest.fixture(scope="session")

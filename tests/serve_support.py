@@ -11,6 +11,9 @@ import io
 import socket
 import subprocess
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 from urllib.parse import quote
 
 from casstor_ops.serve.process import ServerProcess
@@ -19,6 +22,8 @@ from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.leases import active_writers
 from casstor_ops.store.schema import read_settings
+
+T = TypeVar("T")
 
 
 class Server(ServerProcess):
@@ -67,6 +72,13 @@ class PartialPut:
     def abandon(self) -> None:
         """Close the connection with the body unfinished."""
         self.sock.close()
+
+
+def at_once(request: Callable[[int], T], count: int) -> list[T]:
+    """``request(0)`` .. ``request(count - 1)``, each on a thread of its own, all started together; their answers
+    in that order."""
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(request, range(count)))
 
 
 def curl(*args: str) -> subprocess.CompletedProcess:

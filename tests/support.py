@@ -110,16 +110,26 @@ def stop_process(process: subprocess.Popen, timeout: float = 30) -> None:
 
 def flip_block(cql, digest: bytes) -> None:
     """Flip the lowest bit of the first stored byte of block ``digest`` (a damaged block, as a node returns it)."""
-    content = cql.execute(cql.prepare(f"SELECT content FROM {DATA_KS}.blocks WHERE hash = ?"), (digest,)).one().content
-    cql.execute(cql.prepare(f"UPDATE {DATA_KS}.blocks SET content = ? WHERE hash = ?"),
-                (bytes([content[0] ^ 1]) + content[1:], digest))
+    _flip_content(cql, f"{DATA_KS}.blocks", "hash", digest)
 
 
 def flip_inline(cql, file_id: str) -> None:
     """Flip the lowest bit of the first stored byte of inline file ``file_id``'s content, in its head row."""
-    content = cql.execute(cql.prepare(f"SELECT content FROM {META_KS}.files WHERE id = ?"), (file_id,)).one().content
-    cql.execute(cql.prepare(f"UPDATE {META_KS}.files SET content = ? WHERE id = ?"),
-                (bytes([content[0] ^ 1]) + content[1:], file_id))
+    _flip_content(cql, f"{META_KS}.files", "id", file_id)
+
+
+def _flip_content(cql, table: str, key_column: str, key: object) -> None:
+    """Flip the lowest bit of the first byte of the ``content`` of ``table``'s row ``key_column = key``."""
+    content = cql.execute(cql.prepare(f"SELECT content FROM {table} WHERE {key_column} = ?"), (key,)).one().content
+    cql.execute(cql.prepare(f"UPDATE {table} SET content = ? WHERE {key_column} = ?"),
+                (bytes([content[0] ^ 1]) + content[1:], key))
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> None:
+    """Write each ``files[relative path]`` below ``root``, making the directories on the way."""
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
 
 
 def put(store, file_id: str, data: bytes) -> None:

@@ -21,7 +21,7 @@ from casstor_ops.store.schema import SCHEMA_VERSION, init_store, require_setting
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import source_file_hash
 
-from .support import INLINE_MAX, flip_inline, restored, run_casstor
+from .support import INLINE_MAX, flip_inline, restored, run_casstor, write_tree
 
 
 def _count(cql, cql_text: str, *params) -> int:
@@ -134,9 +134,7 @@ def test_a_tree_with_inline_files_is_stored_skipped_andrestored(inline_store, tm
     src, dest = tmp_path / "src", tmp_path / "dest"
     files = {"small.txt": b"tiny\n", "sub/ünï.bin": os.urandom(INLINE_MAX), "sub/big.bin": os.urandom(100_000),
              "empty": b""}
-    for name, data in files.items():
-        (src / name).parent.mkdir(parents=True, exist_ok=True)
-        (src / name).write_bytes(data)
+    write_tree(src, files)
     os.chmod(src / "small.txt", 0o640)
     assert run_casstor("store", str(src), "tree", "--quiet").returncode == 0
     store = Store(inline_store)

@@ -16,7 +16,6 @@ import io
 import json
 import os
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from casstor_ops.store.leases import active_writers
 from casstor_ops.store.reclaim_window import OFFLINE, clear_window, open_window
 from casstor_ops.store.schema import read_settings
 
-from .serve_support import PartialPut, Server, block_hashes, curl, orphan_claims, until, until_no_writer
+from .serve_support import PartialPut, Server, at_once, block_hashes, curl, orphan_claims, until, until_no_writer
 from .support import CASSTOR, flip_block
 
 LEASE_REUSE_S = 3
@@ -113,16 +112,7 @@ def test_concurrent_puts_of_one_key_last_head_wins_both_bodies_stay(server: Serv
     """Two PUTs of different 1 MB bodies to one key at once: both succeed, GET gives the one whose head was
     written last (its ETag), and the blocks of both stay in the store (the other is garbage until reclaim)."""
     bodies = [os.urandom(MB), os.urandom(MB)]
-    results: list[tuple[int, dict[str, str], bytes]] = [None, None]
-
-    def put(index: int) -> None:
-        results[index] = server.request("PUT", "race/key", bodies[index])
-
-    threads = [threading.Thread(target=put, args=(i,)) for i in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = at_once(lambda index: server.request("PUT", "race/key", bodies[index]), 2)
     assert [r[0] for r in results] == [200, 200]
     status, headers, got = server.request("GET", "race/key")
     winner = bodies.index(got)

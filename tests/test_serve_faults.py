@@ -19,7 +19,6 @@ the driver's request timeout.
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import signal
 import time
@@ -32,7 +31,7 @@ from casstor_ops.serve.validators import etag
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.keyspaces import META_KS
 
-from .serve_support import Server, until
+from .serve_support import Server, at_once, until
 from .support import INLINE_MAX, SERVE_FAULT_PORTS, run_casstor
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -92,6 +91,15 @@ def test_init_with_inline_max_makes_a_store_that_keeps_small_files_in_their_head
     assert server.request("GET", "kept/large")[2] == large
 
 
+def _two_versions(server: Server) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """A first and a second body for each key, a small (inline) one and a large one; the first ones stored."""
+    first = {"small": os.urandom(SMALL), "large": os.urandom(LARGE)}
+    second = {"small": os.urandom(SMALL), "large": os.urandom(LARGE)}
+    for key, body in first.items():
+        assert server.request("PUT", key, body)[0] == 200
+    return first, second
+
+
 def _during_the_fault(server: Server, first: dict[str, bytes], second: dict[str, bytes]) -> dict[tuple, float]:
     """Send a PUT of each ``second`` body and a GET of each key at once; every one must be 503 with
     Retry-After within the bound. The seconds each took to be answered, by (method, key)."""
@@ -102,8 +110,7 @@ def _during_the_fault(server: Server, first: dict[str, bytes], second: dict[str,
         answer = server.request(method, key, body)
         return time.monotonic() - started, answer
 
-    with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
-        answers = list(pool.map(lambda request: timed(*request), requests))
+    answers = at_once(lambda n: timed(*requests[n]), len(requests))
     for (method, key, _), (seconds, (status, headers, body)) in zip(requests, answers):
         assert (status, headers.get("retry-after")) == (503, "5"), (method, key, status, body)
         assert seconds < ANSWER_BOUND_S, (method, key, seconds)
@@ -135,10 +142,7 @@ def test_a_frozen_node_is_503_then_served_again(node: LocalCluster, server: Serv
     Checks: each of the four is 503 with Retry-After, logged in one line, never 500 or a traceback, the
     inline PUT within one request timeout (it waited two before the fix in ``App._put_inline``); once thawed
     the server stores and reads again unrestarted, and both files read whole as an old or new version."""
-    first = {"small": os.urandom(SMALL), "large": os.urandom(LARGE)}
-    second = {"small": os.urandom(SMALL), "large": os.urandom(LARGE)}
-    for key, body in first.items():
-        assert server.request("PUT", key, body)[0] == 200
+    first, second = _two_versions(server)
     pid = node.node(1).pid()
     os.kill(pid, signal.SIGSTOP)
     try:
@@ -155,10 +159,7 @@ def test_a_stopped_node_is_503_then_served_again_after_its_restart(node: LocalCl
     """Injects: the node stopped (its port closed) under a running server, then started again on its data.
     Checks: PUTs of both kinds and GETs meanwhile are 503 with Retry-After, never 500; after the restart the
     server serves again unrestarted, and the files read whole as an old or new version."""
-    first = {"small": os.urandom(SMALL), "large": os.urandom(LARGE)}
-    second = {"small": os.urandom(SMALL), "large": os.urandom(LARGE)}
-    for key, body in first.items():
-        assert server.request("PUT", key, body)[0] == 200
+    first, second = _two_versions(server)
     node.stop(log=lambda line: None)
     try:
         _during_the_fault(server, first, second)

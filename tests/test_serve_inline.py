@@ -8,12 +8,11 @@ the store's settings when it starts).
 from __future__ import annotations
 
 import os
-import threading
 
 from casstor_ops.store.api import Store
 from casstor_ops.store.inline import inline_hash
 
-from .serve_support import Server
+from .serve_support import Server, at_once
 from .support import INLINE_MAX, flip_inline
 
 
@@ -56,16 +55,7 @@ def test_concurrent_inline_puts_of_one_key_leave_one_whole_body(inline_store) ->
     server = Server("--lease-reuse", "2")
     try:
         bodies = [os.urandom(3000 + n) for n in range(8)]
-        statuses: list[int] = [0] * 8
-
-        def put(n: int) -> None:
-            statuses[n] = server.request("PUT", "in/race", bodies[n])[0]
-
-        threads = [threading.Thread(target=put, args=(n,)) for n in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        statuses = at_once(lambda n: server.request("PUT", "in/race", bodies[n])[0], 8)
         assert statuses == [200] * 8
         status, headers, got = server.request("GET", "in/race")
         assert status == 200 and got in bodies and headers["etag"] == _etag(got)

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .serve_support import PartialPut, Server, curl, orphan_claims, until_no_writer_but, writer_leases
+from .serve_support import PartialPut, Server, at_once, curl, orphan_claims, until_no_writer_but, writer_leases
 
 MB = 1_000_000
 MAX_BODY = 6 * MB  # past the store's first 4 MiB segment
@@ -90,17 +89,12 @@ def test_of_two_conditional_puts_naming_the_same_etag_one_wins(limited: Server) 
     for put, body in zip(puts, bodies):
         put.send(body[:-1])
     time.sleep(1)
-    statuses: list[int] = [0, 0]
 
-    def finish(index: int) -> None:
+    def finish(index: int) -> int:
         puts[index].send(bodies[index][-1:])
-        statuses[index] = puts[index].response()[0]
+        return puts[index].response()[0]
 
-    threads = [threading.Thread(target=finish, args=(i,)) for i in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    statuses = at_once(finish, 2)
     assert sorted(statuses) == [200, 412]
     assert limited.request("GET", "cond/race")[2] == bodies[statuses.index(200)]
 

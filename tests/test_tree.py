@@ -11,16 +11,14 @@ from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, EXIT_USAGE
 from casstor_ops.store.keyspaces import DATA_KS
 from casstor_ops.store.statements import Statements
 
-from .support import run_casstor
+from .support import run_casstor, write_tree
 
 
 def _tree(root: Path) -> dict[str, bytes]:
     rng = random.Random(7)
     files = {"a.txt": b"hello tree\n" * 5000, "sub/b.bin": rng.randbytes(700_000), "sub/deeper/c.bin":
              rng.randbytes(90_000), "empty": b"", "sub/ünï code.txt": "grüße\n".encode() * 100}
-    for name, data in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(data)
+    write_tree(root, files)
     os.chmod(root / "a.txt", 0o640)
     return files
 
