@@ -22,13 +22,22 @@ An inline file (:mod:`casstor_ops.store.inline`) is its head's content,
 read with the head or in one more read, checked against its size and file
 hash in the same way.
 
-Every block is decoded (decompressed, by its recorded codec, on the
+The block list is read whole and checked against the head before the
+first block is read, so before any byte is written (a GET sends none):
+offsets contiguous from 0, the head's count and size, and the head's file
+hash (:func:`~casstor_ops.store.hashing.file_hash`): rows each intact but
+out of order (two swapped) pass every check but the last, which a stream
+would otherwise have run only after sending the whole wrong file. A list of
+at most ``HELD_LIST_BLOCKS`` rows is kept from that read (~80 bytes a
+block); a longer one is read again as it is restored, and checked again as
+it goes (a second read that differs, another replica's, is told only at its
+end). Every block is decoded (decompressed, by its recorded codec, on the
 worker threads that check it: :mod:`casstor_ops.store.codec`) and its
-plaintext checked against its hash and size, and the block list
-against the head's file hash (:func:`~casstor_ops.store.hashing.file_hash`) at
-the end. A missing or damaged block stops the restore at once with
-:class:`~casstor_ops.errors.CorruptionError` naming the file, the offset
-and the block (FileChangedError instead when the file changed, above). A path destination is written to a temporary file beside
+plaintext checked against its hash and size. A list that does not match,
+or a missing or damaged block, stops the restore at once with
+:class:`~casstor_ops.errors.CorruptionError` naming the file (and the offset
+and the block) (FileChangedError instead when the file changed, above: a
+list found short). A path destination is written to a temporary file beside
 it (flushed to disk in the background as it grows), fsynced and renamed
 into place only when everything checked out, so a failed restore leaves
 nothing at DEST; a restore killed before that leaves its temporary file,
@@ -45,10 +54,11 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
+from array import array
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -74,6 +84,9 @@ BLOCKS_PER_READ = 16   # distinct blocks per read, at most (IN ? of 16: a third 
 # the blocks held ahead stay near 2 x READ_WINDOW x READ_BYTES (12 MiB) of plaintext whatever their size.
 READ_BYTES = 16 * 48 * 1024
 LIST_PAGE_ROWS = 2000  # file_blocks rows per page
+# A block list of at most this many rows is kept from its check for the restore (~20 MB: files of ~11 GB in 48 KiB
+# blocks, ~45 GB in the default 192 KiB ones); a longer one is read twice, so memory stays bounded.
+HELD_LIST_BLOCKS = 250_000
 RECENT_BLOCKS = 64
 # Block checks run on worker threads (hashlib releases the GIL), one task per read, while this thread
 # dispatches and writes: hashing is the restore's own CPU cost.
@@ -96,6 +109,46 @@ def checked_blocks(blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> l
             return offset, digest, "does not match its hash"
         plain.append(content)
     return plain
+
+
+class ShortList(CorruptionError):
+    """A block list whose count or bytes are not its head's: what a reclaim that deleted it meanwhile leaves."""
+
+
+def damaged(file_id: str, offset: int, digest: bytes, what: str) -> CorruptionError:
+    """The error of block ``digest`` at ``offset`` of ``file_id``: ``what`` is wrong with it."""
+    return CorruptionError(f"{file_id!r}: block {digest.hex()} at offset {offset} {what}; the file cannot be restored")
+
+
+def checked_list(head: FileInfo, rows: Iterable[tuple[int, bytes, int]]) -> Iterator[tuple[int, bytes, int]]:
+    """The ``(offset, hash, size)`` rows of ``head``'s block list as they come, each checked to start where the
+    ones before it end; once all are read, their count and bytes (else :class:`ShortList`) and their hashes, in
+    order, against the head's file hash (else CorruptionError: rows swapped or replaced).
+
+    Example: ``list(checked_list(head, rows))`` is ``rows`` for an intact list."""
+    hasher = file_hasher()
+    count = written = 0
+    for offset, digest, size in rows:
+        if offset != written:
+            raise damaged(head.id, offset, digest, f"is listed where offset {written} belongs")
+        hasher.update(digest)
+        yield offset, digest, size
+        written += size
+        count += 1
+    if count != head.blocks or written != head.size:
+        raise ShortList(f"{head.id!r}: the block list has {count} blocks / {written} bytes, the head says "
+                        f"{head.blocks} / {head.size}; the file cannot be restored")
+    if hasher.digest() != head.hash:
+        raise CorruptionError(f"{head.id!r}: the block list does not match the file hash {head.hash.hex()} (rows "
+                              f"swapped or replaced); the file cannot be restored")
+
+
+def _with_offsets(digests: list[bytes], sizes: array) -> Iterator[tuple[int, bytes, int]]:
+    """``(offset, hash, size)`` rows of a list kept as its hashes and sizes."""
+    offset = 0
+    for digest, size in zip(digests, sizes):
+        yield offset, digest, size
+        offset += size
 
 
 def blocks_read(st: Statements, hashes: list[bytes]) -> tuple[PreparedStatement, tuple]:
@@ -139,14 +192,30 @@ class Restore:
         self._waiting: dict[bytes, list[int]] = {}
         self._recent: OrderedDict[bytes, tuple[int, bytes, Future]] = OrderedDict()
 
-    def _block_list(self):
+    def _list_rows(self):
         statement = self._st.file_blocks.bind((self._head.id, self._head.version))
         statement.fetch_size = LIST_PAGE_ROWS
         return self._session.execute(statement)
 
-    def _corrupt(self, offset: int, digest: bytes, what: str) -> CorruptionError:
-        return CorruptionError(f"{self._head.id!r}: block {digest.hex()} at offset {offset} {what}; "
-                               f"the file cannot be restored")
+    def _checked(self, rows: Iterable[tuple[int, bytes, int]]) -> Iterator[tuple[int, bytes, int]]:
+        """:func:`checked_list` of ``rows``, a short list FileChangedError when the head moved on meanwhile."""
+        try:
+            yield from checked_list(self._head, rows)
+        except ShortList as short:
+            raise self._unless_changed(short) from None
+
+    def _block_list(self) -> Iterable[tuple[int, bytes, int]]:
+        """The version's block list, read whole and checked (:meth:`_checked`) before any block is read; kept
+        if it has at most ``HELD_LIST_BLOCKS`` rows, else read again (and checked again as it is restored)."""
+        digests: list[bytes] | None = []
+        sizes = array("q")
+        for _, digest, size in self._checked(self._list_rows()):
+            if digests is not None:
+                digests.append(digest)
+                sizes.append(size)
+                if len(digests) > HELD_LIST_BLOCKS:
+                    digests, sizes = None, array("q")
+        return _with_offsets(digests, sizes) if digests is not None else self._checked(self._list_rows())
 
     def _unless_changed(self, error: CorruptionError) -> CasstorError:
         """``error`` if the head still names the version being restored, else FileChangedError.
@@ -166,7 +235,7 @@ class Restore:
         blocks = []
         for digest, offset, size in group:
             if digest not in found:
-                raise self._unless_changed(self._corrupt(offset, digest, "is missing"))
+                raise self._unless_changed(damaged(self._head.id, offset, digest, "is missing"))
             blocks.append((*found[digest], digest, offset, size))
         check = self._check(blocks)
         for place, (_, _, digest, _, _) in enumerate(blocks):
@@ -204,21 +273,20 @@ class Restore:
             if len(self._group) >= self._per_read:
                 self._send_group()
 
-    def _wait(self, out: BinaryIO, file_hash: "hashlib._Hash") -> None:
+    def _wait(self, out: BinaryIO) -> None:
         self._send_group()  # a partial group must not wait for blocks behind the look-ahead limit
         self._window.poll()
-        self._write_ready(out, file_hash)
+        self._write_ready(out)
 
-    def _write_ready(self, out: BinaryIO, file_hash: "hashlib._Hash") -> None:
+    def _write_ready(self, out: BinaryIO) -> None:
         ready = self._ready
         while self._next in ready:
             place, digest, check = ready.pop(self._next)
             decoded = check.result()
             if isinstance(decoded, tuple):
-                raise self._corrupt(*decoded)
+                raise damaged(self._head.id, *decoded)
             content = decoded[place]
             out.write(content)
-            file_hash.update(digest)
             if self._progress:
                 self._progress(len(content))
             self._next += 1
@@ -247,33 +315,24 @@ class Restore:
         started = time.perf_counter()
         if self._head.is_inline:
             return self._run_inline(out, started)
-        file_hash = file_hasher()
+        rows = self._block_list()  # checked whole: nothing is read or written for a list that is not the head's
         count = written = 0
         if self._head.blocks > self._per_read:  # else one read: no thread to hand it to (a small file's GET)
             self._verifier = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="casstor-verify")
         try:
-            for index, (offset, digest, size) in enumerate(self._block_list()):
-                if offset != written:
-                    raise self._corrupt(offset, digest, f"is listed where offset {written} belongs")
-                self._write_ready(out, file_hash)
+            for index, (offset, digest, size) in enumerate(rows):
+                self._write_ready(out)
                 while index - self._next >= self._ahead:
-                    self._wait(out, file_hash)
+                    self._wait(out)
                 self._request(index, digest, offset, size)
                 written += size
                 count = index + 1
-            self._write_ready(out, file_hash)
+            self._write_ready(out)
             while self._next < count:
-                self._wait(out, file_hash)
+                self._wait(out)
         finally:
             if self._verifier is not None:
                 self._verifier.shutdown(cancel_futures=True)
-        if count != self._head.blocks or written != self._head.size:
-            raise self._unless_changed(CorruptionError(
-                f"{self._head.id!r}: the block list has {count} blocks / {written} bytes, the head says "
-                f"{self._head.blocks} / {self._head.size}; the file cannot be restored"))
-        if file_hash.digest() != self._head.hash:
-            raise CorruptionError(f"{self._head.id!r}: the block list does not match the file hash "
-                                  f"{self._head.hash.hex()}")
         return RestoreResult(self._head.id, written, count, round(time.perf_counter() - started, 6))
 
 
