@@ -134,8 +134,8 @@ class BodyWriter:
 
     ``start``/``stop``: only the file's bytes from ``start`` up to ``stop``
     are sent; with a ``stop`` before the end, the worker is stopped once
-    they are (so the restore's check of the whole file hash is skipped, each
-    block's own check is not).
+    they are (each block's own check is not skipped, nor the block list's
+    against the file hash, which comes before the first byte).
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, start: int = 0, stop: int | None = None,
