@@ -132,6 +132,19 @@ def write_tree(root: Path, files: dict[str, bytes]) -> None:
         (root / name).write_bytes(data)
 
 
+def secret_file(path: Path, kind: str, text: str = "s3cret\n") -> Path:
+    """``path`` made as ``kind``: a file holding ``text`` with that octal mode ("0600", "0644"), a "directory" or
+    a "fifo" (opening it waits for a writer)."""
+    if kind == "directory":
+        path.mkdir(mode=0o700)
+    elif kind == "fifo":
+        os.mkfifo(path, 0o600)
+    else:
+        path.write_text(text)
+        path.chmod(int(kind, 8))
+    return path
+
+
 def put(store, file_id: str, data: bytes) -> None:
     """Store ``data`` under ``file_id``."""
     store.put(io.BytesIO(data), file_id)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import pytest
 
 from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
+from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.schema import (DEFAULT_COMMIT_BOUND_S, Replication, StoreSettings, commit_bound_s, init_store,
-                                      read_settings, set_commit_bound)
+from casstor_ops.store.schema import (DEFAULT_COMMIT_BOUND_S, SCHEMA_VERSION, Replication, StoreSettings,
+                                      commit_bound_s, init_store, read_settings, set_commit_bound)
+from casstor_ops.store.statements import Statements
 
 from .support import SESSION_SETTINGS, run_casstor
 
@@ -87,11 +90,13 @@ def test_inconsistent_chunk_sizes_are_refused_before_connecting() -> None:
         "casstor: chunk sizes min 65536 / avg 16384 / max 1048576: need min <= avg <= max"]
 
 
-@pytest.mark.parametrize("damage", [f"DROP TABLE {META_KS}.settings", f"TRUNCATE {META_KS}.settings"],
-                         ids=["no settings table", "empty settings table"])
+@pytest.mark.parametrize("damage", [f"DROP TABLE {META_KS}.settings", f"TRUNCATE {META_KS}.settings",
+                                    f"DELETE FROM {META_KS}.settings WHERE name = 'schema_version'"],
+                         ids=["no settings table", "empty settings table", "no schema_version"])
 def test_missing_settings_are_not_initialised(cql, damage) -> None:
-    """Injects a casstor_meta keyspace without the settings table, then an empty settings table; checks
-    read_settings finds no store and 'casstor ls' says 'not initialised' in one line with EXIT_NOT_INITIALISED."""
+    """Injects a casstor_meta keyspace without the settings table, an empty settings table, and settings without
+    the schema_version an init writes last (one that did not finish); checks read_settings finds no store and
+    'casstor ls' says 'not initialised' in one line with EXIT_NOT_INITIALISED."""
     cql.execute(damage)
     try:
         assert read_settings(cql) is None
@@ -115,4 +120,91 @@ def test_a_new_store_gets_the_default_chunk_sizes(cql) -> None:
     finally:
         cql.execute(f"TRUNCATE {META_KS}.settings")
         init_store(cql, settings=SESSION_SETTINGS)
+    assert read_settings(cql) == SESSION_SETTINGS
+
+
+class _Killed(Exception):
+    """The injected death of an init."""
+
+
+def _settings_rows(cql) -> dict[str, str]:
+    return {r.name: r.value for r in cql.execute(f"SELECT name, value FROM {META_KS}.settings")}
+
+
+def _put_back(cql, rows: dict[str, str]) -> None:
+    """The settings table holding exactly ``rows`` (the session store's, after a test made it an older one)."""
+    cql.execute(f"TRUNCATE {META_KS}.settings")
+    for name, value in rows.items():
+        cql.execute(Statements.for_session(cql).write_setting, (name, value))
+
+
+def _as_schema_3(cql) -> dict[str, str]:
+    """The session store's settings made those of a schema-3 store (no inline_max row; its 16 KiB chunk minimum
+    is that of stores made before the chunk change); the rows it had."""
+    rows = _settings_rows(cql)
+    _put_back(cql, {**{k: v for k, v in rows.items() if k != "inline_max"}, "schema_version": "3"})
+    return rows
+
+
+def test_a_refused_upgrade_leaves_the_store_as_it_was(cql, tmp_path) -> None:
+    """Injects `casstor init --inline-max 65536` (as the README suggests) on a schema-3 store of 16 KiB chunk
+    minimum; checks it exits 1 with one line and leaves every settings row as it was, so `casstor ls` still asks
+    for an upgrade, a plain `casstor init` upgrades it (schema 4, no inline files), and a file then stores and
+    restores. Before the fix the refused init had recorded schema 4 and inline_max 65536 first: every command
+    after it failed with "inline max 65536: takes 0 ..."."""
+    original = _as_schema_3(cql)
+    try:
+        old = _settings_rows(cql)
+        out = run_casstor("init", "--inline-max", "65536")
+        assert out.returncode == 1 and out.stderr.decode().count("\n") == 1, out.stderr
+        assert b"already initialised with chunk_min=16384 (asked 65536)" in out.stderr
+        assert _settings_rows(cql) == old
+        listed = run_casstor("ls")
+        assert listed.returncode == EXIT_NOT_INITIALISED and b"has schema 3: run 'casstor init'" in listed.stderr
+        out = run_casstor("init")
+        assert out.returncode == 0 and b"schema v4" in out.stdout and b"no inline files" in out.stdout, out
+        data = tmp_path / "a.bin"
+        data.write_bytes(os.urandom(100_000))
+        assert run_casstor("store", str(data), "upgraded/a.bin", "--quiet").returncode == 0
+        assert run_casstor("restore", "upgraded/a.bin", str(tmp_path / "back"), "--quiet").returncode == 0
+        assert (tmp_path / "back").read_bytes() == data.read_bytes()
+        assert run_casstor("rm", "upgraded/a.bin").returncode == 0
+    finally:
+        _put_back(cql, original)
+    assert read_settings(cql) == SESSION_SETTINGS
+
+
+def test_an_upgrade_cut_short_is_refused_until_init_completes_it(cql, monkeypatch) -> None:
+    """Injects the death of an upgrade of a schema-3 store (asking inline_max 16384) just after its first
+    settings write: every later settings write of that init raises. Checks the store still reads as schema 3,
+    so a store refuses it ("run 'casstor init'", exit 9) rather than using a half-recorded store, and that a
+    plain `casstor init` completes it with the inline_max asked. Before the fix schema_version was written
+    first: the store read as schema 4 with no inline_max, and was used."""
+    original = _as_schema_3(cql)
+    st = Statements.for_session(cql)
+    setting_writes = {st.write_setting.query_id, st.record_setting.query_id}
+    real_execute, written = cql.execute, []
+
+    def dies_after_one_setting(statement, *args, **kwargs):
+        if getattr(statement, "query_id", None) in setting_writes:
+            if written:
+                raise _Killed("injected: init died")
+            written.append(args)
+        return real_execute(statement, *args, **kwargs)
+
+    try:
+        monkeypatch.setattr(cql, "execute", dies_after_one_setting)
+        with pytest.raises(_Killed):
+            init_store(cql, settings=replace(SESSION_SETTINGS, inline_max=16384))
+        monkeypatch.undo()
+        with pytest.raises(CasstorError, match="has schema 3: run 'casstor init' to upgrade") as refused:
+            Store(cql)
+        assert refused.value.exit_code == EXIT_NOT_INITIALISED
+        out = run_casstor("init")
+        assert out.returncode == 0, out.stderr
+        recorded = read_settings(cql)
+        assert (recorded.schema_version, recorded.inline_max) == (SCHEMA_VERSION, 16384)
+    finally:
+        monkeypatch.undo()
+        _put_back(cql, original)
     assert read_settings(cql) == SESSION_SETTINGS

@@ -30,7 +30,7 @@ from casstor_ops.store.reclaim_window import OFFLINE, clear_window, open_window
 from casstor_ops.store.schema import read_settings
 
 from .serve_support import PartialPut, Server, at_once, block_hashes, curl, orphan_claims, until, until_no_writer
-from .support import CASSTOR, flip_block
+from .support import CASSTOR, flip_block, secret_file
 
 LEASE_REUSE_S = 3
 MB = 1_000_000
@@ -279,8 +279,7 @@ def test_an_offline_reclaim_window_is_answered_503(server: Server, cql) -> None:
 
 
 def test_token_and_read_only(cql, tmp_path: Path) -> None:
-    token_file = tmp_path / "token"
-    token_file.write_text("s3cret-token\n")
+    token_file = secret_file(tmp_path / "token", "0600", "s3cret-token\n")  # only its owner may read it
     guarded = Server("--token-file", str(token_file), "--read-only")
     try:
         assert guarded.request("GET", "round-trip/1.bin")[0] == 401

@@ -3,7 +3,8 @@
 * PUT preconditions (``If-Match``, ``If-None-Match: *``) and the ETag of a PUT;
 * ``--max-body`` (413) and ``--require-length`` (411);
 * ``--cert/--key`` (TLS, with a certificate made by openssl in the test, curl ``--cacert``);
-* ``--workers``, ``--metrics-port`` (Prometheus text) and ``--access-log``.
+* ``--workers``, ``--metrics-port`` (Prometheus text) and ``--access-log``;
+* ``--token-file`` only when only its owner may read it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from .serve_support import PartialPut, Server, at_once, curl, orphan_claims, until_no_writer_but, writer_leases
+from .support import run_casstor, secret_file
 
 MB = 1_000_000
 MAX_BODY = 6 * MB  # past the store's first 4 MiB segment
@@ -188,3 +190,17 @@ def test_a_bad_certificate_is_one_line_and_exit_2(cql, tmp_path: Path) -> None:
     with pytest.raises(Exception) as caught:
         Server("--cert", str(bogus), start_timeout_s=60)
     assert "casstor: cannot load the TLS certificate" in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", ["0644", "directory", "fifo"])
+def test_a_token_file_others_may_read_or_not_a_file_is_one_line_and_exit_2(tmp_path: Path, kind: str) -> None:
+    """Injects a world-readable token file, a directory and a FIFO as ``--token-file``; checks `casstor serve`
+    exits 2 with one line naming the option before it connects (to a port where nothing listens, so no node is
+    started either way). Without the check the 0644 file went on to connect (exit 1) and the FIFO waited for a
+    writer (the 60 s timeout); a 0600 file is served in test_serve.py::test_token_and_read_only."""
+    path = secret_file(tmp_path / "token", kind)
+    run = run_casstor("serve", "--port", "0", "--token-file", str(path), env={"CASSTOR_NODES": "127.0.0.1:1"},
+                      timeout=60)
+    assert run.returncode == 2 and run.stdout == b"", run.stderr
+    lines = run.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"casstor: --token-file={path}: "), lines

@@ -5,9 +5,10 @@ Example::
     $ casstor serve --port 8080 --token-file ~/.casstor-token --metrics-port 9100 &
     $ curl -H "Authorization: Bearer $(cat ~/.casstor-token)" -T a.jpg http://127.0.0.1:8080/photos/a.jpg
 
-Failures: a bad flag value (exit 2), a port in use, an unreadable or empty
-token file, a certificate that cannot be loaded, or an unreachable store end
-the command with one ``casstor:`` line before it serves anything.
+Failures: a bad flag value (exit 2), a port in use, a token file that is
+unreadable, empty or readable by others (exit 2), a certificate that cannot
+be loaded, or an unreachable store end the command with one ``casstor:``
+line before it serves anything.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    metavar="N", help="worker processes sharing the port, each with its own connection to "
                                      "Cassandra (default: 1)")
     p.add_argument("--token-file", metavar="PATH",
-                   help="require 'Authorization: Bearer <token>' with the token in PATH (401 otherwise)")
+                   help="require 'Authorization: Bearer <token>' with the token in PATH (401 otherwise); PATH "
+                        "must be a file only its owner may read (chmod 600)")
     p.add_argument("--read-only", action="store_true", help="refuse PUT and DELETE (405)")
     p.add_argument("--max-body", type=_bounded(int, 0, 2 ** 63 - 1, "a number of bytes"), metavar="BYTES",
                    help="refuse a PUT body longer than BYTES (413), by its Content-Length or as it arrives")

@@ -54,6 +54,25 @@ def write_secret(path: Path, text: str) -> Path:
     return path
 
 
+def check_private_file(path: str, setting: str) -> None:
+    """Refuse ``path`` unless it is a regular file that no one but its owner may read or change.
+
+    Example: ``check_private_file("/home/me/.casstor-token", "--token-file")`` (what ``casstor serve`` runs).
+    Raises CasstorError (exit 2), one line naming ``setting``, when the file is missing, not a regular file,
+    or open to its group or others (``chmod 600`` fixes that). It only stats the file: opening a FIFO would
+    wait for a writer.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        raise CasstorError(f"{setting}={path}: {err.strerror or err}", EXIT_USAGE) from None
+    if not stat.S_ISREG(mode):
+        raise CasstorError(f"{setting}={path}: not a regular file", EXIT_USAGE)
+    if mode & 0o077:
+        raise CasstorError(f"{setting}={path}: others may read or change it (mode {stat.S_IMODE(mode):04o}); "
+                           f"run 'chmod 600 {path}'", EXIT_USAGE)
+
+
 def read_password_file(path: str, setting: str) -> str:
     """The password in ``path`` (first line, without its newline); ``setting`` names where the path came from.
 
@@ -61,13 +80,8 @@ def read_password_file(path: str, setting: str) -> str:
     Raises CasstorError (exit 2) when the file is missing, unreadable, empty,
     or open to its group or others (``chmod 600`` fixes that).
     """
+    check_private_file(path, setting)
     try:
-        mode = os.stat(path).st_mode  # before opening: opening a FIFO would wait for a writer
-        if not stat.S_ISREG(mode):
-            raise CasstorError(f"{setting}={path}: not a regular file", EXIT_USAGE)
-        if mode & 0o077:
-            raise CasstorError(f"{setting}={path}: others may read or change it (mode {stat.S_IMODE(mode):04o}); "
-                               f"run 'chmod 600 {path}'", EXIT_USAGE)
         with open(path, "rb") as handle:
             first = handle.readline().rstrip(b"\r\n")
     except OSError as err:

@@ -11,7 +11,9 @@ Example::
     (True, False, False)
 
 Failures: :func:`read_token` raises :class:`~casstor_ops.errors.CasstorError`
-(exit 2) for a file that cannot be read or holds no token.
+(exit 2) for a file that others may read (it is a secret, kept like a
+password file: :func:`~casstor_ops.cluster.secret_files.check_private_file`),
+that is not a regular file, that cannot be read or that holds no token.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import hmac
 from pathlib import Path
 
+from casstor_ops.cluster.secret_files import check_private_file
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 
 SCHEME = "bearer"
@@ -40,7 +43,9 @@ class Token:
 
 
 def read_token(path: str | Path) -> Token:
-    """The token in ``path`` (surrounding white space, e.g. the final newline, removed)."""
+    """The token in ``path`` (surrounding white space, e.g. the final newline, removed); a file only its owner may
+    read, as a password file."""
+    check_private_file(str(path), "--token-file")
     try:
         secret = Path(path).read_bytes().strip()
     except OSError as err:

@@ -58,9 +58,10 @@ small, precious rows (files, block lists, settings, the reclaim window).
   are garbage that reclaim removes after a grace period.
 * ``settings (name text PK, value text)``: the chunker, its sizes, the block
   and file hash functions (:mod:`casstor_ops.store.hashing`) and the schema
-  version, written once with ``IF NOT EXISTS``; and the compression of new
-  blocks, the one setting a later ``casstor init --compression`` may change
-  (:func:`set_compression`).
+  version, written once with ``IF NOT EXISTS``, the version last (it
+  vouches for the rest: without it the store is not initialised); and the
+  compression of new blocks, the one setting a later ``casstor init
+  --compression`` may change (:func:`set_compression`).
 * ``maintenance (name text PK, …)``: the reclaim window flag (taken with a
   lightweight transaction) and ``writer_leases``: running writers'
   heartbeats (TTL rows), so reclaim can wait for them.
@@ -80,7 +81,8 @@ Example::
     >>> settings.chunk_avg
     196608
 
-Failures: a conflicting re-init raises :class:`~casstor_ops.errors.CasstorError`.
+Failures: a conflicting re-init raises :class:`~casstor_ops.errors.CasstorError`
+before it writes anything (an upgrade included).
 """
 
 from __future__ import annotations
@@ -241,13 +243,18 @@ class StoreSettings:
 
     @classmethod
     def from_rows(cls, rows: dict[str, str]) -> "StoreSettings":
+        return cls(**cls.row_values(rows))
+
+    @classmethod
+    def row_values(cls, rows: dict[str, str]) -> dict[str, int | str]:
+        """The settings ``rows`` record, typed but not validated (what may be refused is compared first)."""
         # Schema 1 did not record the file hash (whole-content BLAKE2b); schema 2 had no compression; schema 3 no
         # inline files.
-        kwargs = {"file_hash": "blake2b-256", "compression": NONE, "inline_max": 0}
+        values: dict[str, int | str] = {"file_hash": "blake2b-256", "compression": NONE, "inline_max": 0}
         for f in fields(cls):
             if f.name in rows:
-                kwargs[f.name] = int(rows[f.name]) if f.type in ("int", int) else rows[f.name]
-        return cls(**kwargs)
+                values[f.name] = int(rows[f.name]) if f.type in ("int", int) else rows[f.name]
+        return values
 
 
 def default_rf(session: Session) -> int:
@@ -302,7 +309,8 @@ def _ensure_keyspace(session: Session, keyspace: str, wanted: Replication, expli
 
 def read_settings(session: Session) -> StoreSettings | None:
     """The recorded settings, or None when the store was never initialised: no ``casstor_meta`` keyspace, no
-    settings table in it (a keyspace made by something else, or an interrupted init), or no rows in the table.
+    settings table in it (a keyspace made by something else, or an interrupted init), or no ``schema_version``
+    row in the table (an init that did not finish: :func:`init_store` writes it last).
 
     Example::
 
@@ -314,15 +322,23 @@ def read_settings(session: Session) -> StoreSettings | None:
     (``EXIT_UNAUTHORISED``, ``EXIT_TIMEOUT``, ``EXIT_UNREACHABLE``); anything
     else propagates with its traceback.
     """
+    return _settings_in(_recorded_rows(session))
+
+
+def _recorded_rows(session: Session) -> dict[str, str]:
+    """The settings table's rows by name; none without the table. Failures: as :func:`read_settings`."""
     st = Statements.for_session(session)
     with reported_as_user_errors(endpoint_of(session), "read the store's settings"):
         try:
-            found = {r.name: r.value for r in session.execute(st.all_settings)}
+            return {r.name: r.value for r in session.execute(st.all_settings)}
         except InvalidRequest:  # preparing the read fails without the table: asked only then (one read fewer)
             if session.execute(st.table_exists, (META_KS, "settings")).one() is None:
-                return None
+                return {}
             raise
-    return StoreSettings.from_rows(found) if found else None
+
+
+def _settings_in(rows: dict[str, str]) -> StoreSettings | None:
+    return StoreSettings.from_rows(rows) if "schema_version" in rows else None
 
 
 def require_settings(session: Session) -> StoreSettings:
@@ -363,29 +379,54 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
     explicit value). The compression of
     ``settings`` applies to a new store only: an existing one keeps its own
     (:func:`set_compression` changes it). A store of an upgradable schema is
-    upgraded once its new columns exist.
+    upgraded once its new columns exist, all or nothing: everything is
+    checked before the first write (a refused upgrade leaves the store as it
+    was), and ``schema_version`` is written last (an upgrade cut short leaves
+    the old version, which this casstor refuses until a re-run of ``casstor
+    init`` completes it).
     """
-    before = read_settings(session)
-    ensure_keyspaces(session, data, meta, may_change=before is None)
+    rows = _recorded_rows(session)
+    before = _settings_in(rows)
     wanted = settings or _defaults_for(before)
+    writes = rows_to_record(rows, wanted)
+    ensure_keyspaces(session, data, meta, may_change=before is None)
     for ddl in _TABLES:  # the blocks table's compression applies to a new store only (CREATE IF NOT EXISTS)
         _ddl(session, ddl.replace("{node_compression}", _node_compression(wanted.compression)))
     session.cluster.control_connection.wait_for_schema_agreement()
     st = Statements.for_session(session)
-    rows = wanted.as_rows()
-    if before is not None:
+    for name, value in writes.items():  # only an upgrade's schema_version replaces a row
+        session.execute(st.write_setting if name in rows else st.record_setting, (name, value))
+    rows = _recorded_rows(session)
+    rows_to_record(rows, wanted)  # refuses what a concurrent init with other settings recorded first
+    return StoreSettings.from_rows(rows)
+
+
+def rows_to_record(recorded: dict[str, str], wanted: StoreSettings) -> dict[str, str]:
+    """The settings rows that make ``wanted`` the settings of a store that has the ``recorded`` rows, in the order
+    to write them: the missing ones, then ``schema_version`` (new, or raised by an upgrade), which vouches for them.
+
+    A recorded row is kept (so a re-run of an init or an upgrade that was cut short completes it); an existing
+    store (one with a ``schema_version``) keeps its compression whatever ``wanted`` says.
+
+    Example: ``rows_to_record({**rows_of_a_schema_3_store}, replace(its_settings, inline_max=16384))`` ->
+    ``{"inline_max": "16384", "schema_version": "4"}``; ``{}`` when the rows already are ``wanted``'s.
+
+    Failures: a recorded setting that differs from ``wanted`` raises CasstorError naming each one.
+    """
+    initialised = "schema_version" in recorded
+    rows = {**wanted.as_rows(), **recorded}
+    if initialised and int(recorded["schema_version"]) in UPGRADABLE:
+        rows["schema_version"] = str(SCHEMA_VERSION)
+    if initialised and "compression" not in recorded:  # schema 2: recorded none, and reads as none
         del rows["compression"]
-        if before.schema_version in UPGRADABLE:
-            session.execute(st.write_setting, ("schema_version", str(SCHEMA_VERSION)))
-    for name, value in rows.items():
-        session.execute(st.record_setting, (name, value))
-    recorded = read_settings(session)
-    diffs = [f"{k}={v} (asked {getattr(wanted, k)})" for k, v in asdict(recorded).items()
+    diffs = [f"{k}={v} (asked {getattr(wanted, k)})" for k, v in StoreSettings.row_values(rows).items()
              if k != "compression" and getattr(wanted, k) != v]
     if diffs:
         raise CasstorError(f"the store is already initialised with {', '.join(diffs)}; refusing to change it "
                            f"(blocks chunked or hashed differently would never deduplicate)")
-    return recorded
+    missing = {name: value for name, value in rows.items() if recorded.get(name) != value}
+    version = missing.pop("schema_version", None)
+    return missing if version is None else {**missing, "schema_version": version}
 
 
 def _defaults_for(before: StoreSettings | None) -> StoreSettings:

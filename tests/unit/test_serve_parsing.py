@@ -20,6 +20,8 @@ from casstor_ops.serve.streams import BodyTimeout, BodyWriter
 from casstor_ops.serve.validators import file_headers, not_modified
 from casstor_ops.store.records import FileInfo
 
+from ..support import secret_file
+
 
 @pytest.mark.parametrize("raw, key", [
     (b"/a.txt", "a.txt"),
@@ -75,17 +77,27 @@ def test_the_token_needs_the_bearer_scheme_and_the_exact_secret() -> None:
 
 
 def test_the_token_file_is_stripped_and_must_hold_a_printable_token(tmp_path) -> None:
-    good = tmp_path / "token"
-    good.write_text("s3cret\n")
-    assert read_token(good).allows("Bearer s3cret")
-    for content in ("", " \n", "two words"):
-        bad = tmp_path / "bad"
-        bad.write_text(content)
+    assert read_token(secret_file(tmp_path / "token", "0600")).allows("Bearer s3cret")
+    for index, content in enumerate(("", " \n", "two words")):
+        bad = secret_file(tmp_path / f"bad{index}", "0600", content)
         with pytest.raises(CasstorError) as caught:
             read_token(bad)
         assert caught.value.exit_code == EXIT_USAGE
-    with pytest.raises(CasstorError, match="cannot read the token file"):
+    with pytest.raises(CasstorError, match="missing: No such file or directory"):
         read_token(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("kind", ["0644", "0640", "directory", "fifo"])
+def test_a_token_file_others_may_read_or_that_is_not_a_file_is_refused(tmp_path, kind: str) -> None:
+    """Injects a token file open to its group or others, a directory and a FIFO (opening it would wait for a
+    writer); checks each is one usage line naming --token-file, before anything is read."""
+    path = secret_file(tmp_path / "token", kind)
+    with pytest.raises(CasstorError) as caught:
+        read_token(path)
+    message = str(caught.value)
+    assert caught.value.exit_code == EXIT_USAGE and "\n" not in message and "s3cret" not in message
+    assert message.startswith(f"--token-file={path}: ")
+    assert message.endswith("not a regular file" if kind in ("directory", "fifo") else f"run 'chmod 600 {path}'")
 
 
 def test_validators_are_the_file_hash_and_the_commit_time() -> None:
