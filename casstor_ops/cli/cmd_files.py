@@ -45,12 +45,13 @@ def _store_source(args: argparse.Namespace) -> str:
 
 
 def _tree_done(report: TreeReport, args: argparse.Namespace) -> int:
-    """Print a tree command's summary (or JSON) and each failed file on one line; its exit status."""
+    """Print a tree command's summary (or JSON), each failed file and each file skipped for a reason (a symlink,
+    not followed: not a failure, exit 0 as for an unchanged file) on one line; its exit status."""
     if args.json:
         _print_json({"summary": report.summary(), "exit_code": report.exit_code, "files": report.rows})
     elif not args.quiet:
         print(report.summary())
-    for row in report.failures:
+    for row in report.failures + report.skipped_with_reason:
         print(f"casstor: {row['status']}: {row['id']}: {row['error']}", file=sys.stderr)
     return report.exit_code
 
