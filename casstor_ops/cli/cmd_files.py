@@ -152,7 +152,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
     _tree_options(p)
-    p.add_argument("--follow-symlinks", action="store_true", help="a directory: follow symlinks below it (linked directories and files; without it a link to a file is skipped)")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="a directory: follow symlinks below it (linked directories and files; without it a link to "
+                        "a file is skipped)")
     p.set_defaults(func=_store)
 
     p = sub.add_parser("restore", help="write a stored file (or every file under a prefix) back, byte-exact")
