@@ -1,17 +1,20 @@
-"""``spark-submit jobs/ingest.py SRC [--prefix P] [--report out.json] [--follow-symlinks] [--storage-option K=V]``: parallel, resumable bulk ingest.
+"""``spark-submit jobs/ingest.py SRC [--prefix P] [--report out.json] [--follow-symlinks] [--storage-option K=V] [--storage-options-file PATH]``: parallel, resumable bulk ingest.
 
 SRC is a directory, a quoted glob (``'data/**/*.bin'``) or several paths,
 readable at the same path by every executor, or the URL of a directory, a
 file or a glob on any filesystem fsspec supports (``s3://bucket/tree/``,
 ``file:///data``, ``hdfs://…``), which the executors read through it
-(``--storage-option KEY=VALUE``, repeatable, and ``FSSPEC_<PROTOCOL>_<KEY>``
-variables configure it: :mod:`casstor_ops.store.locations`). Each file is stored as
+(``--storage-option KEY=VALUE``, repeatable, no secret; keys in a 0600
+``--storage-options-file``; and ``FSSPEC_<PROTOCOL>_<KEY>`` variables
+configure it: :mod:`casstor_ops.store.locations`). Each file is stored as
 PREFIX + its path relative to SRC; files already committed unchanged are
 skipped, so re-running after a failure or an interruption resumes.
 Progress (files, MB, MB/s, ETA) goes to stderr, a summary to stdout.
 
-Symlinked directories below SRC are not entered unless
-``--follow-symlinks`` (never the same directory twice, so no loop). A
+No symlink below SRC is followed unless ``--follow-symlinks`` (never the
+same directory twice, so no loop): a symlinked directory is not entered, a
+symlink to a file is a ``skipped`` row ("symlink, not followed", one line on
+stderr, exit 0), and a file swapped for a link after the listing fails. A
 file name that is not valid UTF-8 is stored under an escaped ID that
 ``jobs/restore.py`` turns back into the same bytes
 (:mod:`casstor_ops.store.path_ids`).
@@ -50,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_storage_options(parser)
     parser.add_argument("--max-file-size", type=int, metavar="BYTES", help="record larger files as failed")
     parser.add_argument("--follow-symlinks", action="store_true",
-                        help="enter symlinked directories below SRC (each directory once)")
+                        help="follow symlinks below SRC: enter linked directories (each once) and read linked files")
     return parser
 
 

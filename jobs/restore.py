@@ -1,4 +1,4 @@
-"""``spark-submit jobs/restore.py PREFIX DEST [--force] [--report out.json] [--storage-option K=V]``: parallel verified restore.
+"""``spark-submit jobs/restore.py PREFIX DEST [--force] [--report out.json] [--storage-option K=V] [--storage-options-file PATH]``: parallel verified restore.
 
 Every file whose id starts with PREFIX is restored to DEST/<id> by the
 executors, each hash-checked before it is moved into place (or, on an
@@ -6,8 +6,8 @@ object store, before its upload is committed). DEST is a local path,
 writable at the same path by the executors (local for the local node, a
 shared mount on a cluster), or the URL of a directory on any filesystem
 fsspec supports (``s3://bucket/out/``), which the executors write through
-(``--storage-option KEY=VALUE``, repeatable:
-:mod:`casstor_ops.store.locations`); a bucket that does not exist is
+(``--storage-option KEY=VALUE``, repeatable, no secret; keys in a 0600
+``--storage-options-file``: :mod:`casstor_ops.store.locations`); a bucket that does not exist is
 refused, not created. Existing files are not overwritten unless
 ``--force``, as with ``casstor restore``.
 

@@ -8,6 +8,8 @@ with a real S3 server is ``tests/test_s3_urls.py`` (marked ``slow``).
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,8 +17,9 @@ from casstor_ops.errors import EXIT_PARTIAL
 from casstor_ops.lab.corpus import tree_files, write_versioned_tree
 from casstor_ops.spark.bulk_ingest import ingest
 from casstor_ops.spark.bulk_restore import restore_many
+from casstor_ops.store.api import Store
 
-from .support import spark_submit
+from .support import restored, spark_submit, write_tree
 
 
 def _by_id(results) -> dict[str, str]:
@@ -71,3 +74,23 @@ def test_a_source_gone_on_the_executors_is_one_line(empty_store, tmp_path: Path)
     assert len(casstor_lines) == 1, output
     assert f"none of the {count} listed files exists where the executors look" in casstor_lines[0], output
     assert "Traceback" not in output
+
+
+def test_an_options_file_configures_the_executors_filesystem(empty_store, tmp_path: Path) -> None:
+    """Injects a URL whose filesystem needs an option given only in a 0600 --storage-options-file: ``dir://tree/``
+    names a directory of fsspec's dir filesystem, whose root (``path``) is in the file. Checks the ingest through
+    spark-submit stores every file byte-exact: the file's values reached fsspec on the driver (the listing) and on
+    the executors (the reads)."""
+    base = tmp_path / "base"
+    files = {"a.bin": os.urandom(60_000), "sub/b.txt": b"b" * 1_000}
+    write_tree(base / "tree", files)
+    options = tmp_path / "dir.options"
+    options.write_text(json.dumps({"path": str(base), "target_protocol": "file"}))
+    options.chmod(0o600)
+
+    code, output = spark_submit("jobs/ingest.py", "dir://tree/", "--prefix", "opt/", "--storage-options-file",
+                                str(options))
+
+    assert code == 0 and f"{len(files)} stored" in output, output
+    store = Store(empty_store)
+    assert {name: restored(store, f"opt/{name}") for name in files} == files

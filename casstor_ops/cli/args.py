@@ -24,7 +24,7 @@ import argparse
 from typing import Any, NoReturn, Sequence
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.store.locations import parse_storage_options
+from casstor_ops.store.locations import parse_storage_options, read_storage_options_file, secret_keys
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -34,31 +34,60 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+# Where a filesystem's credentials go instead of a command line (ps, /proc/*/cmdline, shell history).
+SECRETS_GO_ELSEWHERE = ("a secret on the command line is visible to other users (ps) and kept in shell history: "
+                        "put it in a 0600 file given with --storage-options-file, or let the filesystem find it "
+                        "(for s3://: AWS_PROFILE and ~/.aws/credentials, the AWS_* variables, an instance role)")
+
+
 class _StorageOptions(argparse.Action):
-    """Collects repeated ``KEY=VALUE`` values into one dict (a bad pair is a usage error)."""
+    """Collects repeated ``KEY=VALUE`` values into one dict, over the options file's (a bad pair or a secret is a
+    usage error)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
                  option_string: str | Sequence[Any] | None = None) -> None:
         try:
-            options = {**(getattr(namespace, self.dest) or {}), **parse_storage_options([value])}
+            given = parse_storage_options([value])
         except CasstorError as err:
             parser.error(str(err))
-        setattr(namespace, self.dest, options)
+        for key in secret_keys(given):  # named, never its value
+            parser.error(f"--storage-option {key}=…: {SECRETS_GO_ELSEWHERE}")
+        setattr(namespace, self.dest, {**(getattr(namespace, self.dest) or {}), **given})
+
+
+class _StorageOptionsFile(argparse.Action):
+    """Reads the options of a private file into the same dict; ``--storage-option`` pairs win, in any order."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option_string: str | Sequence[Any] | None = None) -> None:
+        try:
+            from_file = read_storage_options_file(value)
+        except CasstorError as err:
+            parser.error(str(err))
+        setattr(namespace, self.dest, {**from_file, **(getattr(namespace, self.dest) or {})})
 
 
 def add_storage_options(parser: argparse.ArgumentParser) -> None:
-    """``--storage-option KEY=VALUE`` (repeatable) for a job that takes a URL: ``args.storage_options``, a dict.
+    """``--storage-option KEY=VALUE`` (repeatable, no secret) and ``--storage-options-file PATH`` (a 0600 file:
+    where keys go) for a job that takes a URL: ``args.storage_options``, a dict.
 
     Example::
 
         >>> parser = OneLineParser(prog="jobs/ingest.py"); add_storage_options(parser)
         >>> parser.parse_args(["--storage-option", "anon=true"]).storage_options
         {'anon': True}
+        >>> parser.parse_args(["--storage-option", "secret=abc"])                 # doctest: +SKIP
+        jobs/ingest.py: error: --storage-option secret=…: a secret on the command line is visible ...
     """
     parser.add_argument("--storage-option", dest="storage_options", action=_StorageOptions, default={},
                         metavar="KEY=VALUE",
                         help="an option of a URL's filesystem (e.g. endpoint_url=http://127.0.0.1:9000); a VALUE "
-                             "that is JSON is decoded; repeatable")
+                             "that is JSON is decoded; repeatable; no secret (key, secret, token, ...): those go "
+                             "in --storage-options-file")
+    parser.add_argument("--storage-options-file", dest="storage_options", action=_StorageOptionsFile,
+                        metavar="PATH",
+                        help="a file only its owner may read (chmod 600) holding a URL filesystem's options, keys "
+                             "included: a JSON object or KEY=VALUE lines")
 
 
 def positive_int(text: str) -> int:

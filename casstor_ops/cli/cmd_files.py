@@ -45,12 +45,13 @@ def _store_source(args: argparse.Namespace) -> str:
 
 
 def _tree_done(report: TreeReport, args: argparse.Namespace) -> int:
-    """Print a tree command's summary (or JSON) and each failed file on one line; its exit status."""
+    """Print a tree command's summary (or JSON), each failed file and each file skipped for a reason (a symlink,
+    not followed: not a failure, exit 0 as for an unchanged file) on one line; its exit status."""
     if args.json:
         _print_json({"summary": report.summary(), "exit_code": report.exit_code, "files": report.rows})
     elif not args.quiet:
         print(report.summary())
-    for row in report.failures:
+    for row in report.failures + report.skipped_with_reason:
         print(f"casstor: {row['status']}: {row['id']}: {row['error']}", file=sys.stderr)
     return report.exit_code
 
@@ -151,7 +152,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
     _tree_options(p)
-    p.add_argument("--follow-symlinks", action="store_true", help="a directory: enter symlinked directories too")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="a directory: follow symlinks below it (linked directories and files; without it a link to "
+                        "a file is skipped)")
     p.set_defaults(func=_store)
 
     p = sub.add_parser("restore", help="write a stored file (or every file under a prefix) back, byte-exact")

@@ -1,5 +1,8 @@
 """Password files: secrets kept in files only their owner can read, never on a command line or in a variable.
 
+The same check guards every file casstor reads a secret from
+(:func:`read_private_file`: also ``--storage-options-file``).
+
 A password file holds one password on its first line (a trailing newline
 is ignored). casstor writes them 0600 in a 0700 directory, atomically (a
 temporary file renamed into place), whatever the umask; it reads them only
@@ -54,14 +57,9 @@ def write_secret(path: Path, text: str) -> Path:
     return path
 
 
-def check_private_file(path: str, setting: str) -> None:
-    """Refuse ``path`` unless it is a regular file that no one but its owner may read or change.
-
-    Example: ``check_private_file("/home/me/.casstor-token", "--token-file")`` (what ``casstor serve`` runs).
-    Raises CasstorError (exit 2), one line naming ``setting``, when the file is missing, not a regular file,
-    or open to its group or others (``chmod 600`` fixes that). It only stats the file: opening a FIFO would
-    wait for a writer.
-    """
+def _check_private_file(path: str, setting: str) -> None:
+    """Refuse ``path`` unless it is a regular file that no one but its owner may read or change. It only stats
+    the file: opening a FIFO would wait for a writer."""
     try:
         mode = os.stat(path).st_mode
     except OSError as err:
@@ -73,6 +71,23 @@ def check_private_file(path: str, setting: str) -> None:
                            f"run 'chmod 600 {path}'", EXIT_USAGE)
 
 
+def read_private_file(path: str, setting: str) -> bytes:
+    """The content of ``path``, a regular file only its owner may read or change; ``setting`` names where the
+    path came from (a variable or an option).
+
+    Example: ``read_private_file("/home/me/.casstor/s3.options", "--storage-options-file")`` (also
+    ``casstor serve --token-file``).
+    Raises CasstorError (exit 2) when the file is missing, unreadable, not a
+    regular file, or open to its group or others (``chmod 600`` fixes that).
+    """
+    _check_private_file(path, setting)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as err:
+        raise CasstorError(f"{setting}={path}: {err.strerror or err}", EXIT_USAGE) from None
+
+
 def read_password_file(path: str, setting: str) -> str:
     """The password in ``path`` (first line, without its newline); ``setting`` names where the path came from.
 
@@ -80,12 +95,7 @@ def read_password_file(path: str, setting: str) -> str:
     Raises CasstorError (exit 2) when the file is missing, unreadable, empty,
     or open to its group or others (``chmod 600`` fixes that).
     """
-    check_private_file(path, setting)
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline().rstrip(b"\r\n")
-    except OSError as err:
-        raise CasstorError(f"{setting}={path}: {err.strerror or err}", EXIT_USAGE) from None
+    first = read_private_file(path, setting).partition(b"\n")[0].rstrip(b"\r")
     if not first:
         raise CasstorError(f"{setting}={path}: the file is empty (expected the password on its first line)",
                            EXIT_USAGE)

@@ -12,7 +12,7 @@ Example::
 
 Failures: :func:`read_token` raises :class:`~casstor_ops.errors.CasstorError`
 (exit 2) for a file that others may read (it is a secret, kept like a
-password file: :func:`~casstor_ops.cluster.secret_files.check_private_file`),
+password file: :func:`~casstor_ops.cluster.secret_files.read_private_file`),
 that is not a regular file, that cannot be read or that holds no token.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import hmac
 from pathlib import Path
 
-from casstor_ops.cluster.secret_files import check_private_file
+from casstor_ops.cluster.secret_files import read_private_file
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 
 SCHEME = "bearer"
@@ -45,11 +45,7 @@ class Token:
 def read_token(path: str | Path) -> Token:
     """The token in ``path`` (surrounding white space, e.g. the final newline, removed); a file only its owner may
     read, as a password file."""
-    check_private_file(str(path), "--token-file")
-    try:
-        secret = Path(path).read_bytes().strip()
-    except OSError as err:
-        raise CasstorError(f"cannot read the token file {str(path)!r}: {err.strerror or err}", EXIT_USAGE) from None
+    secret = read_private_file(str(path), "--token-file").strip()
     if not secret:
         raise CasstorError(f"the token file {str(path)!r} is empty", EXIT_USAGE)
     if any(byte < 0x21 or byte > 0x7e for byte in secret):

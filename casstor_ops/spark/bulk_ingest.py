@@ -14,7 +14,8 @@ stores its files with ``Store.put(..., lease=lease)``, so each head write is fen
 * **Result rows**: :data:`INGEST_SCHEMA`, the common columns plus
   ``new_blocks``, ``new_bytes`` (what the store did not hold yet) and
   ``new_stored_bytes`` (those bytes as stored, after compression);
-  ``status`` ``stored``, ``skipped`` or ``failed``.
+  ``status`` ``stored``, ``skipped`` or ``failed``; a symlink to a file,
+  not followed, is ``skipped`` with the reason in ``error``.
 
 Example::
 
@@ -70,9 +71,10 @@ def _writer_lease(store: Store) -> WriterLease:
     return WriterLease(store.session, "ingest")
 
 
-def ingest_job(max_file_bytes: int | None = None, fs: AbstractFileSystem | None = None) -> BulkJob[SourceFile]:
+def ingest_job(max_file_bytes: int | None = None, fs: AbstractFileSystem | None = None,
+               follow_symlinks: bool = False) -> BulkJob[SourceFile]:
     """The ingest as a :class:`~casstor_ops.spark.bulk_tasks.BulkJob` over listed :class:`SourceFile` entries
-    (local paths, or URLs on ``fs``).
+    (local paths, or URLs on ``fs``); a local path that is a symlink is opened only if ``follow_symlinks``.
 
     Example::
 
@@ -81,7 +83,8 @@ def ingest_job(max_file_bytes: int | None = None, fs: AbstractFileSystem | None 
     Failures: see the module docstring.
     """
     return BulkJob("ingest", INGEST_SCHEMA, size=attrgetter("size"), describe=_describe,
-                   work=partial(store_unless_unchanged, max_file_bytes=max_file_bytes, fs=fs),
+                   work=partial(store_unless_unchanged, max_file_bytes=max_file_bytes, fs=fs,
+                                follow_symlinks=follow_symlinks),
                    task_scope=_writer_lease)
 
 
@@ -98,7 +101,10 @@ def ingest(spark: SparkSession, source: str | os.PathLike | Sequence[str | os.Pa
     :mod:`casstor_ops.store.locations`).
     ``parallelism``: the number of tasks (default 2 per core).
     ``follow_symlinks``: enter symlinked directories below the source root
-    (never twice the same directory). Returns a DataFrame with
+    (never twice the same directory) and read symlinks to files; without it
+    a symlink to a file is a ``skipped`` row whose ``error`` says
+    ``symlink, not followed``, and a file swapped for a link after the
+    listing fails (opened with ``O_NOFOLLOW``). Returns a DataFrame with
     :data:`INGEST_SCHEMA` (one row per file, ``status`` ``stored``,
     ``skipped`` or ``failed``).
 
@@ -113,5 +119,5 @@ def ingest(spark: SparkSession, source: str | os.PathLike | Sequence[str | os.Pa
     location = resolve(source, storage_options) if is_url(source) else None
     files = list_source(location or source, check_prefix(prefix), root, follow_symlinks)
     driver_store(endpoint)
-    job = ingest_job(max_file_bytes, location.fs if location else None)
+    job = ingest_job(max_file_bytes, location.fs if location else None, follow_symlinks)
     return run_bulk(spark, job, files, endpoint, parallelism, progress)

@@ -11,7 +11,9 @@ Example::
     ingest: 120 files, 1234.5 MB: 100 stored, 20 skipped, 0 failed; 3.2 MB new in 10 new blocks
 
 Failed files are listed one ``casstor: <id>: <error>`` line each (the first
-:data:`MAX_ERRORS_SHOWN`), except when every listed file was missing on the
+:data:`MAX_ERRORS_SHOWN`; then files skipped for a reason, a symlink not
+followed, as ``casstor: skipped: <id>: <reason>``: reported, but exit 0 as
+for an unchanged file), except when every listed file was missing on the
 executors: that is the source not being where the executors look (not
 mounted there, or removed since the listing), said in one line.
 
@@ -29,8 +31,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.tree_files import (CORRUPT, FAILED, INGEST_STATUSES, NEW_COUNTS, RESTORE_STATUSES, VANISHED,
-                                          exit_status, summary_line)
+from casstor_ops.store.tree_files import (CORRUPT, FAILED, INGEST_STATUSES, NEW_COUNTS, RESTORE_STATUSES, SKIPPED,
+                                          VANISHED, exit_status, summary_line)
 
 MAX_ERRORS_SHOWN = 20
 
@@ -57,6 +59,16 @@ def exit_code(results: DataFrame) -> int:
     return exit_status({row.status for row in results.select("status").distinct().collect()})
 
 
+def _print_skipped(results: DataFrame) -> None:
+    """One line per file skipped for a reason (a symlink, not followed), the first :data:`MAX_ERRORS_SHOWN`."""
+    skipped = results.where((F.col("status") == SKIPPED) & F.col("error").isNotNull()).orderBy("id")
+    shown = skipped.limit(MAX_ERRORS_SHOWN + 1).collect()
+    for row in shown[:MAX_ERRORS_SHOWN]:
+        print(f"casstor: skipped: {row.id}: {row.error}", file=sys.stderr)
+    if len(shown) > MAX_ERRORS_SHOWN:
+        print("casstor: ... and more skipped files (see --report)", file=sys.stderr)
+
+
 def finish(results: DataFrame, what: str, report_path: str | None = None) -> int:
     """Print the summary (stdout) and the failures (stderr), write the report; the exit status."""
     summary = totals(results)
@@ -71,6 +83,7 @@ def finish(results: DataFrame, what: str, report_path: str | None = None) -> int
             print(f"casstor: {row.id}: {row.error}", file=sys.stderr)
         if summary.get(FAILED, 0) + summary.get(CORRUPT, 0) > MAX_ERRORS_SHOWN:
             print("casstor: ... and more failed files (see --report)", file=sys.stderr)
+    _print_skipped(results)
     if report_path:
         report = {"summary": summary, "files": [r.asDict() for r in results.orderBy("id").collect()]}
         try:

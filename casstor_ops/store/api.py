@@ -28,6 +28,7 @@ existing destination without ``force``) raises
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -104,9 +105,16 @@ def _open_regular(path: str, flags: int) -> int:
 
     Opening a FIFO without a writer blocks, so the open is non-blocking;
     ``fstat`` of that very descriptor (not a ``stat`` of the name, which a
-    swap could race) then decides, and blocking reads are restored.
+    swap could race) then decides, and blocking reads are restored. With
+    ``O_NOFOLLOW`` in ``flags`` a symlink is refused by the same open, so one
+    swapped in after a check is never followed.
     """
-    fd = os.open(path, flags | os.O_NONBLOCK)
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK)
+    except OSError as err:
+        if err.errno == errno.ELOOP and flags & os.O_NOFOLLOW and os.path.islink(path):
+            raise CasstorError(f"cannot store {path!r}: is a symlink, not followed") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         what = next((text for is_kind, text in _NOT_REGULAR if is_kind(mode)), None)
@@ -121,18 +129,21 @@ def _open_regular(path: str, flags: int) -> int:
 
 
 @contextlib.contextmanager
-def open_source(src: Source) -> Iterator[tuple[BinaryIO, FileAttributes | None]]:
+def open_source(src: Source, follow_symlinks: bool = True) -> Iterator[tuple[BinaryIO, FileAttributes | None]]:
     """A readable binary file for a path (a regular file only), with its attributes; a file object as is, with None.
 
-    The attributes are those of the opened file (``fstat``), taken before it is read.
+    The attributes are those of the opened file (``fstat``), taken before it is read. A path that is a
+    symlink is followed (``casstor store LINK ID``, as ``cp``), unless not ``follow_symlinks``: then it is
+    opened with ``O_NOFOLLOW`` and a symlink is refused (a tree's files, which a link swapped in must not
+    lead outside).
 
     Example::
 
         >>> with open_source("photo.jpg") as (reader, attributes):    # doctest: +SKIP
         ...     head = reader.read(16)
 
-    Failures: a path that is a directory, a FIFO, a socket or a device, or
-    cannot be opened, raises :class:`~casstor_ops.errors.CasstorError` with
+    Failures: a path that is a directory, a FIFO, a socket or a device (or a
+    symlink, when not following them), or cannot be opened, raises :class:`~casstor_ops.errors.CasstorError` with
     one line, at once (a FIFO is never waited on); a file object (stdin for
     ``-``/``--stdin``) is read whatever it is.
     """
@@ -140,8 +151,9 @@ def open_source(src: Source) -> Iterator[tuple[BinaryIO, FileAttributes | None]]
         yield src, None
         return
     path = os.fspath(src)
+    nofollow = 0 if follow_symlinks else os.O_NOFOLLOW
     try:
-        reader = open(path, "rb", opener=_open_regular)
+        reader = open(path, "rb", opener=lambda name, flags: _open_regular(name, flags | nofollow))
     except OSError as err:
         raise CasstorError(f"cannot read {path!r}: {err.strerror or err}") from None
     with reader:

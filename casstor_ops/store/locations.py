@@ -10,8 +10,10 @@ local code (:mod:`casstor_ops.store.source_listing`,
 * **Resolving** (:func:`resolve`, on the driver): the filesystem is made from
   the URL, fsspec's own configuration (``FSSPEC_<PROTOCOL>_<OPTION>``
   variables such as ``FSSPEC_S3_ENDPOINT_URL``, ``~/.config/fsspec/*.json``)
-  and the job's ``--storage-option KEY=VALUE`` pairs
-  (:func:`parse_storage_options`; these win). A :class:`Location` pickles
+  and the job's ``--storage-options-file PATH`` (:func:`read_storage_options_file`:
+  a 0600 file, the place for keys) and ``--storage-option KEY=VALUE`` pairs
+  (:func:`parse_storage_options`; these win, and may name no secret:
+  :func:`secret_keys`). A :class:`Location` pickles
   with those options, so every executor opens the same filesystem with the
   same settings. What the backend's library finds by itself (for ``s3://``,
   botocore's ``AWS_*`` variables and ``~/.aws``) is found where the file is
@@ -66,6 +68,7 @@ import secrets
 from functools import cache
 from typing import TYPE_CHECKING, BinaryIO, Iterator, NamedTuple, Sequence
 
+from casstor_ops.cluster.secret_files import read_private_file
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.temporary import fsync_directory
 
@@ -78,6 +81,10 @@ STREAM_BLOCK_BYTES = 16 * 1024 * 1024
 # Filesystems whose uploads become visible whole when committed, and that have no rename (a move is a copy).
 OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss"})
 _URL = re.compile(r"^[A-Za-z][\w+.-]*(::[A-Za-z][\w+.-]*)*://")
+# Option names that carry a credential in the filesystems fsspec knows (s3fs key/secret/token, gcsfs token,
+# adlfs account_key/sas_token/client_secret, …): refused on a command line (see casstor_ops.cli.args).
+SECRET_OPTIONS = frozenset({"key", "secret", "token", "password", "passphrase", "credentials"})
+SECRET_PARTS = ("secret", "access_key", "account_key", "private_key", "password", "token", "credential")
 
 
 @cache
@@ -115,6 +122,17 @@ def is_url(text: object) -> bool:
     return isinstance(text, str) and _URL.match(text) is not None
 
 
+def _option(pair: str) -> tuple[str, object] | None:
+    """``KEY=VALUE`` as a key and its value (JSON decoded when it is JSON); None when it is no such pair."""
+    key, sep, value = pair.partition("=")
+    if not sep or not key.strip():
+        return None
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
+
+
 def parse_storage_options(pairs: Sequence[str] | None) -> dict[str, object]:
     """``KEY=VALUE`` pairs as filesystem options; a VALUE that is valid JSON is decoded (``true``, ``5``,
     ``{"region_name": "eu-west-1"}``), any other is a string.
@@ -128,13 +146,65 @@ def parse_storage_options(pairs: Sequence[str] | None) -> dict[str, object]:
     """
     options: dict[str, object] = {}
     for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
+        option = _option(pair)
+        if option is None:
             raise CasstorError(f"--storage-option {pair!r}: expected KEY=VALUE", EXIT_USAGE)
+        options[option[0]] = option[1]
+    return options
+
+
+def secret_keys(options: dict[str, object]) -> list[str]:
+    """The keys of ``options`` (and of the dicts among their values, e.g. ``client_kwargs``) that name a secret:
+    :data:`SECRET_OPTIONS`, or containing one of :data:`SECRET_PARTS`, whatever the case.
+
+    Example::
+
+        >>> secret_keys({"endpoint_url": "http://s3:9000", "Secret": "x", "client_kwargs": {"aws_access_key_id": "y"}})
+        ['Secret', 'client_kwargs.aws_access_key_id']
+    """
+    found = []
+    for key, value in options.items():
+        name = key.lower()
+        if name in SECRET_OPTIONS or any(part in name for part in SECRET_PARTS):
+            found.append(key)
+        if isinstance(value, dict):
+            found += [f"{key}.{inner}" for inner in secret_keys(value)]
+    return found
+
+
+def read_storage_options_file(path: str) -> dict[str, object]:
+    """The filesystem options in ``path``: a JSON object, or ``KEY=VALUE`` lines (as ``--storage-option``; blank
+    lines and ``#`` comments ignored). The file must be a regular file only its owner may read
+    (:func:`~casstor_ops.cluster.secret_files.read_private_file`), since it may hold keys.
+
+    Example::
+
+        >>> read_storage_options_file("/home/me/.casstor/s3.options")      # doctest: +SKIP
+        {'endpoint_url': 'http://minio:9000', 'key': 'AKIA…', 'secret': '…'}
+
+    Failures: a file refused by that check, not UTF-8, or whose content is no JSON object or holds a line that
+    is no KEY=VALUE pair, is a CasstorError (exit 2) naming the file and the line, never the content.
+    """
+    where = f"--storage-options-file={path}"
+    try:
+        text = read_private_file(path, "--storage-options-file").decode()
+    except UnicodeDecodeError:
+        raise CasstorError(f"{where}: not UTF-8 text", EXIT_USAGE) from None
+    if text.lstrip().startswith("{"):
         try:
-            options[key.strip()] = json.loads(value)
-        except ValueError:
-            options[key.strip()] = value
+            options = json.loads(text)
+        except ValueError as err:  # its message gives a position, not the content
+            raise CasstorError(f"{where}: not valid JSON ({err})", EXIT_USAGE) from None
+        if not isinstance(options, dict):
+            raise CasstorError(f"{where}: expected a JSON object", EXIT_USAGE)
+        return options
+    options = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            option = _option(line)
+            if option is None:
+                raise CasstorError(f"{where}: line {number} is not KEY=VALUE", EXIT_USAGE)
+            options[option[0]] = option[1]
     return options
 
 

@@ -8,8 +8,7 @@ through :func:`~casstor_ops.store.path_ids.path_to_id`, so a name that is
 not valid UTF-8 gets a lossless escaped id) and the size the work is
 split by.
 
-* a directory: every regular file below it (symlinks to files followed);
-  root = the directory;
+* a directory: every regular file below it; root = the directory;
 * a glob (``data/**/*.bin``, ``**`` recursive; as :func:`glob.glob`, a
   wildcard does not match a leading ``.``): the regular files it matches,
   and every file below a directory it matches; root = the longest
@@ -23,11 +22,16 @@ split by.
   below it (:func:`~casstor_ops.store.locations.list_files`), each
   ``path`` the file's URL; the rules for IDs are the same.
 
-Symlinked directories below the root are not entered unless
-``follow_symlinks`` (so a link cannot lead the ingest outside the tree);
-either way each directory is listed once, by ``(st_dev, st_ino)``, so a
-link cycle cannot loop and a directory reached by two links is listed
-under the first path.
+No symlink is followed unless ``follow_symlinks`` (so a link cannot lead
+the ingest outside the tree, e.g. a link to ``/etc/shadow`` that a user who
+may write the tree put there for an ingest run by root): a symlinked
+directory below the root is not entered, and a symlink to a regular file,
+found or named, is one entry with ``skipped`` set to
+:data:`SYMLINK_NOT_FOLLOWED` and size 0, reported but never opened (the
+ingest opens every file with ``O_NOFOLLOW``, so a link swapped in after the
+listing is refused too). Either way each directory is listed once, by
+``(st_dev, st_ino)``, so a link cycle cannot loop and a directory reached
+by two links is listed under the first path.
 
 Example::
 
@@ -59,6 +63,7 @@ from casstor_ops.store.locations import Location, list_files
 from casstor_ops.store.path_ids import path_to_id
 
 UNKNOWN_SIZE = -1
+SYMLINK_NOT_FOLLOWED = "symlink, not followed"
 
 
 class SourceFile(NamedTuple):
@@ -66,6 +71,7 @@ class SourceFile(NamedTuple):
     file_id: str
     size: int  # at listing time; UNKNOWN_SIZE when the path could not be stat'ed
     error: str | None = None  # set for a directory that could not be listed: a failed path, not a file
+    skipped: str | None = None  # why a listed path is reported but not read (SYMLINK_NOT_FOLLOWED)
 
 
 def _regular_size(path: str) -> int | None:
@@ -161,7 +167,8 @@ def _file_id(prefix: str, root: str, path: str) -> str:
     return path_to_id(prefix + Path(relative).as_posix())
 
 
-def _listed(paths: Iterable[str], root: str, prefix: str, keep_missing: bool) -> list[SourceFile]:
+def _listed(paths: Iterable[str], root: str, prefix: str, keep_missing: bool, follow_symlinks: bool
+            ) -> list[SourceFile]:
     files, seen = [], set()
     for path in paths:
         path = os.path.abspath(path)
@@ -169,8 +176,12 @@ def _listed(paths: Iterable[str], root: str, prefix: str, keep_missing: bool) ->
         if size is None and not (keep_missing and not os.path.lexists(path)):
             continue
         file_id = _file_id(prefix, root, path)
-        if file_id not in seen:
-            seen.add(file_id)
+        if file_id in seen:
+            continue
+        seen.add(file_id)
+        if size is not None and not follow_symlinks and os.path.islink(path):
+            files.append(SourceFile(path, file_id, 0, skipped=SYMLINK_NOT_FOLLOWED))
+        else:
             files.append(SourceFile(path, file_id, UNKNOWN_SIZE if size is None else size))
     return files
 
@@ -188,7 +199,8 @@ def _failed_directories(walker: _Walker, root: str, prefix: str) -> list[SourceF
 
 def _tree(walker: _Walker, paths: list[str], root: str, prefix: str, source: str) -> list[SourceFile]:
     """The files of a directory or glob source, then its directories that could not be listed."""
-    files = _listed(sorted(paths), root, prefix, keep_missing=False) + _failed_directories(walker, root, prefix)
+    files = (_listed(sorted(paths), root, prefix, False, walker.follow_symlinks)
+             + _failed_directories(walker, root, prefix))
     if not files:
         raise CasstorError(f"{source!r} {'holds' if os.path.isdir(source) else 'matches'} no regular files: "
                            f"nothing to ingest")
@@ -207,7 +219,9 @@ def list_source(source: str | os.PathLike | Sequence[str | os.PathLike] | Locati
     """The files of ``source`` with their store ids (see the module docstring).
 
     ``follow_symlinks``: enter symlinked directories below the root (each
-    directory still listed once, so a link cycle cannot loop).
+    directory still listed once, so a link cycle cannot loop) and list
+    symlinks to files as the files they point to; without it such a link is
+    an entry with ``skipped`` set.
 
     Example::
 
@@ -225,7 +239,8 @@ def list_source(source: str | os.PathLike | Sequence[str | os.PathLike] | Locati
             base = os.path.abspath(root or text)
             return _tree(walker, list(walker.files(text, set())), base, prefix, text)
         if os.path.isfile(text):
-            return _listed([text], os.path.abspath(root or os.path.dirname(text) or "."), prefix, False)
+            return _listed([text], os.path.abspath(root or os.path.dirname(text) or "."), prefix, False,
+                           follow_symlinks)
         if not glob.has_magic(text):
             raise CasstorError(f"{text!r}: no such file or directory")
         glob_root, segments = _glob_split(text)
@@ -238,4 +253,4 @@ def list_source(source: str | os.PathLike | Sequence[str | os.PathLike] | Locati
     if not paths:
         raise CasstorError("the list of paths to ingest is empty")
     base = os.path.abspath(root) if root else os.path.commonpath([os.path.dirname(p) for p in paths])
-    return _listed(paths, base, prefix, keep_missing=True)
+    return _listed(paths, base, prefix, True, follow_symlinks)

@@ -2,7 +2,8 @@
 
 What users of restic or borg expect for a tree that does not need Spark:
 the files of a directory (:mod:`casstor_ops.store.source_listing`: same
-IDs, same symlink rule as ``jobs/ingest.py``) stored ``workers`` at a time
+IDs, same symlink rule as ``jobs/ingest.py``: no symlink followed unless
+``follow_symlinks``, a link to a file reported ``skipped``) stored ``workers`` at a time
 by threads sharing one :class:`~casstor_ops.store.api.Store` and one
 :class:`~casstor_ops.store.leases.WriterLease` (one lease LWT per command,
 not per file; it fences every head write), each file skipped when it is
@@ -51,7 +52,7 @@ from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.restore import READ_WINDOW
 from casstor_ops.store.source_listing import list_source
 from casstor_ops.store.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
-                                          RESTORE_STATUSES, check_prefix, exit_status, failure_status,
+                                          RESTORE_STATUSES, SKIPPED, check_prefix, exit_status, failure_status,
                                           files_to_restore, one_line, outage, restore_below, store_unless_unchanged,
                                           summary_line)
 from casstor_ops.store.upload import MAX_REQUESTS
@@ -83,6 +84,11 @@ class TreeReport:
     @property
     def failures(self) -> list[dict[str, Any]]:
         return sorted((row for row in self.rows if row["status"] in (FAILED, CORRUPT)), key=lambda r: r["id"])
+
+    @property
+    def skipped_with_reason(self) -> list[dict[str, Any]]:
+        """Files listed but not read (a symlink, not followed): reported, not failed."""
+        return sorted((row for row in self.rows if row["status"] == SKIPPED and row["error"]), key=lambda r: r["id"])
 
     def summary(self) -> str:
         """The Spark jobs' summary line (:func:`~casstor_ops.store.tree_files.summary_line`) and the wall time."""
@@ -161,7 +167,8 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
     with WriterLease(store.session, "store") as lease:
         return _run(store, "store", entries,
                     describe=lambda e: _row(e.file_id, path_to_id(e.path)),
-                    work=lambda e, row: store_unless_unchanged(store, e, row, lease),
+                    work=lambda e, row: store_unless_unchanged(store, e, row, lease,
+                                                               follow_symlinks=follow_symlinks),
                     workers=workers, progress=progress)
 
 

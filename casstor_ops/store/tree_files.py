@@ -33,7 +33,8 @@ Example::
     'skipped'
 
 Failures: a file that vanished, cannot be read, is no longer a regular file
-(a FIFO swapped in is refused, never read), or is larger than
+(a FIFO swapped in is refused, never read; so is a symlink, opened with
+``O_NOFOLLOW`` unless following them), or is larger than
 ``max_file_bytes``, and any store error, raise
 :class:`~casstor_ops.errors.CasstorError` (or the driver's error) for the
 runner to record.
@@ -170,29 +171,37 @@ def check_prefix(prefix: str) -> str:
 
 
 @contextlib.contextmanager
-def _opened(entry: SourceFile, fs: AbstractFileSystem | None
+def _opened(entry: SourceFile, fs: AbstractFileSystem | None, follow_symlinks: bool
             ) -> Iterator[tuple[int, BinaryIO, FileAttributes | None]]:
     """The size, a reader and the attributes of a listed file: a local path, or a path on ``fs``."""
     if fs is not None:
         with open_reader(fs, entry.path) as reader:
             yield reader.size, reader, None
         return
-    size = os.stat(entry.path).st_size  # FileNotFoundError before open_source makes it a one-line error
-    # Opened as a store opens it, so a FIFO swapped in after the listing is refused here instead of blocking.
-    with open_source(entry.path) as (reader, attributes):
+    # FileNotFoundError before open_source makes it a one-line error.
+    size = os.stat(entry.path, follow_symlinks=follow_symlinks).st_size
+    # Opened as a store opens it, so a FIFO swapped in after the listing is refused here instead of blocking,
+    # and (O_NOFOLLOW) so is a symlink, instead of being followed out of the tree.
+    with open_source(entry.path, follow_symlinks) as (reader, attributes):
         yield size, reader, attributes
 
 
 def store_unless_unchanged(store: Store, entry: SourceFile, row: dict[str, Any], lease: WriterLease,
-                           max_file_bytes: int | None = None, fs: AbstractFileSystem | None = None) -> None:
+                           max_file_bytes: int | None = None, fs: AbstractFileSystem | None = None,
+                           follow_symlinks: bool = False) -> None:
     """Store one listed file unless it is already committed unchanged; ``lease`` fences its head write.
 
     ``fs``: the filesystem of a URL source (``entry.path`` is then a URL on it), None for a local path.
+    ``follow_symlinks``: open a local path that is a symlink as its target (else it fails: never followed).
+    An entry the listing marked ``skipped`` is that row's status, its reason the row's ``error``.
     """
     if entry.error:
         raise CasstorError(entry.error)
+    if entry.skipped:
+        row.update(status=SKIPPED, error=entry.skipped)
+        return
     try:
-        with _opened(entry, fs) as (size, reader, attributes):
+        with _opened(entry, fs, follow_symlinks) as (size, reader, attributes):
             row["bytes"] = size
             if max_file_bytes is not None and size > max_file_bytes:
                 raise CasstorError(f"{size} bytes: larger than the limit of {max_file_bytes} bytes")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.source_listing import UNKNOWN_SIZE, list_source
+from casstor_ops.store.source_listing import SYMLINK_NOT_FOLLOWED, UNKNOWN_SIZE, list_source
 from tests.support import ROOT
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -50,9 +50,9 @@ def test_unreadable_directory_is_a_failed_entry_with_its_path_and_error(shared_t
     assert run.returncode == 0, run.stderr
     entries = {entry[1]: entry for entry in json.loads(run.stdout)}
     assert set(entries) == {"p/top.txt", "p/ok/a.txt", "p/locked/"}
-    path, _, size, error = entries["p/locked/"]
+    path, _, size, error, skipped = entries["p/locked/"]
     assert (path, size) == (str(shared_tree / "locked"), UNKNOWN_SIZE)
-    assert error == "cannot list the directory: Permission denied"
+    assert (error, skipped) == ("cannot list the directory: Permission denied", None)
     assert entries["p/top.txt"][3] is None
 
 
@@ -109,3 +109,18 @@ def test_a_missing_glob_root_is_still_an_error(tmp_path: Path) -> None:
     """Injects a glob under a directory that does not exist; checks the usual one-line error, not a failed entry."""
     with pytest.raises(CasstorError, match="matches no regular files"):
         list_source(str(tmp_path / "nope" / "*.bin"))
+
+
+@pytest.mark.parametrize("source", ["dir", "glob", "file", "list"])
+def test_a_link_to_a_file_is_a_skipped_entry_unless_following(linked_tree: Path, source: str) -> None:
+    """Injects a symlink to a file outside the tree (a stand-in for /etc/shadow), found in a directory or glob, or
+    named alone or in a list; checks it is an entry marked skipped (symlink, not followed) with size 0, never
+    listed as a file to read (it used to be followed), and listed as its target's file with follow_symlinks."""
+    link = linked_tree / "real" / "shadow"
+    link.symlink_to(linked_tree.parent / "outside" / "secret.bin")
+    text = {"dir": str(linked_tree), "glob": str(linked_tree / "**" / "shadow"), "file": str(link),
+            "list": [linked_tree / "real" / "a.bin", link]}[source]
+    skipped = [f for f in list_source(text, root=linked_tree) if f.skipped]
+    assert [(f.file_id, f.size, f.skipped) for f in skipped] == [("real/shadow", 0, SYMLINK_NOT_FOLLOWED)]
+    followed = {f.file_id: f for f in list_source(text, root=linked_tree, follow_symlinks=True)}
+    assert (followed["real/shadow"].size, followed["real/shadow"].skipped) == (1, None)

@@ -78,3 +78,17 @@ def test_regular_file_reads_blocking_to_the_end(tmp_path: Path) -> None:
         assert os.get_blocking(reader.fileno())
         assert reader.name == str(path) and reader.read() == b"x" * 100_000
         assert attributes.mtime_ns == path.stat().st_mtime_ns
+
+
+def test_a_symlink_is_refused_unless_following(tmp_path: Path) -> None:
+    """Injects a symlink to a readable file; checks that without following it is refused by the open itself
+    (O_NOFOLLOW: one line naming the link, so one swapped in after a check is never read), and that by default
+    (`casstor store LINK ID`, as cp) it is read as its target."""
+    target, link = tmp_path / "target", tmp_path / "link"
+    target.write_bytes(b"secret")
+    link.symlink_to(target)
+    with pytest.raises(CasstorError) as caught:
+        with open_source(link, follow_symlinks=False):
+            pass
+    assert str(caught.value) == f"cannot store {str(link)!r}: is a symlink, not followed"
+    assert _read(link) == b"secret"
