@@ -10,7 +10,8 @@ PUT      store the body under the key (200, the store's JSON result:
 GET      the content (200), or one range of it (206); ETag, Last-Modified,
          Content-Length; ``If-None-Match`` naming the ETag: 304
 HEAD     the headers of GET, no body
-DELETE   remove the file (200, its last head as JSON); its blocks stay until reclaim
+DELETE   remove the file (200, its last head as JSON); its blocks stay until reclaim;
+         ``If-Match`` / ``If-None-Match`` as for PUT (412, nothing removed)
 =======  =================================================================
 
 On the metrics port (``--metrics-port``), ``GET /metrics`` answers the
@@ -40,7 +41,8 @@ the worker thread stores it as any other.
 Writes borrow the server's shared writer lease (:mod:`.shared_lease`). A
 PUT's preconditions are checked before its body is read (a stale ETag costs
 no upload) and again just before its head write, under the key's
-in-process lock (:mod:`.head_locks`), which a DELETE of the key takes too.
+in-process lock (:mod:`.head_locks`), which a DELETE of the key takes too
+(and checks its own preconditions under).
 
 Example::
 
@@ -84,7 +86,7 @@ from casstor_ops.serve.keys import parse_key
 from casstor_ops.serve.metrics import CONTENT_TYPE, Metrics, Recorder
 from casstor_ops.serve.ranges import Unsatisfiable, parse_range
 from casstor_ops.serve.shared_lease import SharedLease
-from casstor_ops.serve.status import RETRY_AFTER_S, BodyTooLarge, LengthRequired, Status, status_of
+from casstor_ops.serve.status import ADVICE, RETRY_AFTER_S, BodyTooLarge, LengthRequired, Status, status_of
 from casstor_ops.serve.streams import BodyReader, BodyWriter
 from casstor_ops.serve.validators import WritePrecondition, etag, file_headers, not_modified
 from casstor_ops.store.api import FileInfo, Store, StoreResult, check_id
@@ -163,7 +165,7 @@ class Handlers:
             if request.method == "PUT":
                 return await self._put(request, key)
             if request.method == "DELETE":
-                return await self._delete(key)
+                return await self._delete(request, key)
             return await self._get(request, key, send_body=request.method == "GET")
         except Exception as err:  # every failure becomes a status and one log line (a bug: 500)
             return self._failure(request.method, key, err)
@@ -265,15 +267,19 @@ class Handlers:
         with self.head_locks.turn(key) as turn:
             return self._store.put(source, key, lease=lease, before_commit=turn.then(check))
 
-    async def _delete(self, key: str) -> Response:
+    async def _delete(self, request: Request, key: str) -> Response:
         check_id(key)
-        removed = await self._run(self._writes, self._write, partial(self._remove, key))
+        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        removed = await self._run(self._writes, self._write, partial(self._remove, key, condition))
         return JSONResponse(removed.as_dict())
 
-    def _remove(self, key: str, lease: WriterLease) -> FileInfo:
-        """The store call of a DELETE (worker thread), under the key's lock: never between a conditional PUT's
-        check and its head write, which would write the head again."""
+    def _remove(self, key: str, condition: WritePrecondition | None, lease: WriterLease) -> FileInfo:
+        """The store call of a DELETE (worker thread), under the key's lock: its precondition is checked there (a
+        client deleting the version it saw never deletes a newer one), and it never lands between a conditional
+        PUT's check and its head write, which would write the head again."""
         with self.head_locks.holding(key):
+            if condition is not None:
+                condition.check(self._current_etag(key), key)
             return self._store.remove(key, lease=lease)
 
     async def _get(self, request: Request, key: str, send_body: bool) -> Response:
@@ -354,7 +360,7 @@ class Handlers:
             log.debug("traceback of the 500", exc_info=err)
             return PlainTextResponse("internal error\n", 500)
         log.warning("%s %r -> %d: %s", method, key, status.code, _one_line(err))
-        return PlainTextResponse(f"{_one_line(err)}\n", status.code, _retry_after(status))
+        return PlainTextResponse(f"{ADVICE.get(status.kind, _one_line(err))}\n", status.code, _retry_after(status))
 
 
 async def _answered(start: Callable[[Callable[[T | None, Exception | None], None]], None]) -> T:

@@ -151,7 +151,7 @@ def test_a_delete_never_lands_between_a_puts_check_and_its_head_write() -> None:
         put = threading.Thread(target=handlers._put_body, args=(None, "k", None, None))
         put.start()
         assert store.checked.wait(10)
-        delete = threading.Thread(target=handlers._remove, args=("k", None))
+        delete = threading.Thread(target=handlers._remove, args=("k", None, None))
         delete.start()
         time.sleep(0.2)  # time for the DELETE to run ahead if nothing holds it
         store.go_on.set()
