@@ -10,13 +10,11 @@ lets it. The database, the HTTP server and the client are real.
 
 from __future__ import annotations
 
-import http.client
 import os
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from functools import partial
 
 import pytest
 import uvicorn
@@ -28,6 +26,7 @@ from casstor_ops.serve.metrics import Metrics
 from casstor_ops.store.api import Store
 from casstor_ops.store.leases import WriterLease
 
+from .serve_support import timed_request
 from .support import INLINE_MAX
 
 REUSE_S = 2.0
@@ -79,18 +78,6 @@ def served(inline_store, monkeypatch) -> Iterator[tuple[tuple[str, int, int], _G
             leases.close()
 
 
-def _request(host: str, port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, float]:
-    started = time.monotonic()
-    connection = http.client.HTTPConnection(host, port, timeout=HELD_S)
-    try:
-        connection.request(method, path, body=body)
-        response = connection.getresponse()
-        response.read()
-        return response.status, time.monotonic() - started
-    finally:
-        connection.close()
-
-
 def test_a_lease_slow_to_end_never_stops_the_event_loop(served) -> None:
     """Injects: an inline PUT holding the shared lease while it goes stale and is retired, so that this PUT, on
     the event loop, is its last holder; the lease's end then blocks (as a row delete with the node frozen).
@@ -98,8 +85,8 @@ def test_a_lease_slow_to_end_never_stops_the_event_loop(served) -> None:
     answers 200, and the lease is ended once its end may go on. Before the fix the event loop itself ended the
     lease: nothing was answered until the end returned (here up to 20 s)."""
     (host, port, metrics_port), gates = served
-    assert _request(host, port, "PUT", "/kept", os.urandom(4 * INLINE_MAX))[0] == 200  # a worker takes the lease
-    inline = threading.Thread(target=lambda: results.append(_request(host, port, "PUT", "/inline", b"small")))
+    assert timed_request(host, port, "PUT", "/kept", os.urandom(4 * INLINE_MAX))[0] == 200  # a worker takes the lease
+    inline = threading.Thread(target=lambda: results.append(timed_request(host, port, "PUT", "/inline", b"small")))
     results: list[tuple[int, float]] = []
     inline.start()  # borrows the lease at once, its write held
     time.sleep(REUSE_S + 1.5)  # the lease goes stale and the reaper retires it, still held by the inline PUT
@@ -107,7 +94,7 @@ def test_a_lease_slow_to_end_never_stops_the_event_loop(served) -> None:
     time.sleep(0.5)  # the inline PUT is answered and gives the lease back
     for method, wanted_port, path in [("GET", port, "/kept"), ("HEAD", port, "/kept"), ("GET", metrics_port,
                                                                                       "/metrics")]:
-        status, seconds = _request(host, wanted_port, method, path)
+        status, seconds = timed_request(host, wanted_port, method, path, timeout_s=HELD_S)
         assert status == 200 and seconds < NORMAL_S, (method, path, status, seconds)
     assert gates.ending.is_set()  # the lease's end was under way (and held) all that time
     gates.end.set()

@@ -9,7 +9,6 @@ normal latency, and every slow request is ended after its deadline
 
 from __future__ import annotations
 
-import http.client
 import socket
 import threading
 import time
@@ -19,7 +18,7 @@ import pytest
 
 from casstor_ops.serve.app import WRITE_THREADS
 
-from .serve_support import PartialPut, Server
+from .serve_support import PartialPut, Server, timed_request
 
 BODY_TIMEOUT_S = 8
 HEADER_TIMEOUT_S = 4
@@ -47,19 +46,6 @@ def _trickle(send: Callable[[bytes], None], data: bytes, stop: threading.Event) 
             return
 
 
-def _timed(server: Server, method: str, key: str, body: bytes | None = None) -> tuple[int, float]:
-    """One ordinary request, its status and seconds; a request that waits past 4x the normal latency fails."""
-    started = time.monotonic()
-    connection = http.client.HTTPConnection(server.host, server.port, timeout=4 * NORMAL_S)
-    try:
-        connection.request(method, "/" + key, body=body)
-        response = connection.getresponse()
-        response.read()
-        return response.status, time.monotonic() - started
-    finally:
-        connection.close()
-
-
 def test_slow_clients_pin_no_thread_and_are_ended_with_408(server: Server) -> None:
     """Injects WRITE_THREADS + 2 PUTs whose bodies arrive a byte a second (chunked, and with a 3 MB
     Content-Length: both went to a write thread at once before), and one client sending its request headers a
@@ -82,7 +68,8 @@ def test_slow_clients_pin_no_thread_and_are_ended_with_408(server: Server) -> No
         time.sleep(2 * TRICKLE_S)  # every slow request is in (and, before the fix, each PUT on a write thread)
         for method, key, body, expected in [("PUT", "slow/small", b"small", 200), ("DELETE", "slow/deleted", None, 200),
                                             ("GET", "slow/kept", None, 200)]:
-            status, seconds = _timed(server, method, key, body)
+            # A request still waiting at 4x the normal latency fails with a socket timeout.
+            status, seconds = timed_request(server.host, server.port, method, "/" + key, body, 4 * NORMAL_S)
             assert (status, method) == (expected, method) and seconds < NORMAL_S, (method, status, seconds)
         late = headers.recv(1024)
         assert late.startswith(b"HTTP/1.1 408 "), late
