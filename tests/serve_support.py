@@ -74,6 +74,21 @@ class PartialPut:
         self.sock.close()
 
 
+def timed_request(host: str, port: int, method: str, path: str, body: bytes | None = None,
+                  timeout_s: float = 120) -> tuple[int, float]:
+    """One request on a connection of its own: its status and the seconds to its whole answer (a socket timeout
+    past ``timeout_s``)."""
+    started = time.monotonic()
+    connection = http.client.HTTPConnection(host, port, timeout=timeout_s)
+    try:
+        connection.request(method, path, body=body)
+        response = connection.getresponse()
+        response.read()
+        return response.status, time.monotonic() - started
+    finally:
+        connection.close()
+
+
 def at_once(request: Callable[[int], T], count: int) -> list[T]:
     """``request(0)`` .. ``request(count - 1)``, each on a thread of its own, all started together; their answers
     in that order."""

@@ -241,6 +241,26 @@ def test_bad_keys_are_400_and_reach_no_file(server: Server, path: str, tmp_path:
     assert set(Path(".").iterdir()) == before
 
 
+def test_a_new_key_over_1024_bytes_is_400_in_serve_and_exit_2_in_the_cli(server: Server, tmp_path: Path) -> None:
+    """A 2,000-byte ID (under Cassandra's 64 KiB key limit, over the store's documented 1,024): a PUT is 400 and
+    `casstor store` exit 2 with one line, nothing stored. Before the rule the PUT was stored (200), and an ID
+    over 64 KiB was a 503 that clients retried for ever. Reading and removing it stay allowed (an ID stored
+    before the rule must stay reachable): not stored, so 404 and exit 1, each one line."""
+    key = "long/" + "k" * 1995
+    status, _, body = server.request("PUT", key, b"x")
+    assert status == 400 and b"2000 bytes" in body, (status, body)
+    for method in ("GET", "HEAD", "DELETE"):
+        assert server.request(method, key)[0] == 404, method
+    source = tmp_path / "x.bin"
+    source.write_bytes(b"x")
+    for args, code in ((["store", str(source), key], 2), (["restore", key, str(tmp_path / "out")], 1),
+                       (["stat", key], 1), (["rm", key], 1)):
+        done = subprocess.run([*CASSTOR, *args], capture_output=True, timeout=120)
+        lines = done.stderr.decode().splitlines()
+        assert done.returncode == code and len(lines) == 1 and lines[0].startswith("casstor: "), (args, done)
+    assert server.request("GET", "long/" + "k" * 1019)[0] == 404  # 1,024 bytes: a valid ID, just not stored
+
+
 def test_identical_bodies_under_two_keys_upload_no_new_block(server: Server) -> None:
     """The dedup goal of issue 16: the second PUT of the same 1 MB body under another key sends no block."""
     content = os.urandom(1024 * 1024)
@@ -270,7 +290,7 @@ def test_an_offline_reclaim_window_is_answered_503(server: Server, cql) -> None:
     try:
         status, headers, body = server.request("PUT", "window/during", b"refused")
         assert (status, headers["retry-after"]) == (503, "5")
-        assert b"reclaim" in body and b"Traceback" not in body
+        assert b"reclaim" in body and b"again later" in body and b"Traceback" not in body
         assert server.request("DELETE", "window/before")[0] == 503
         assert server.request("GET", "window/before")[2] == b"kept"  # reads go on
     finally:

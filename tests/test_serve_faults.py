@@ -113,6 +113,7 @@ def _during_the_fault(server: Server, first: dict[str, bytes], second: dict[str,
     answers = at_once(lambda n: timed(*requests[n]), len(requests))
     for (method, key, _), (seconds, (status, headers, body)) in zip(requests, answers):
         assert (status, headers.get("retry-after")) == (503, "5"), (method, key, status, body)
+        assert b"again later" in body and b"127.0.0" not in body, body  # no driver text, no node address
         assert seconds < ANSWER_BOUND_S, (method, key, seconds)
     return {(method, key): seconds for (method, key, _), (seconds, _) in zip(requests, answers)}
 

@@ -1,6 +1,6 @@
 """``casstor serve``'s options and conditional writes, against real server processes and the real node.
 
-* PUT preconditions (``If-Match``, ``If-None-Match: *``) and the ETag of a PUT;
+* PUT and DELETE preconditions (``If-Match``, ``If-None-Match: *``) and the ETag of a PUT;
 * ``--max-body`` (413) and ``--require-length`` (411);
 * ``--cert/--key`` (TLS, with a certificate made by openssl in the test, curl ``--cacert``);
 * ``--workers``, ``--metrics-port`` (Prometheus text) and ``--access-log``;
@@ -64,6 +64,20 @@ def test_a_put_answers_the_new_etag_and_a_stale_if_match_is_412_before_the_body(
     # A 412 answered before the body: the server did not read the 1 MB announced (curl would wait for 100).
     partial = PartialPut(limited, "cond/a", MB, {"If-Match": first})
     assert partial.response()[0] == 412
+
+
+def test_a_delete_honours_if_match_and_if_none_match(limited: Server) -> None:
+    """A DELETE naming the version its client saw (v1) after another client wrote v2 must not remove v2 (a lost
+    update): 412 and v2 still there; naming v2's ETag removes it; ``If-None-Match: *`` on an existing key is
+    412. Before the fix the DELETE ignored both headers and removed v2."""
+    v1 = limited.request("PUT", "cond/del", b"v1")[1]["etag"]
+    v2 = limited.request("PUT", "cond/del", b"v2")[1]["etag"]
+    status, _, body = limited.request("DELETE", "cond/del", headers={"If-Match": v1})
+    assert status == 412 and b"precondition failed" in body
+    assert limited.request("DELETE", "cond/del", headers={"If-None-Match": "*"})[0] == 412
+    assert limited.request("GET", "cond/del")[2] == b"v2"
+    assert limited.request("DELETE", "cond/del", headers={"If-Match": v2})[0] == 200
+    assert limited.request("GET", "cond/del")[0] == 404
 
 
 def test_if_match_is_checked_again_just_before_the_head_write(limited: Server, cql) -> None:

@@ -20,6 +20,7 @@ from casstor_ops.serve.app import Policy
 from casstor_ops.serve.auth import read_token
 from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S
+from casstor_ops.serve.streams import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
 
 MAX_WORKERS = 64
 MB = 1024 * 1024
@@ -34,9 +35,9 @@ def _serve(args: argparse.Namespace) -> int:
     from casstor_ops.serve.server import ServeOptions, serve
 
     token = read_token(args.token_file) if args.token_file else None
-    policy = Policy(token, args.read_only, args.max_body, args.require_length)
+    policy = Policy(token, args.read_only, args.max_body, args.require_length, args.body_timeout)
     return serve(ServeOptions(args.host, args.port, policy, args.lease_reuse, args.workers, args.cert, args.key,
-                              args.access_log, args.metrics_port, args.cache_mb * MB))
+                              args.access_log, args.metrics_port, args.cache_mb * MB, args.header_timeout))
 
 
 def _bounded(kind: type, low: float, high: float, what: str):
@@ -69,6 +70,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="refuse a PUT body longer than BYTES (413), by its Content-Length or as it arrives")
     p.add_argument("--require-length", action="store_true",
                    help="refuse a PUT without Content-Length, i.e. a chunked body (411)")
+    p.add_argument("--header-timeout", type=_bounded(float, 0.1, 3600, "seconds from 0.1 to 3600"),
+                   default=HEADER_TIMEOUT_S, metavar="SECONDS",
+                   help=f"close a connection whose request headers have not all arrived within SECONDS (408; "
+                        f"default: {HEADER_TIMEOUT_S:g})")
+    p.add_argument("--body-timeout", type=_bounded(float, 0.1, 86400, "seconds from 0.1 to 86400"),
+                   default=BODY_TIMEOUT_S, metavar="SECONDS",
+                   help=f"refuse a PUT whose whole body has not arrived within SECONDS (408, nothing stored; "
+                        f"default: {BODY_TIMEOUT_S:g}); a client that sends nothing for 60 s is refused sooner")
     p.add_argument("--cert", metavar="PEM", help="serve HTTPS with this certificate (chain)")
     p.add_argument("--key", metavar="PEM", help="the certificate's private key (default: in the --cert file)")
     p.add_argument("--access-log", action="store_true", help="log one line per request (off by default: it "

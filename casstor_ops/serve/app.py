@@ -10,7 +10,8 @@ PUT      store the body under the key (200, the store's JSON result:
 GET      the content (200), or one range of it (206); ETag, Last-Modified,
          Content-Length; ``If-None-Match`` naming the ETag: 304
 HEAD     the headers of GET, no body
-DELETE   remove the file (200, its last head as JSON); its blocks stay until reclaim
+DELETE   remove the file (200, its last head as JSON); its blocks stay until reclaim;
+         ``If-Match`` / ``If-None-Match`` as for PUT (412, nothing removed)
 =======  =================================================================
 
 On the metrics port (``--metrics-port``), ``GET /metrics`` answers the
@@ -24,10 +25,13 @@ resolves a future of the event loop (:meth:`Store.stat_async
 bounded worker pool (``WRITE_THREADS`` for PUT and DELETE, ``READ_THREADS``
 for reading content): a write holds an upload's worth of memory, so fewer
 run at once. Bodies are streamed both ways (:mod:`.streams`), except small
-ones (at most ``SMALL_BODY_BYTES``): a PUT with such a Content-Length is
-read whole on the event loop (at most ``SMALL_BODIES_HELD`` at once) and
-handed to its worker as a seekable file, so the store can re-read a block
-that vanished meanwhile (online reclaim) where a stream cannot be; a GET of
+ones (at most ``SMALL_BODY_BYTES``): a PUT's first ``SMALL_BODY_BYTES`` are
+read on the event loop before it takes a write thread (at most
+``SMALL_BODIES_HELD`` PUTs at once), so a slow client pins no thread while it
+sends them and is ended by the body deadline (``Policy.body_timeout_s``,
+408); a body that ended there is handed to its worker as a seekable file, so
+the store can re-read a block that vanished meanwhile (online reclaim) where
+a stream cannot be; a GET of
 such a file is answered in one piece, its content read whole by one worker
 call (no per-chunk hand-offs between the worker and the event loop) and
 kept in the :mod:`.content_cache` by its file hash, so the next GET of that
@@ -40,7 +44,8 @@ the worker thread stores it as any other.
 Writes borrow the server's shared writer lease (:mod:`.shared_lease`). A
 PUT's preconditions are checked before its body is read (a stale ETag costs
 no upload) and again just before its head write, under the key's
-in-process lock (:mod:`.head_locks`), which a DELETE of the key takes too.
+in-process lock (:mod:`.head_locks`), which a DELETE of the key takes too
+(and checks its own preconditions under).
 
 Example::
 
@@ -84,8 +89,8 @@ from casstor_ops.serve.keys import parse_key
 from casstor_ops.serve.metrics import CONTENT_TYPE, Metrics, Recorder
 from casstor_ops.serve.ranges import Unsatisfiable, parse_range
 from casstor_ops.serve.shared_lease import SharedLease
-from casstor_ops.serve.status import RETRY_AFTER_S, BodyTooLarge, LengthRequired, Status, status_of
-from casstor_ops.serve.streams import BodyReader, BodyWriter
+from casstor_ops.serve.status import ADVICE, RETRY_AFTER_S, BodyTooLarge, LengthRequired, Status, status_of
+from casstor_ops.serve.streams import BODY_TIMEOUT_S, BodyReader, BodyWriter
 from casstor_ops.serve.validators import WritePrecondition, etag, file_headers, not_modified
 from casstor_ops.store.api import FileInfo, Store, StoreResult, check_id
 from casstor_ops.store.leases import WriterLease
@@ -95,7 +100,7 @@ log = logging.getLogger("casstor.serve")
 READ_THREADS = 16
 WRITE_THREADS = 4
 SMALL_BODY_BYTES = 1 << 20  # the default chunker's largest block: a body of at most one block's worth
-# Small PUT bodies read whole and held at once, at most (64 MiB of 1 MiB bodies): the others wait to be read.
+# PUTs whose first MiB (a small body whole) is read and held at once, at most (64 MiB): the others wait.
 SMALL_BODIES_HELD = 64
 READ_METHODS = ("GET", "HEAD")
 WRITE_METHODS = ("PUT", "DELETE")
@@ -112,6 +117,7 @@ class Policy:
     read_only: bool = False
     max_body: int | None = None       # bytes; None: no limit
     require_length: bool = False      # 411 for a PUT without Content-Length
+    body_timeout_s: float = BODY_TIMEOUT_S  # a PUT's whole body arrives within this, or 408
 
 
 class Handlers:
@@ -163,7 +169,7 @@ class Handlers:
             if request.method == "PUT":
                 return await self._put(request, key)
             if request.method == "DELETE":
-                return await self._delete(key)
+                return await self._delete(request, key)
             return await self._get(request, key, send_body=request.method == "GET")
         except Exception as err:  # every failure becomes a status and one log line (a bug: 500)
             return self._failure(request.method, key, err)
@@ -198,17 +204,15 @@ class Handlers:
         with self._leases.hold() as lease:
             return action(lease=lease)
 
-    def _check_length(self, content_length: str | None) -> int | None:
-        """411/413 from the request's Content-Length, before a byte of the body is read; the length, if given."""
+    def _check_length(self, content_length: str | None) -> None:
+        """411/413 from the request's Content-Length, before a byte of the body is read."""
         if content_length is None:
             if self._policy.require_length:
                 raise LengthRequired("a PUT needs a Content-Length here (no chunked body)")
-            return None
-        length = int(content_length)
-        if self._policy.max_body is not None and length > self._policy.max_body:
+            return
+        if self._policy.max_body is not None and int(content_length) > self._policy.max_body:
             raise BodyTooLarge(f"the body ({content_length} bytes) is longer than the server accepts "
                                f"({self._policy.max_body} bytes)")
-        return length
 
     def _current_etag(self, key: str) -> str | None:
         """The ETag of ``key``'s committed head; None when there is none."""
@@ -219,20 +223,22 @@ class Handlers:
 
     async def _put(self, request: Request, key: str) -> Response:
         check_id(key, storing=True)  # before the lease and before a byte of the body is read
-        length = self._check_length(request.headers.get("content-length"))  # the server refuses a malformed one
+        self._check_length(request.headers.get("content-length"))  # the server refuses a malformed one
         condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         if condition is not None:
             condition.check(await self._run(self._reads, self._current_etag, key), key)  # a stale ETag: no upload
-        reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body)
-        if length is None or length > SMALL_BODY_BYTES:
-            result = await self._run(self._writes, self._write, partial(self._put_body, reader, key, condition))
-        else:
-            async with self._small_bodies:
-                body = await reader.read_all()
+        reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body,
+                            deadline_s=self._policy.body_timeout_s)
+        async with self._small_bodies:
+            # The first MiB (a small body whole) is read here: a slow client holds no write thread meanwhile.
+            source: BinaryIO = reader
+            if await reader.read_ahead(SMALL_BODY_BYTES):
+                body = reader.held()
                 result = await self._put_inline(body, key) if condition is None else None
-                if result is None:
-                    result = await self._run(self._writes, self._write,
-                                             partial(self._put_body, io.BytesIO(body), key, condition))
+                if result is not None:
+                    return JSONResponse(result.as_dict(), headers={"etag": etag(result.hash)})
+                source = io.BytesIO(body)  # seekable: the store can re-read a block that vanished meanwhile
+            result = await self._run(self._writes, self._write, partial(self._put_body, source, key, condition))
         return JSONResponse(result.as_dict(), headers={"etag": etag(result.hash)})
 
     async def _put_inline(self, body: bytes, key: str) -> StoreResult | None:
@@ -265,15 +271,19 @@ class Handlers:
         with self.head_locks.turn(key) as turn:
             return self._store.put(source, key, lease=lease, before_commit=turn.then(check))
 
-    async def _delete(self, key: str) -> Response:
+    async def _delete(self, request: Request, key: str) -> Response:
         check_id(key)
-        removed = await self._run(self._writes, self._write, partial(self._remove, key))
+        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        removed = await self._run(self._writes, self._write, partial(self._remove, key, condition))
         return JSONResponse(removed.as_dict())
 
-    def _remove(self, key: str, lease: WriterLease) -> FileInfo:
-        """The store call of a DELETE (worker thread), under the key's lock: never between a conditional PUT's
-        check and its head write, which would write the head again."""
+    def _remove(self, key: str, condition: WritePrecondition | None, lease: WriterLease) -> FileInfo:
+        """The store call of a DELETE (worker thread), under the key's lock: its precondition is checked there (a
+        client deleting the version it saw never deletes a newer one), and it never lands between a conditional
+        PUT's check and its head write, which would write the head again."""
         with self.head_locks.holding(key):
+            if condition is not None:
+                condition.check(self._current_etag(key), key)
             return self._store.remove(key, lease=lease)
 
     async def _get(self, request: Request, key: str, send_body: bool) -> Response:
@@ -354,7 +364,7 @@ class Handlers:
             log.debug("traceback of the 500", exc_info=err)
             return PlainTextResponse("internal error\n", 500)
         log.warning("%s %r -> %d: %s", method, key, status.code, _one_line(err))
-        return PlainTextResponse(f"{_one_line(err)}\n", status.code, _retry_after(status))
+        return PlainTextResponse(f"{ADVICE.get(status.kind, _one_line(err))}\n", status.code, _retry_after(status))
 
 
 async def _answered(start: Callable[[Callable[[T | None, Exception | None], None]], None]) -> T:

@@ -36,15 +36,18 @@ import ssl
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 import uvicorn
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.serve.app import SMALL_BODY_BYTES, Handlers, Policy, build_app
 from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES, ContentCache
+from casstor_ops.serve.deadlines import HeaderDeadline
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.observe import observed
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S, SharedLease
+from casstor_ops.serve.streams import HEADER_TIMEOUT_S
 from casstor_ops.serve.workers import run_workers
 from casstor_ops.store.api import Store
 
@@ -68,6 +71,7 @@ class ServeOptions:
     access_log: bool = False
     metrics_port: int | None = None
     cache_bytes: int = DEFAULT_CACHE_BYTES
+    header_timeout_s: float = HEADER_TIMEOUT_S
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -153,7 +157,8 @@ def _serve_worker(options: ServeOptions, sockets: list[socket.socket], metrics: 
         metrics_port = sockets[1].getsockname()[1] if len(sockets) > 1 else None
         app = observed(build_app(handlers, metrics_port), handlers.recorder, options.access_log)
         # uvloop and httptools (compiled): 1.25x the rate of asyncio and h11 at 64 KiB (docs/serve.md).
-        config = uvicorn.Config(app, loop="uvloop", http="httptools", log_level="warning", access_log=False,
+        http = partial(HeaderDeadline, header_timeout_s=options.header_timeout_s)
+        config = uvicorn.Config(app, loop="uvloop", http=http, log_level="warning", access_log=False,
                                 lifespan="off", timeout_graceful_shutdown=GRACE_S, ssl_certfile=options.cert,
                                 ssl_keyfile=options.key)
         run_until_stopped(uvicorn.Server(config), sockets, ready)

@@ -14,7 +14,10 @@ progress, and writes that start after that are refused (503). The reuse
 only ever shortens what a lease protects, never lengthens it: each lease is
 still a full writer lease with its heartbeat and fence. A write on the event
 loop borrows one with :meth:`SharedLease.hold_if_fresh`, which never waits
-for one to be taken (it answers None instead).
+for one to be taken (it answers None instead), and gives it back without
+waiting either: a lease is given up (its heartbeat joined, its row deleted,
+which with a frozen node takes the driver's request timeout) on the reaper
+thread only, never on the thread of the write that held it last.
 
 Example::
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -59,13 +63,21 @@ class _Lent:
 
 
 class SharedLease:
-    """Writer leases lent to concurrent writes (see the module docstring); thread-safe."""
+    """Writer leases lent to concurrent writes (see the module docstring); thread-safe.
+
+    Two locks: ``_taking`` is held while a lease is taken (round trips to the node), so concurrent writes take
+    one, not one each; ``_state`` guards which lease is current and its holders, and is never held across a
+    request to the node. So a write ending on the event loop waits for neither: it counts itself out under
+    ``_state``, and a lease to give up (a heartbeat to join, a row to delete) goes to the reaper thread.
+    """
 
     def __init__(self, session: Session, reuse_s: float = DEFAULT_REUSE_S) -> None:
         self._session = session
         self._reuse_s = reuse_s
-        self._lock = threading.Lock()
+        self._taking = threading.Lock()
+        self._state = threading.Lock()
         self._current: _Lent | None = None
+        self._retired: queue.SimpleQueue[_Lent | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self._reaper = threading.Thread(target=self._reap, name="casstor-serve-lease", daemon=True)
         self._reaper.start()
@@ -82,7 +94,7 @@ class SharedLease:
     @contextlib.contextmanager
     def hold_if_fresh(self) -> Iterator[WriterLease | None]:
         """The current lease for one write if it may still be lent, else None; never waits for one to be taken
-        (for a write on the event loop, which then goes to a worker thread instead)."""
+        nor given up (for a write on the event loop, which then goes to a worker thread instead)."""
         with self._lend(take=False) as lease:
             yield lease
 
@@ -95,46 +107,68 @@ class SharedLease:
         try:
             yield lent.lease
         finally:
-            with self._lock:
+            with self._state:
                 lent.holders -= 1
-                if lent is not self._current and lent.holders == 0:
-                    _give_up(lent)
+                done = lent is not self._current and lent.holders == 0
+            if done:
+                self._retired.put(lent)
+
+    def _lend_fresh(self) -> _Lent | None:
+        """The current lease counted as held if it is fresh, else None (call with ``_state`` held)."""
+        if not self._fresh(self._current):
+            return None
+        self._current.holders += 1
+        return self._current
 
     def _borrow(self, take: bool) -> _Lent | None:
-        """The lease to lend, counted as held; None, without waiting, when ``take`` is false and none is fresh or
-        another write is taking one."""
-        # Taking a lease is a few round trips; under the lock, so concurrent writes take one, not one each.
-        if not self._lock.acquire(blocking=take):
-            return None
-        try:
-            if not self._fresh(self._current):
-                if not take:
-                    return None
+        """The lease to lend, counted as held; None, without waiting, when ``take`` is false and none is fresh."""
+        with self._state:
+            lent = self._lend_fresh()
+        if lent is not None or not take:
+            return lent
+        with self._taking:
+            with self._state:
+                lent = self._lend_fresh()  # another write took one while this one waited
+            if lent is not None:
+                return lent
+            fresh = _Lent(WriterLease(self._session, LEASE_KIND).__enter__())
+            with self._state:
                 self._retire()
-                self._current = _Lent(WriterLease(self._session, LEASE_KIND).__enter__())
-            self._current.holders += 1
-            return self._current
-        finally:
-            self._lock.release()
+                fresh.holders = 1
+                self._current = fresh
+            return fresh
 
     def _retire(self) -> None:
-        """Stop lending the current lease; give it up now unless a write still holds it (then the last one does)."""
+        """Stop lending the current lease; have it given up unless a write still holds it (then the last one does).
+        Call with ``_state`` held."""
         lent, self._current = self._current, None
         if lent is not None and lent.holders == 0:
-            _give_up(lent)
+            self._retired.put(lent)
 
     def _reap(self) -> None:
-        while not self._stopping.wait(min(1.0, self._reuse_s / 2 or 0.1)):
-            with self._lock:
+        """Give up retired leases as they come; retire the current one once it is no longer fresh."""
+        while not self._stopping.is_set():
+            try:
+                lent = self._retired.get(timeout=min(1.0, self._reuse_s / 2 or 0.1))
+            except queue.Empty:
+                lent = None
+            if lent is not None:
+                _give_up(lent)
+            with self._state:
                 if self._current is not None and not self._fresh(self._current):
                     self._retire()
 
     def close(self) -> None:
-        """Give up the lease (call when no write is running any more)."""
+        """Give up the leases (call when no write is running any more)."""
         self._stopping.set()
+        self._retired.put(None)  # wakes the reaper
         self._reaper.join()
-        with self._lock:
+        with self._state:
             self._retire()
+        while not self._retired.empty():
+            lent = self._retired.get()
+            if lent is not None:
+                _give_up(lent)
 
 
 def _give_up(lent: _Lent) -> None:

@@ -40,7 +40,9 @@ Example::
     Status(code=503, retry_after=5, kind='window')
 
 Failures: none; the message for the client is ``str(error)`` (one line),
-never a traceback.
+never a traceback, except for a 503, whose body is its kind's ``ADVICE``
+(what to do; the cause, which may be a driver's text naming the nodes, is
+logged only).
 """
 
 from __future__ import annotations
@@ -59,6 +61,15 @@ _CONFIGURATION = {EXIT_AUTH, EXIT_NOT_INITIALISED, EXIT_UNAUTHORISED}
 # Every kind a failure can have, in the order /metrics lists them.
 KINDS = ("bad_request", "client_gone", "unauthorized", "method", "not_found", "body_timeout", "length_required",
          "precondition", "too_large", "corrupt", "window", "unavailable", "setup", "shutdown", "internal")
+
+
+# What a 503's body tells the client, by kind: what to do, never the cause's own text (a driver's message names
+# the nodes' addresses); the cause goes to the server's log line only.
+ADVICE = {
+    "window": "an offline reclaim of the store is running: send the request again later (see Retry-After)",
+    "unavailable": "the store is unavailable now: send the request again later (see Retry-After)",
+    "setup": "the server cannot use its store: its operator must fix the server's set-up (see its log)",
+}
 
 
 @dataclass(frozen=True)

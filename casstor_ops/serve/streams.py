@@ -9,8 +9,10 @@ such call on a worker thread and bridges its file object to the ASGI body:
   asks the event loop for the request's next chunk and waits for it. Nothing
   is spooled: the store holds what it holds for any stream (as for
   ``casstor store --stdin``, bounded by the upload's held-bytes limit), and the
-  client is not read faster than the store takes the bytes. A small body is
-  read whole on the event loop instead (:meth:`BodyReader.read_all`).
+  client is not read faster than the store takes the bytes. The first bytes
+  (a small body whole) are read on the event loop first
+  (:meth:`BodyReader.read_ahead`), so a slow client holds no worker thread
+  while it sends them.
 * :class:`BodyWriter` (GET): ``write`` hands each verified block to the
   event loop through a queue of at most ``queued`` chunks (the worker waits
   when the client is slow); :meth:`BodyWriter.next` is the response side.
@@ -25,15 +27,18 @@ Example::
     >>> loop.run_in_executor(pool, writer.fill, lambda out: store.read(head, out))  # doctest: +SKIP
     >>> first = await writer.next()                                          # doctest: +SKIP
 
-Failures: a client that sends nothing for ``idle_timeout_s`` makes
-``readinto`` (or ``read_all``) raise :class:`BodyTimeout` (408), one whose body grows past
+Failures: a client that sends nothing for ``idle_timeout_s``, or whose
+whole body has not arrived by ``deadline_s`` after the request began, makes
+``readinto`` (or ``read_ahead``) raise :class:`BodyTimeout` (408), one whose body grows past
 ``limit`` bytes :class:`~casstor_ops.serve.status.BodyTooLarge` (413) (neither
 is an OSError, so the store does not take them for an unreadable source,
 and it commits nothing and releases its claims); a client that disconnects raises
 Starlette's ``ClientDisconnect`` from ``readinto`` (the store then commits
 nothing). A response closed early (:meth:`BodyWriter.close`: the client went
 away) makes the worker's next ``write`` raise :class:`ResponseClosed`, which
-stops the restore. The worker's own error is raised by :meth:`BodyWriter.next`.
+stops the restore; so does a client that takes no chunk for the idle timeout
+(the response is cut short, the read thread freed). The worker's own error is
+raised by :meth:`BodyWriter.next`.
 """
 
 from __future__ import annotations
@@ -42,12 +47,15 @@ import asyncio
 import concurrent.futures
 import io
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from casstor_ops.serve.status import BodyTooLarge, HttpError, Status
 
 IDLE_TIMEOUT_S = 60.0
+HEADER_TIMEOUT_S = 30.0  # a request's line and headers (serve.deadlines): a few hundred bytes
+BODY_TIMEOUT_S = 3600.0  # a whole body's deadline: 1 GB takes 10 s at 100 MB/s, a trickle at most an hour
 QUEUED_CHUNKS = 8      # blocks of at most chunk_max (1 MiB by default) each between the worker and the socket
 POLL_S = 0.5           # how often a waiting worker looks whether the response was closed
 
@@ -75,11 +83,14 @@ class BodyReader(io.RawIOBase):
     """A request body as a blocking, non-seekable reader, for a worker thread."""
 
     def __init__(self, chunks: AsyncIterator[bytes], loop: asyncio.AbstractEventLoop,
-                 idle_timeout_s: float = IDLE_TIMEOUT_S, limit: int | None = None) -> None:
+                 idle_timeout_s: float = IDLE_TIMEOUT_S, limit: int | None = None,
+                 deadline_s: float = BODY_TIMEOUT_S) -> None:
         super().__init__()
         self._chunks = aiter(chunks)
         self._loop = loop
         self._idle_timeout_s = idle_timeout_s
+        self._deadline_s = deadline_s
+        self._ends = time.monotonic() + deadline_s
         self._limit = limit
         self._pending = memoryview(b"")
         self._received = 0
@@ -102,24 +113,47 @@ class BodyReader(io.RawIOBase):
             raise BodyTooLarge(f"the body is longer than the server accepts ({self._limit} bytes)")
         return chunk
 
-    async def read_all(self) -> bytes:
-        """The whole body, read on the event loop (for a small one: no hand-off to a worker per chunk); the same
-        timeout and limit as ``readinto``."""
-        chunks = []
-        while not self.eof:
+    async def read_ahead(self, size: int | None = None) -> bool:
+        """Read the body on the event loop until it ends (True) or ``size`` bytes are held (False); ``readinto``
+        returns the held bytes first. A slow client thus holds no worker thread for its first ``size`` bytes
+        (for a small body, none at all, and no hand-off to a worker per chunk); the same timeouts and limit."""
+        chunks = [bytes(self._pending)]
+        held = len(chunks[0])
+        while not self.eof and (size is None or held < size):
             try:
-                chunks.append(self._counted(await asyncio.wait_for(self._receive(), self._idle_timeout_s)))
+                chunk = self._counted(await asyncio.wait_for(self._receive(), self._wait_s()))
             except asyncio.TimeoutError:
-                raise BodyTimeout(f"the client sent nothing for {self._idle_timeout_s:.0f} s") from None
-        return b"".join(chunks)
+                raise self._timeout() from None
+            chunks.append(chunk)
+            held += len(chunk)
+        self._pending = memoryview(b"".join(chunks))
+        return self.eof
+
+    async def read_all(self) -> bytes:
+        """The whole body, read on the event loop (see :meth:`read_ahead`)."""
+        await self.read_ahead()
+        return self.held()
+
+    def held(self) -> bytes:
+        """The bytes read ahead and not yet returned by ``readinto``."""
+        return bytes(self._pending)
+
+    def _wait_s(self) -> float:
+        """How long to wait for the next chunk: the idle timeout, or less when the body's deadline comes first."""
+        return max(0.0, min(self._idle_timeout_s, self._ends - time.monotonic()))
+
+    def _timeout(self) -> BodyTimeout:
+        if time.monotonic() >= self._ends:
+            return BodyTimeout(f"the body did not arrive within {self._deadline_s:g} s")
+        return BodyTimeout(f"the client sent nothing for {self._idle_timeout_s:g} s")
 
     def _next_chunk(self) -> bytes:
         future = asyncio.run_coroutine_threadsafe(self._receive(), self._loop)
         try:
-            return future.result(timeout=self._idle_timeout_s)
+            return future.result(timeout=self._wait_s())
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise BodyTimeout(f"the client sent nothing for {self._idle_timeout_s:.0f} s") from None
+            raise self._timeout() from None
 
     async def _receive(self) -> bytes:
         try:
@@ -139,8 +173,9 @@ class BodyWriter:
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, start: int = 0, stop: int | None = None,
-                 queued: int = QUEUED_CHUNKS) -> None:
+                 queued: int = QUEUED_CHUNKS, idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
         self._loop = loop
+        self._idle_timeout_s = idle_timeout_s
         self._queue: asyncio.Queue[bytes | _End] = asyncio.Queue()
         self._slots = threading.Semaphore(queued)
         self._closed = threading.Event()
@@ -159,7 +194,10 @@ class BodyWriter:
         return len(data)
 
     def _put(self, chunk: bytes) -> None:
+        gives_up = time.monotonic() + self._idle_timeout_s
         while not self._slots.acquire(timeout=POLL_S):
+            if time.monotonic() > gives_up:  # a client too slow to read: its read thread serves others
+                self._closed.set()
             if self._closed.is_set():
                 raise ResponseClosed("the response was closed")
         if self._closed.is_set():

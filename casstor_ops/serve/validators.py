@@ -7,12 +7,12 @@ Not Modified. ``If-Modified-Since`` is not used: the commit time has
 one-second resolution in HTTP dates, the hash is exact (RFC 9110 lets a
 server ignore the date when an ETag is there to compare).
 
-A PUT's ``If-Match`` and ``If-None-Match`` (:class:`WritePrecondition`) are
+A PUT's or DELETE's ``If-Match`` and ``If-None-Match`` (:class:`WritePrecondition`) are
 evaluated as RFC 9110 section 13.2.2 orders them: ``If-Match`` (strong
 comparison; ``*``: the file exists), else ``If-None-Match`` (weak
 comparison; ``*``: the file does not exist, a create-only PUT). The server
-checks them twice (:mod:`casstor_ops.serve.app`): before reading the body, and
-again just before the head write.
+checks a PUT's twice (:mod:`casstor_ops.serve.app`): before reading the body, and
+again just before the head write; a DELETE's once, under the key's lock.
 
 Example::
 
@@ -67,7 +67,7 @@ def not_modified(if_none_match: str | None, current: str) -> bool:
 
 @dataclass(frozen=True)
 class WritePrecondition:
-    """A PUT's ``If-Match`` and ``If-None-Match`` (None: header absent), checked against the current ETag."""
+    """A PUT's or DELETE's ``If-Match`` and ``If-None-Match`` (None: header absent), checked against the ETag."""
 
     if_match: tuple[str, ...] | None
     if_none_match: tuple[str, ...] | None

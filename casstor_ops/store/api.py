@@ -60,11 +60,18 @@ __all__ = ["Store", "StoreResult", "RestoreResult", "FileInfo", "FileAttributes"
 
 Source = str | os.PathLike | BinaryIO
 
+# S3's limit for a new key; Cassandra refuses a partition key over 64 KiB only when the row is written (a 503 that a
+# client retries for ever, leaving blocks behind each time), so the store refuses far below it, up front. An ID
+# stored before the rule keeps being readable; one over Cassandra's limit can name nothing.
+MAX_ID_BYTES = 1024
+CASSANDRA_KEY_BYTES = 65535
+
 def check_id(file_id: str, storing: bool = False) -> str:
     """``file_id`` if it can name a file; ``storing`` adds the rules for a new ID.
 
-    Every ID must be a non-empty string without NUL. A new ID (``put``)
-    must also be restorable to one path of its own: no empty, ``.`` or
+    Every ID must be a non-empty string without NUL, of at most
+    Cassandra's 65,535 key bytes in UTF-8. A new ID (``put``) must be at
+    most ``MAX_ID_BYTES`` (1,024) bytes, and restorable to one path of its own: no empty, ``.`` or
     ``..`` segment between slashes (``a//b``, ``a/./b``, ``a/b/`` and
     ``/a/b`` would all land on ``a/b``, ``a/../b`` on ``b``), no control character
     (a newline would split every one-line listing and message) and no lone
@@ -82,6 +89,11 @@ def check_id(file_id: str, storing: bool = False) -> str:
         raise CasstorError("a file ID must be a non-empty string", EXIT_USAGE)
     if "\x00" in file_id:
         raise CasstorError(f"file ID {file_id!r} contains a NUL character", EXIT_USAGE)
+    size = len(file_id.encode("utf-8", "surrogatepass"))
+    most = MAX_ID_BYTES if storing else CASSANDRA_KEY_BYTES
+    if size > most:
+        raise CasstorError(f"file ID {file_id[:40]!r}... is {size} bytes long in UTF-8: at most {most} "
+                           f"are allowed", EXIT_USAGE)
     if not storing:
         return file_id
     if any(segment in ("", ".", "..") for segment in file_id.split("/")):

@@ -63,3 +63,18 @@ def test_empty_or_nul_ids_are_always_refused(file_id) -> None:
         with pytest.raises(CasstorError) as caught:
             check_id(file_id, storing=storing)
         assert caught.value.exit_code == EXIT_USAGE
+
+
+def test_a_new_id_over_1024_bytes_is_refused_and_an_old_one_stays_addressable() -> None:
+    """Injects IDs of 1,025 and 2,000 UTF-8 bytes (``é`` is two) and one over Cassandra's 65,535-byte key limit;
+    checks a usage error when storing, the first two still pass the read/remove check (stored before the rule),
+    and the last is refused for every command (no store can hold it)."""
+    assert check_id("k" * 1024, storing=True) == "k" * 1024
+    for file_id in ("k" * 1025, "é" * 1000):
+        with pytest.raises(CasstorError) as caught:
+            check_id(file_id, storing=True)
+        assert caught.value.exit_code == EXIT_USAGE and "at most 1024" in str(caught.value)
+        assert check_id(file_id) == file_id
+    with pytest.raises(CasstorError) as caught:
+        check_id("k" * 65536)
+    assert caught.value.exit_code == EXIT_USAGE

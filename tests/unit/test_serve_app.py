@@ -78,14 +78,19 @@ def make_handlers():
         leases.close()
 
 
-@pytest.mark.parametrize("error", [NoHostAvailable("Unable to connect to any servers", {}),
-                                   OperationTimedOut("timed out")])
+@pytest.mark.parametrize("error", [
+    NoHostAvailable("Unable to connect to any servers", {"127.0.0.1:9042": ConnectionRefusedError(111, "refused")}),
+    OperationTimedOut("errors={'127.0.0.1:9042': 'Client request timeout'}, last_host=127.0.0.1:9042")])
 def test_cassandra_unreachable_or_slow_is_503_with_retry_after(make_handlers, caplog, error) -> None:
+    """Injects the driver's errors, whose text names the node's address; checks the 503 body says what to do
+    and not the driver's text (no address reaches the client: it did before the fix), the log line has it."""
     with caplog.at_level(logging.WARNING, logger="casstor.serve"):
         status, headers, body = _request(make_handlers(error), "GET", "/photos/a%20b.jpg")
     assert (status, headers["retry-after"]) == (503, "5")
     assert body.count(b"\n") == 1 and b"Traceback" not in body
-    assert [r.getMessage() for r in caplog.records] == [f"GET 'photos/a b.jpg' -> 503: {body.decode().strip()}"]
+    assert b"again later" in body and b"127.0.0" not in body
+    assert [r.getMessage() for r in caplog.records] == [f"GET 'photos/a b.jpg' -> 503: {' '.join(str(error).split())}"]
+    assert "127.0.0.1:9042" in caplog.records[0].getMessage()
 
 
 def test_a_bug_is_500_without_detail_for_the_client(make_handlers, caplog) -> None:

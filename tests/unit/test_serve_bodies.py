@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from casstor_ops.serve.status import BodyTooLarge
-from casstor_ops.serve.streams import BodyReader, BodyTimeout
+from casstor_ops.serve.streams import BodyReader, BodyTimeout, BodyWriter, ResponseClosed
 
 
 async def _chunks(parts: list[bytes], stall_s: float = 0.0) -> AsyncIterator[bytes]:
@@ -38,3 +38,46 @@ def test_a_client_that_sends_nothing_for_the_idle_timeout_is_408() -> None:
     """Injects a body that stalls after its first chunk; checks that the wait ends with BodyTimeout (408)."""
     with pytest.raises(BodyTimeout):
         _read_all([b"abc"], stall_s=5.0, idle_timeout_s=0.2)
+
+
+def test_a_body_that_trickles_past_its_deadline_is_408() -> None:
+    """Injects a body of many chunks, each within the idle timeout, whose whole takes longer than the deadline;
+    checks BodyTimeout (408) names the deadline (before: only an idle client was ever ended)."""
+    async def trickle() -> AsyncIterator[bytes]:
+        for _ in range(50):
+            await asyncio.sleep(0.05)
+            yield b"x"
+
+    async def run() -> bytes:
+        return await BodyReader(trickle(), asyncio.get_running_loop(), idle_timeout_s=1.0, deadline_s=0.5).read_all()
+    with pytest.raises(BodyTimeout, match="did not arrive within 0.5 s"):
+        asyncio.run(run())
+
+
+def test_a_read_ahead_holds_the_first_bytes_for_readinto() -> None:
+    """The first bytes read on the event loop come back first from ``readinto``; a body that ended there is
+    reported whole."""
+    async def run() -> tuple[bool, bool, bytes]:
+        reader = BodyReader(_chunks([b"abc", b"def", b"gh"]), asyncio.get_running_loop())
+        partly = await reader.read_ahead(4)
+        held = reader.held()
+        return partly, await reader.read_ahead(), held + b"|" + reader.held()
+    assert asyncio.run(run()) == (False, True, b"abcdef|abcdefgh")
+
+
+def test_a_reader_that_takes_nothing_for_the_idle_timeout_frees_the_worker() -> None:
+    """Injects a response nobody reads (a client too slow to take a chunk); checks the worker's write gives up
+    after the idle timeout with ResponseClosed, so its read thread serves others (before: it waited for ever)."""
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        writer = BodyWriter(loop, queued=1, idle_timeout_s=0.3)
+        filled = loop.run_in_executor(None, writer.fill, lambda out: [out.write(b"x") for _ in range(3)])
+        try:
+            await asyncio.wait_for(asyncio.shield(filled), 5)  # nobody takes a chunk
+        finally:
+            writer.close()  # before the fix, only this ended the worker
+            await filled
+        assert await writer.next() == b"x"
+        with pytest.raises(ResponseClosed):
+            await writer.next()
+    asyncio.run(run())

@@ -98,30 +98,63 @@ def test_a_turn_taken_now_never_waits_for_a_held_lock() -> None:
 
 
 class _Lease:
-    ended = False
+    """Stands in for a WriterLease whose end (heartbeat join, row delete) waits for ``go_on``."""
+
+    def __init__(self, go_on: threading.Event | None = None) -> None:
+        self.go_on = go_on
+        self.ended = threading.Event()
 
     def __exit__(self, *exc: object) -> None:
-        self.ended = True
+        if self.go_on is not None:
+            self.go_on.wait(30)
+        self.ended.set()
 
 
 def test_a_lease_is_lent_without_waiting_only_when_one_is_fresh() -> None:
     """``hold_if_fresh`` never takes a lease (it would wait for a row write and a Paxos read on the event loop):
-    None with no lease, or while another write holds the lock to take one; the fresh lease otherwise, counted as
-    held until the write ends."""
+    None with no lease or a stale one, even while another write holds the lock to take one; the fresh lease
+    otherwise, counted as held until the write ends."""
     leases = SharedLease(session=None, reuse_s=60)  # nothing here may touch the session
     try:
         with leases.hold_if_fresh() as lease:
             assert lease is None
         leases._current = _Lent(_Lease())
-        with leases.hold_if_fresh() as lease:
-            assert lease is leases._current.lease and leases._current.holders == 1
-        assert leases._current.holders == 0
-        with leases._lock:  # another write taking a lease
+        with leases._taking:  # another write taking a lease: the fresh one is still lent at once
             with leases.hold_if_fresh() as lease:
-                assert lease is None
+                assert lease is leases._current.lease and leases._current.holders == 1
+        assert leases._current.holders == 0
+        leases._current.taken -= 120
+        with leases.hold_if_fresh() as lease:
+            assert lease is None
     finally:
         leases.close()
     assert leases._current is None
+
+
+def test_the_last_holder_of_a_retired_lease_never_waits_for_its_end() -> None:
+    """Injects a lease whose end blocks (as its row delete does with the node frozen), gone stale while a write
+    on the event loop holds it (the reaper retires it). Checks the write's end returns at once and the lease is
+    ended on the reaper thread once it can be. Before the fix the last holder ended it itself: the event loop
+    stood still (no GET, HEAD or /metrics answered) for as long as the delete took."""
+    go_on = threading.Event()
+    leases = SharedLease(session=None, reuse_s=60)
+    lease = _Lease(go_on)
+    leases._current = _Lent(lease)
+    try:
+        with leases.hold_if_fresh() as held:
+            assert held is lease
+            leases._current.taken -= 120  # stale: the reaper retires it, still held
+            deadline = time.monotonic() + 10
+            while leases._current is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            started = time.monotonic()
+        assert time.monotonic() - started < 0.5
+        assert not lease.ended.is_set()
+        go_on.set()
+        assert lease.ended.wait(10)
+    finally:
+        go_on.set()
+        leases.close()
 
 
 class _PausingStore:
@@ -151,7 +184,7 @@ def test_a_delete_never_lands_between_a_puts_check_and_its_head_write() -> None:
         put = threading.Thread(target=handlers._put_body, args=(None, "k", None, None))
         put.start()
         assert store.checked.wait(10)
-        delete = threading.Thread(target=handlers._remove, args=("k", None))
+        delete = threading.Thread(target=handlers._remove, args=("k", None, None))
         delete.start()
         time.sleep(0.2)  # time for the DELETE to run ahead if nothing holds it
         store.go_on.set()
