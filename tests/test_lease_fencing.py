@@ -119,7 +119,7 @@ def test_a_reclaim_whose_heartbeat_lapsed_stops_before_undoing_a_second_reclaim(
     first_holder: list[str] = []
 
     def stall_first(df, statement_name, params):
-        if threading.current_thread() is first and statement_name == "delete_block_list":
+        if threading.current_thread() is first and statement_name == "delete_block_list_at":
             stalled.set()
             go_on.wait(300)
         return real_apply(df, statement_name, params)

@@ -11,6 +11,7 @@ import pytest
 from cassandra.util import uuid_from_time
 
 from casstor_ops.ops import reclaim as reclaim_module
+from casstor_ops.ops.verify import verify
 from casstor_ops.errors import EXIT_CORRUPT, CasstorError, CorruptionError, MaintenanceError
 from casstor_ops.store.reclaim_window import OFFLINE, current_window
 from casstor_ops.ops.reclaim import reclaim
@@ -18,6 +19,7 @@ from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
 from casstor_ops.store.api import Store
 from casstor_ops.store.hashing import block_hash
+from casstor_ops.store import commit as commit_module
 from casstor_ops.store.statements import Statements
 
 from .support import put, restored, run_casstor, spark_submit
@@ -372,3 +374,64 @@ def test_a_late_head_write_checks_its_blocks_again(store, spark, monkeypatch, si
     assert failures == []
     assert restored(store, "new") == data
     assert blocks <= set(index_rows(cql)) and blocks <= content_keys(cql)
+
+
+@pytest.mark.parametrize("lands", ["during-the-wait", "before-the-list-deletes", "after-the-reclaim"])
+def test_a_head_write_held_past_the_plan_keeps_its_block_list(store, spark, monkeypatch, lands: str) -> None:
+    """Injects a head write held back from just after the store's bound check until after an online reclaim
+    planned: by then its version's list is older than 2 x the bound and no head names it, so the plan counts it
+    stale. The write then lands during the reclaim's wait (the store's own late check held off by a longer
+    margin: only the reclaim's re-read of the heads can keep the list), after that re-read and before the list
+    deletes (the store, acknowledged late, writes its list again: the deletes, stamped T, must not shadow it),
+    or after the reclaim. The file's blocks are another file's too, so only the list is at stake. Checks that
+    the reclaim completes, the file restores byte-exact and verify finds no broken block list. Without the
+    fix the list is deleted and the head names nothing."""
+    cql = store.session
+    data = random.Random(41).randbytes(200 * KiB)
+    put(store, "keeper", data)
+    set_commit_bound(cql, 1)
+    insert_head = Statements.for_session(cql).insert_head
+    held, released = threading.Event(), threading.Event()
+    real_execute, real_apply = cql.execute, reclaim_module._apply
+    failures: list[BaseException] = []
+
+    def hold_head_write(statement, *args, **kwargs):
+        if statement is insert_head and threading.current_thread().name == "late-list":
+            held.set()
+            released.wait(120)
+        return real_execute(statement, *args, **kwargs)
+
+    def store_late() -> None:
+        try:
+            put(store, "new", data)
+        except BaseException as err:  # noqa: BLE001  (reported by the assertion below)
+            failures.append(err)
+
+    def land() -> None:
+        released.set()
+        writer.join(120)
+
+    def land_before_list_deletes(df, statement_name, params):
+        if statement_name.startswith("delete_block_list"):
+            land()
+        return real_apply(df, statement_name, params)
+
+    if lands == "during-the-wait":
+        monkeypatch.setattr(commit_module, "LATE_HEAD_MARGIN_S", 3600.0)
+    if lands == "before-the-list-deletes":
+        monkeypatch.setattr(reclaim_module, "_apply", land_before_list_deletes)
+    monkeypatch.setattr(cql, "execute", hold_head_write)
+    writer = threading.Thread(target=store_late, name="late-list")
+    writer.start()
+    try:
+        assert held.wait(60), failures
+        time.sleep(2.5)  # the version's list is older than 2 x the bound
+        outcome = reclaim(spark, cql, online=True,
+                          log=lambda msg: land() if lands == "during-the-wait" and msg.startswith("waiting") else None)
+        assert outcome.plan.stale_lists == 1  # the held version's list, planned as stale
+    finally:
+        land()
+    assert failures == [] and not writer.is_alive()
+    monkeypatch.undo()
+    assert restored(store, "new") == data
+    assert verify(spark).problems["broken_block_lists"] == 0

@@ -16,8 +16,10 @@ reclaim window.
   no content is *missing*, a corruption: nothing is deleted unless
   ``force``, and the exit status is :data:`~casstor_ops.errors.EXIT_CORRUPT`;
 * *stale block lists* = ``file_blocks`` partitions that are not a head and
-  whose version is older than 2 x the commit bound: a store aborts rather
-  than commit a version older than one bound, so they can never become one.
+  whose version is older than 2 x the commit bound: a store sends no head
+  write for a version older than one bound. One sent in time may still be
+  applied later (queued, a stalled node), so online the lists are kept,
+  like the blocks, when a head names them after the wait (step 4 below).
   The plan reads the heads once, for these and for the candidates.
 
 Deletes run on the executors through the Python driver (the connector has
@@ -55,9 +57,9 @@ wins a tie).
    candidate, a tombstone where no row is); they finish at time td.
 4. Wait until td + B + margin, then re-read heads, block lists and the
    index (a fresh QUORUM read): R = candidates now referenced or indexed
-   again, D = C - R.
+   again, D = C - R; and L = the planned stale lists that no head names now.
 5. Rewrite the index rows of R (a fresh, later timestamp); delete the content
-   of D ``USING TIMESTAMP T``.
+   of D and the lists L ``USING TIMESTAMP T``.
 
 Why no committed head can lose a block b in C:
 
@@ -94,6 +96,21 @@ Why no committed head can lose a block b in C:
 * A commit that relied on an old verification re-checks it before the
   head write (the store's side of the bound), i.e. it is one of the cases
   above with a later check.
+
+Why no committed head loses its block list: a list in the plan's stale set
+has a version time v with v < tp - 2B and no head naming it at tp. Its store
+sent its head write (if at all) before v + B on its own clock, so before
+tp - B + ε on reclaim's. If the write is applied before step 4 reads the
+heads, step 4 sees it and the list is not in L. If it is applied after,
+it is acknowledged more than (tp + 2ε + B + margin) - (tp - B + ε) =
+2B + ε + margin after it was sent, and later still after the store's
+oldest check, so the store's late-head step (step 4 of
+:mod:`casstor_ops.store.commit`, durations on its monotonic clock) writes
+the list again; it does so after step 4 read, so after reclaim's clock read
+T + ε: its rows carry a timestamp above T and survive step 5's delete,
+whichever lands first. The list's own rows were written before its head
+write was sent, so their timestamps are below v + B < tp - B < T: a list
+that is garbage is deleted.
 
 If clocks drift by more than ε the failure is on the safe side for the
 garbage (it survives) but not for the second case: step 0 refuses to run
@@ -374,6 +391,16 @@ def _in_use_again(spark: SparkSession) -> DataFrame:
             .unionByName(stored_blocks(spark).select("hash").localCheckpoint()))
 
 
+def _not_heads_now(spark: SparkSession, stale_rows: DataFrame) -> DataFrame:
+    """The planned stale block lists that no head names now: step 4's re-read of the heads, for the lists.
+
+    A version whose head write was sent in time but applied after the plan
+    is a head by now, or its store writes the list again (see the module
+    docstring); materialised, so the deletes act on this reading.
+    """
+    return stale_rows.join(heads(spark).select("id", "version"), ["id", "version"], "left_anti").localCheckpoint()
+
+
 def _delete_timestamp(planned_at: datetime) -> int:
     """T of the module docstring, in microseconds: at least ε after the plan, ε before now."""
     earliest = planned_at.timestamp() + 2 * CLOCK_SKEW_S
@@ -412,7 +439,7 @@ def execute(spark: SparkSession, session: Session, plan: ReclaimPlan,
     log(f"deleting {plan.candidates.blocks:,} index rows")
     step("deleting index rows", plan.candidate_rows, "delete_index_at", stamped_hash)
     rescued = spark.createDataFrame([], plan.candidate_rows.schema)
-    doomed = plan.candidate_rows
+    doomed, stale = plan.candidate_rows, plan.stale_rows
     if plan.mode == ONLINE:
         wait_s = commit_bound_s(session) + LATE_HEAD_MARGIN_S
         set_state("waiting-for-commits")
@@ -422,11 +449,12 @@ def execute(spark: SparkSession, session: Session, plan: ReclaimPlan,
         rescued = plan.candidate_rows.join(fresh, "hash", "left_semi").localCheckpoint()
         doomed = plan.candidate_rows.join(fresh, "hash", "left_anti").localCheckpoint()
         step("rewriting rescued index rows after the online wait", rescued, "insert_existing", index_row)
+        stale = _not_heads_now(spark, plan.stale_rows)
     set_state("deleting-content")
     log("deleting block content")
     step("deleting block content", doomed, "delete_block_at", stamped_hash)
-    deleted_lists = step("deleting stale block lists", plan.stale_rows, "delete_block_list",
-                         lambda r: (r.id, uuid.UUID(r.version)))
+    deleted_lists = step("deleting stale block lists", stale, "delete_block_list_at",
+                         lambda r: (stamp, r.id, uuid.UUID(r.version)))
     repaired = step("repairing index rows", plan.repair_rows, "insert_existing", index_row)
     return ReclaimStats(deleted=Count.of(doomed), rescued=Count.of(rescued), repaired_index_rows=repaired,
                         deleted_lists=deleted_lists, seconds=time.monotonic() - started)

@@ -11,7 +11,7 @@ asking "do you have it?" (:mod:`casstor_ops.store.existence`) can trust it.
 
 Content is held from the moment a block is cut until it is *verified*: found
 by a check, or written and indexed. ``held_bytes`` is what the pipeline bounds;
-``verified`` (block → wall time its check or write was sent) is what the
+``verified`` (block → monotonic time its check or write was sent) is what the
 commit protocol relies on. ``new_blocks`` / ``new_bytes`` count the blocks this
 store wrote, ``new_stored_bytes`` what they take as stored.
 
@@ -59,7 +59,7 @@ class BlockUploads:
 
     @property
     def verified(self) -> Mapping[bytes, float]:
-        """Block -> wall time its check or write was sent."""
+        """Block -> ``time.monotonic()`` when its check or write was sent (only durations are taken from it)."""
         return self._verified
 
     @property
@@ -92,7 +92,7 @@ class BlockUploads:
         data = self._pending[digest]
         codec, payload = self._codec.encode(data)
         self._window.submit(self._st.insert_block, (digest, len(data), codec, payload),
-                            partial(self._written, digest, time.time(), len(payload)))
+                            partial(self._written, digest, time.monotonic(), len(payload)))
 
     def _written(self, digest: bytes, sent: float, stored: int, _rows) -> None:
         self._to_index.append((digest, sent, stored))

@@ -23,8 +23,14 @@ Commit protocol (BRIEF; online reclaim relies on it):
 4. a head write acknowledged more than the bound plus
    :data:`~casstor_ops.store.schema.LATE_HEAD_MARGIN_S` after the oldest
    check (it waited in a queue, or the node stalled) may have been applied
-   after an online reclaim re-read the heads and deleted blocks it names:
-   every block is checked again and missing ones uploaded again, as in (1).
+   after an online reclaim re-read the heads and deleted blocks it names,
+   and its block list as stale: every block is checked again and missing
+   ones uploaded again, as in (1), and the block list is written again.
+
+Every duration here (since a check, since the version's start, until the
+acknowledgement) is measured on ``time.monotonic()``, so a step of the wall
+clock cannot stretch or shrink the bound; the version's timeuuid alone is
+wall-clock time, because reclaim compares it with its own host's clock.
 
 An inline file (:mod:`casstor_ops.store.inline`) relies on no block and has
 no block list: its commit is (3) alone, the head row with the content.
@@ -110,14 +116,16 @@ class Commit:
         bound = self._first_bound()
         digest = file_hash(self._hashes)
         for _ in range(COMMIT_ATTEMPTS):
-            self._recheck(reader, time.time() - bound / 2)
-            version_time = time.time()
-            version = uuid_from_time(version_time)
+            self._recheck(reader, time.monotonic() - bound / 2)
+            # The version's time is a wall-clock timestamp: reclaim compares it with its own clock (another host's)
+            # to tell a stale block list. How long the version has been under way is a duration, on this host.
+            version = uuid_from_time(time.time())
+            started = time.monotonic()
             if self._stored is None:
                 self._write_block_list(file_id, version)
-            acknowledged = self._write_head(file_id, version, version_time, bound, size, digest)
+            acknowledged = self._write_head(file_id, version, started, bound, size, digest)
             if acknowledged is not None:
-                self._check_again_after_late_head(reader, acknowledged, bound)
+                self._check_again_after_late_head(reader, file_id, version, acknowledged, bound)
                 return
             bound = float(commit_bound_s(self._session))  # the store's own bound from now on: it may be longer
         raise CasstorError(f"could not commit {file_id!r} within the commit bound ({bound:.0f} s): the cluster is "
@@ -128,7 +136,7 @@ class Commit:
         half of it (then nothing is stale, and holding the head write to a shorter bound than the store's own
         is only stricter); else the store's. A small file's store saves a read this way.
         """
-        now = time.time()
+        now = time.monotonic()
         if now - self._oldest_check(now) < MIN_COMMIT_BOUND_S / 2:
             return float(MIN_COMMIT_BOUND_S)
         return float(commit_bound_s(self._session))
@@ -139,11 +147,15 @@ class Commit:
         if stale:
             self._reverify(stale, partial(self._reread, reader, self._locations()))
 
-    def _check_again_after_late_head(self, reader: BinaryIO, acknowledged: float, bound: float) -> None:
-        """Step (4): every block again when the head write was acknowledged too late to be sure an online reclaim
-        saw it. Re-uploads carry a later timestamp than that reclaim's deletes, so they survive them."""
+    def _check_again_after_late_head(self, reader: BinaryIO, file_id: str, version: uuid.UUID, acknowledged: float,
+                                     bound: float) -> None:
+        """Step (4): every block again, and the block list, when the head write was acknowledged too late to be sure
+        an online reclaim saw it. The rewrites carry a later timestamp than that reclaim's deletes, so they survive
+        them."""
         if acknowledged - self._oldest_check(acknowledged) >= bound + LATE_HEAD_MARGIN_S:
             self._recheck(reader, acknowledged)
+            if self._stored is None:
+                self._write_block_list(file_id, version)
 
     def _oldest_check(self, now: float) -> float:
         """When the oldest of the blocks this commit relies on was verified (``now`` when there is none)."""
@@ -176,21 +188,22 @@ class Commit:
                                       lambda _rows: None)
         self._window.drain()
 
-    def _write_head(self, file_id: str, version, version_time: float, bound: float, size: int,
+    def _write_head(self, file_id: str, version, started: float, bound: float, size: int,
                     digest: bytes) -> float | None:
-        """Write the head row unless the bound has passed: the time it was acknowledged, or None when the bound
-        has passed (a new version is needed)."""
+        """Write the head row unless the bound has passed since ``started`` (the version's start) or the oldest
+        check: the (monotonic) time it was acknowledged, or None when the bound has passed (a new version is
+        needed)."""
         attempt = 0
         while True:
-            now = time.time()
-            if now - version_time >= bound or now - self._oldest_check(now) >= bound:
+            now = time.monotonic()
+            if now - started >= bound or now - self._oldest_check(now) >= bound:
                 return None
             self._fence(f"committing {file_id!r}")
             try:
                 blocks = 0 if self._stored is not None else len(self._hashes)
                 self._session.execute(self._st.insert_head, head_row(file_id, version, size, digest, blocks,
                                                                      self._attributes, self._content_columns))
-                return time.time()
+                return time.monotonic()
             except RETRYABLE:
                 attempt += 1
                 if attempt == HEAD_WRITE_ATTEMPTS:

@@ -29,7 +29,7 @@ from casstor_ops.store.statements import Statements
 CHECK_BATCH = 256  # distinct hashes per existence check
 
 OnFound = Callable[[bytes, float], None]
-"""Called with a block found and the wall time its check was sent."""
+"""Called with a block found and the ``time.monotonic()`` its check was sent."""
 OnMissing = Callable[[list[bytes]], None]
 """Called with the blocks of one check that the store does not have."""
 
@@ -49,7 +49,7 @@ class ExistenceChecks:
         for start in range(0, len(hashes), self.batch):
             group = hashes[start:start + self.batch]
             self._window.submit(self._st.existing, (group, len(group)),
-                                partial(self._checked, group, time.time(), on_missing))
+                                partial(self._checked, group, time.monotonic(), on_missing))
 
     def _checked(self, hashes: list[bytes], sent: float, on_missing: OnMissing, rows) -> None:
         found = {row[0] for row in rows}

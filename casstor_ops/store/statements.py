@@ -146,7 +146,8 @@ class Statements:
     delete_index = _Prepared(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?")
     delete_index_at = _Prepared(f"DELETE FROM {DATA_KS}.existing_blocks USING TIMESTAMP ? WHERE hash = ?")
     delete_block_at = _Prepared(f"DELETE FROM {DATA_KS}.blocks USING TIMESTAMP ? WHERE hash = ?")
-    delete_block_list = _Prepared(f"DELETE FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
+    delete_block_list_at = _Prepared(
+        f"DELETE FROM {META_KS}.file_blocks USING TIMESTAMP ? WHERE id = ? AND version = ?")
 
     def __init__(self, session: Session) -> None:
         # Weak: the registry is the value of a WeakKeyDictionary keyed by this session; a strong
