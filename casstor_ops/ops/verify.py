@@ -329,34 +329,45 @@ class _Checks:
         return True
 
 
-def _confirm(endpoint: Endpoint, repair: bool) -> Callable[[Iterable], Iterator[dict]]:
-    """A ``mapPartitions`` function: per partition, one summary ``{kind: [found, repaired, examples]}``."""
+@dataclass
+class Tally:
+    """The confirmed differences of one problem kind: how many, how many repaired, the first :data:`EXAMPLES`."""
 
-    def run(rows: Iterable) -> Iterator[dict]:
+    found: int = 0
+    repaired: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, other: "Tally") -> None:
+        self.found += other.found
+        self.repaired += other.repaired
+        self.examples = (self.examples + other.examples)[:EXAMPLES]
+
+
+def _confirm(endpoint: Endpoint, repair: bool) -> Callable[[Iterable], Iterator[dict[str, Tally]]]:
+    """A ``mapPartitions`` function: per partition, one summary ``{kind: Tally}``."""
+
+    def run(rows: Iterable) -> Iterator[dict[str, Tally]]:
         checks: _Checks | None = None
-        summary: dict[str, list] = {}
+        summary: dict[str, Tally] = {}
         for row in rows:
             checks = checks or _Checks(store_for(endpoint).session)
             if not checks.still_differs(row):
                 continue
-            entry = summary.setdefault(row.kind, [0, 0, []])
-            entry[0] += 1
-            entry[1] += int(repair and row.kind in INDEX and checks.fix(row))
-            if len(entry[2]) < EXAMPLES:
-                entry[2].append(row.id if row.id is not None else bytes(row.hash).hex())
+            tally = summary.setdefault(row.kind, Tally())
+            tally.found += 1
+            tally.repaired += int(repair and row.kind in INDEX and checks.fix(row))
+            if len(tally.examples) < EXAMPLES:
+                tally.examples.append(row.id if row.id is not None else bytes(row.hash).hex())
         yield summary
 
     return run
 
 
-def _merge(summaries: Iterable[dict]) -> dict[str, list]:
-    merged: dict[str, list] = {}
+def _merge(summaries: Iterable[dict[str, Tally]]) -> dict[str, Tally]:
+    merged: dict[str, Tally] = {}
     for summary in summaries:
-        for kind, (found, repaired, examples) in summary.items():
-            entry = merged.setdefault(kind, [0, 0, []])
-            entry[0] += found
-            entry[1] += repaired
-            entry[2] = (entry[2] + examples)[:EXAMPLES]
+        for kind, tally in summary.items():
+            merged.setdefault(kind, Tally()).add(tally)
     return merged
 
 
@@ -383,12 +394,12 @@ def _verify(spark: SparkSession, endpoint: Endpoint, repair: bool, inline_max: i
         corrupt = status.where(~F.col("intact"))
         candidates = _candidates(spark, status, inline_max)
         merged = _merge(candidates.rdd.mapPartitions(_confirm(endpoint, repair)).collect())
-        problems = {kind: merged.get(kind, [0])[0] for kind in Problem}
+        problems = {kind: merged.get(kind, Tally()).found for kind in Problem}
         problems[Problem.CORRUPT_BLOCKS] = checked.corrupt or 0
-        examples = {kind: entry[2] for kind, entry in merged.items()}
+        examples = {kind: tally.examples for kind, tally in merged.items()}
         examples[Problem.CORRUPT_BLOCKS] = [bytes(r.hash).hex() for r in corrupt.limit(EXAMPLES).collect()]
         report = VerifyReport(checked.n, checked.bytes or 0, problems, examples,
-                              repaired={k: merged.get(k, [0, 0])[1] for k in INDEX} if repair else {})
+                              repaired={k: merged.get(k, Tally()).repaired for k in INDEX} if repair else {})
         if problems[Problem.CORRUPT_BLOCKS] or problems[Problem.MISSING_BLOCKS]:
             bad = corrupt.select("hash").unionByName(
                 missing_blocks(status, referenced_blocks(spark)).select("hash"))
