@@ -51,7 +51,7 @@ from casstor_ops.errors import CasstorError, run_reporting_errors
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inflight import RequestWindow
 from casstor_ops.cluster.paths import project_root
-from casstor_ops.store.reclaim_window import OFFLINE, ReclaimWindow
+from casstor_ops.store.reclaim_window import ReclaimWindow, WindowMode
 from casstor_ops.ops.reclaim import execute, make_plan
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.spark.session import spark_session
@@ -123,7 +123,7 @@ def time_jobs(spark, session: Session, blocks: int) -> dict[str, float]:
     write_store(session, blocks)
     report = timed("stats", lambda: compute(spark))
     checked = timed("verify", lambda: verify(spark))
-    with ReclaimWindow(session, OFFLINE):
+    with ReclaimWindow(session, WindowMode.OFFLINE):
         plan = timed("reclaim plan", lambda: make_plan(spark, session))
         done = timed("reclaim execute", lambda: execute(spark, session, plan))
     garbage = blocks - int(blocks * (1 - GARBAGE_SHARE))

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_MAINTENANCE, EXIT_USAGE
-from casstor_ops.store.reclaim_window import close_window, open_window
+from casstor_ops.store.reclaim_window import WindowMode, close_window, open_window
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 
 from .support import CASSTOR, run_casstor
@@ -125,7 +125,7 @@ def test_corrupt_store_exits_3_and_leaves_no_dest(cql, tmp_path):
 
 def test_store_is_refused_in_a_maintenance_window(cql, tmp_path):
     (tmp_path / "src").write_bytes(b"data")
-    open_window(cql, holder="test-reclaim", mode="offline")
+    open_window(cql, holder="test-reclaim", mode=WindowMode.OFFLINE)
     try:
         proc = run_casstor("store", str(tmp_path / "src"), "cli/maintenance")
         assert proc.returncode == EXIT_MAINTENANCE

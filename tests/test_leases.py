@@ -9,19 +9,19 @@ import pytest
 
 from casstor_ops.errors import MaintenanceError
 from casstor_ops.store.leases import WriterLease, active_writers, wait_for_writers
-from casstor_ops.store.reclaim_window import OFFLINE, ONLINE, ReclaimWindow, current_window
+from casstor_ops.store.reclaim_window import ReclaimWindow, WindowMode, current_window
 
 
 def test_offline_window_refuses_writers_online_window_does_not(empty_store) -> None:
     cql = empty_store
-    with ReclaimWindow(cql, OFFLINE) as window:
+    with ReclaimWindow(cql, WindowMode.OFFLINE) as window:
         with pytest.raises(MaintenanceError, match=f"writes are refused during the offline reclaim window held by "
                                                    f"{window.holder}"):
             with WriterLease(cql, "store"):
                 pass
         assert active_writers(cql) == 0  # the refused writer withdrew its lease
     assert current_window(cql) is None
-    with ReclaimWindow(cql, ONLINE):
+    with ReclaimWindow(cql, WindowMode.ONLINE):
         with WriterLease(cql, "store"):
             assert active_writers(cql) == 1
     assert active_writers(cql) == 0 and current_window(cql) is None

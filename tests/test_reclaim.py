@@ -13,7 +13,7 @@ from cassandra.util import uuid_from_time
 from casstor_ops.ops import reclaim as reclaim_module
 from casstor_ops.ops.verify import verify
 from casstor_ops.errors import EXIT_CORRUPT, CasstorError, CorruptionError, MaintenanceError
-from casstor_ops.store.reclaim_window import OFFLINE, current_window
+from casstor_ops.store.reclaim_window import WindowMode, current_window
 from casstor_ops.ops.reclaim import reclaim
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
@@ -184,7 +184,7 @@ def test_offline_window_refuses_writers_and_a_crash_resumes(store, spark, tmp_pa
     assert "the reclaim window is still open: re-run 'spark-submit jobs/reclaim.py' to resume it, or clear it " \
            "with 'spark-submit jobs/reclaim.py --clear-window'" in capsys.readouterr().err
     window = current_window(cql)
-    assert (window.mode, window.state) == (OFFLINE, "deleting-content")
+    assert (window.mode, window.state) == (WindowMode.OFFLINE, "deleting-content")
 
     src = tmp_path / "new.bin"
     src.write_bytes(b"new data")
@@ -211,7 +211,7 @@ def test_offline_window_refuses_writers_and_a_crash_resumes(store, spark, tmp_pa
 def test_job_clear_window_option(store, spark) -> None:
     from casstor_ops.store.reclaim_window import open_window
 
-    open_window(store.session, "reclaim@crashed:1", OFFLINE)
+    open_window(store.session, "reclaim@crashed:1", WindowMode.OFFLINE)
     code, output = spark_submit("jobs/reclaim.py", "--clear-window")
     assert code == 0, output[-2000:]
     assert "cleared the offline reclaim window held by reclaim@crashed:1" in output

@@ -26,7 +26,7 @@ import pytest
 from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.leases import active_writers
-from casstor_ops.store.reclaim_window import OFFLINE, clear_window, open_window
+from casstor_ops.store.reclaim_window import WindowMode, clear_window, open_window
 from casstor_ops.store.schema import read_settings
 
 from .serve_support import PartialPut, Server, at_once, block_hashes, curl, orphan_claims, until, until_no_writer
@@ -286,7 +286,7 @@ def test_writes_share_one_lease_given_up_when_idle(server: Server, cql) -> None:
 def test_an_offline_reclaim_window_is_answered_503(server: Server, cql) -> None:
     assert server.request("PUT", "window/before", b"kept")[0] == 200
     _until_no_writer(cql)
-    open_window(cql, "reclaim@test:1", OFFLINE)
+    open_window(cql, "reclaim@test:1", WindowMode.OFFLINE)
     try:
         status, headers, body = server.request("PUT", "window/during", b"refused")
         assert (status, headers["retry-after"]) == (503, "5")

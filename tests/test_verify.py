@@ -12,7 +12,7 @@ import pytest
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_MAINTENANCE, MaintenanceError
 from casstor_ops.ops import verify as verify_module
 from casstor_ops.ops.reclaim import reclaim
-from casstor_ops.store.reclaim_window import ONLINE, close_window, current_window, open_window
+from casstor_ops.store.reclaim_window import WindowMode, close_window, current_window, open_window
 from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.statements import Statements
@@ -88,7 +88,7 @@ def test_clean_store_exits_zero(empty_store, spark, tmp_path: Path) -> None:
 
 
 def test_repair_is_refused_during_a_reclaim_window(cql, spark) -> None:
-    open_window(cql, "test-reclaim", ONLINE)
+    open_window(cql, "test-reclaim", WindowMode.ONLINE)
     try:
         with pytest.raises(MaintenanceError, match="refuses to run during the"):
             verify(spark, repair_index=True)

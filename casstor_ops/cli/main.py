@@ -15,20 +15,21 @@ Example::
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
+from casstor_ops.cli import cmd_cluster, cmd_demo, cmd_files, cmd_init, cmd_serve
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.errors import run_reporting_errors
 
-COMMAND_MODULES = ["cmd_cluster", "cmd_init", "cmd_files", "cmd_serve", "cmd_demo"]
+# In the order their sub-commands are listed by 'casstor --help'.
+COMMAND_MODULES = [cmd_cluster, cmd_init, cmd_files, cmd_serve, cmd_demo]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="casstor", description="Deduplicating file store on Apache Cassandra.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"{__package__}.{name}").register(sub)
+    for module in COMMAND_MODULES:
+        module.register(sub)
     return parser
 
 

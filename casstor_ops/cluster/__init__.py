@@ -3,7 +3,7 @@
 Vocabulary:
 
 * **endpoint**: where a client connects (``CASSTOR_NODES`` and friends, or
-  the embedded local cluster when unset) - :mod:`.connection`;
+  the embedded local cluster when unset) - :mod:`.endpoint`; sessions to it - :mod:`.connection`;
 * **local cluster**: 1..N real Cassandra nodes on 127.0.0.x that the
   launcher starts one at a time and stops by pid - :mod:`.launcher`;
 * **home** / **cache**: where node data and downloaded jars live - :mod:`.paths`.

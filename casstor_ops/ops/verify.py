@@ -9,7 +9,7 @@ counting it (a store or a reclaim running meanwhile moves the tables
 between the scans; a difference that is gone is not reported) and, with
 ``repair_index``, fixes the index rows that differ.
 
-Problem kinds (``VerifyReport.problems``):
+Problem kinds (:class:`Problem`, the keys of ``VerifyReport.problems``):
 
 Corruption (exit :data:`~casstor_ops.errors.EXIT_CORRUPT`, never repaired here):
 
@@ -77,6 +77,7 @@ import contextlib
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from cassandra.cluster import Session
 from pyspark import StorageLevel
@@ -97,8 +98,24 @@ from casstor_ops.spark.references import (block_rows, head_block_lists, heads_wi
 from casstor_ops.store.schema import require_settings
 from casstor_ops.store.statements import Statements
 
-CORRUPTION = ("corrupt_blocks", "missing_blocks", "broken_block_lists", "corrupt_inline_files")
-INDEX = ("index_without_block", "index_of_corrupt_block", "block_without_index", "index_size_mismatch")
+
+
+class Problem(StrEnum):
+    """A problem kind (see the module docstring); its value names it in the report, its JSON and Spark's rows."""
+
+    CORRUPT_BLOCKS = "corrupt_blocks"
+    MISSING_BLOCKS = "missing_blocks"
+    BROKEN_BLOCK_LISTS = "broken_block_lists"
+    CORRUPT_INLINE_FILES = "corrupt_inline_files"
+    INDEX_WITHOUT_BLOCK = "index_without_block"
+    INDEX_OF_CORRUPT_BLOCK = "index_of_corrupt_block"
+    BLOCK_WITHOUT_INDEX = "block_without_index"
+    INDEX_SIZE_MISMATCH = "index_size_mismatch"
+
+
+CORRUPTION = (Problem.CORRUPT_BLOCKS, Problem.MISSING_BLOCKS, Problem.BROKEN_BLOCK_LISTS, Problem.CORRUPT_INLINE_FILES)
+INDEX = (Problem.INDEX_WITHOUT_BLOCK, Problem.INDEX_OF_CORRUPT_BLOCK, Problem.BLOCK_WITHOUT_INDEX,
+         Problem.INDEX_SIZE_MISMATCH)
 EXAMPLES = 5
 
 
@@ -108,13 +125,13 @@ class VerifyReport:
 
     blocks_checked: int
     bytes_checked: int
-    problems: dict[str, int]
-    examples: dict[str, list[str]]
-    repaired: dict[str, int] = field(default_factory=dict)
+    problems: dict[Problem, int]
+    examples: dict[Problem, list[str]]
+    repaired: dict[Problem, int] = field(default_factory=dict)
     damaged_files: int = 0
     damaged_examples: list[str] = field(default_factory=list)
 
-    def remaining(self, kind: str) -> int:
+    def remaining(self, kind: Problem) -> int:
         return self.problems[kind] - self.repaired.get(kind, 0)
 
     @property
@@ -135,7 +152,7 @@ class VerifyReport:
     def table(self) -> str:
         lines = [f"verify: {self.blocks_checked:,} blocks re-hashed ({self.bytes_checked:,} bytes)",
                  f"  {'problem':26} {'found':>10} {'repaired':>10}  examples"]
-        for kind in (*CORRUPTION, *INDEX):
+        for kind in Problem:
             repaired = f"{self.repaired[kind]:,}" if kind in self.repaired else "-"
             lines.append(f"  {kind:26} {self.problems[kind]:>10,} {repaired:>10}  "
                          f"{', '.join(self.examples.get(kind, []))}")
@@ -201,7 +218,7 @@ _CANDIDATE = T.StructType([
     T.StructField("blocks", T.IntegerType())])
 
 
-def _as_candidates(kind: str | None, df: DataFrame) -> DataFrame:
+def _as_candidates(kind: Problem | None, df: DataFrame) -> DataFrame:
     """``df``'s rows in the common candidate shape (absent columns null; ``kind`` None: df has one)."""
     columns = [(F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
                for f in _CANDIDATE.fields[1:]]
@@ -235,14 +252,14 @@ def _candidates(spark: SparkSession, status: DataFrame, inline_max: int) -> Data
         | (F.coalesce("bytes", F.lit(0)) != F.coalesce("size", F.lit(0)))
         | ~_list_hash("entries").eqNullSafe(F.col("hash")))
     # One classification over the index/blocks join (each row differs in at most one way).
-    kind = (F.when(indexed & ~has_block, "index_without_block")
-            .when(indexed & ~F.col("intact"), "index_of_corrupt_block")
-            .when(~indexed & F.col("intact"), "block_without_index")
-            .when(indexed & ~F.col("index_size").eqNullSafe(F.col("length")), "index_size_mismatch"))
+    kind = (F.when(indexed & ~has_block, Problem.INDEX_WITHOUT_BLOCK)
+            .when(indexed & ~F.col("intact"), Problem.INDEX_OF_CORRUPT_BLOCK)
+            .when(~indexed & F.col("intact"), Problem.BLOCK_WITHOUT_INDEX)
+            .when(indexed & ~F.col("index_size").eqNullSafe(F.col("length")), Problem.INDEX_SIZE_MISMATCH))
     index_diffs = both.select(kind.alias("kind"), "hash", "length", "stored").where(F.col("kind").isNotNull())
-    return (_as_candidates("missing_blocks", missing_blocks(status, referenced_blocks(spark)))
-            .unionByName(_as_candidates("broken_block_lists", broken))
-            .unionByName(_as_candidates("corrupt_inline_files", corrupt_inline))
+    return (_as_candidates(Problem.MISSING_BLOCKS, missing_blocks(status, referenced_blocks(spark)))
+            .unionByName(_as_candidates(Problem.BROKEN_BLOCK_LISTS, broken))
+            .unionByName(_as_candidates(Problem.CORRUPT_INLINE_FILES, corrupt_inline))
             .unionByName(_as_candidates(None, index_diffs)))
 
 
@@ -284,62 +301,73 @@ class _Checks:
         return head is not None and inline_problem(head.size, head.hash, head.codec, head.content) is not None
 
     def still_differs(self, row) -> bool:
-        if row.kind == "broken_block_lists":
+        if row.kind == Problem.BROKEN_BLOCK_LISTS:
             return self._list_differs(row)
-        if row.kind == "corrupt_inline_files":
+        if row.kind == Problem.CORRUPT_INLINE_FILES:
             return self._inline_differs(row)
         key = bytes(row.hash)
-        if row.kind == "missing_blocks":
+        if row.kind == Problem.MISSING_BLOCKS:
             return self._block(key) is None
         index = self._index(key)
-        if row.kind == "block_without_index":
+        if row.kind == Problem.BLOCK_WITHOUT_INDEX:
             return index is None and self._block(key) is not None
         if index is None:
             return False
-        if row.kind == "index_size_mismatch":
+        if row.kind == Problem.INDEX_SIZE_MISMATCH:
             return index.size != row.length
         block = self._block(key)
-        if row.kind == "index_without_block":
+        if row.kind == Problem.INDEX_WITHOUT_BLOCK:
             return block is None
         return block is not None and not is_intact(key, block.size, block.codec, block.content)  # corrupt
 
     def fix(self, row) -> bool:
         key = bytes(row.hash)
-        if row.kind in ("index_without_block", "index_of_corrupt_block"):
+        if row.kind in (Problem.INDEX_WITHOUT_BLOCK, Problem.INDEX_OF_CORRUPT_BLOCK):
             self.session.execute(self.st.delete_index, (key,))
         else:  # block_without_index, index_size_mismatch: the intact block's real lengths
             self.session.execute(self.st.insert_existing, (key, row.length, row.stored))
         return True
 
 
-def _confirm(endpoint: Endpoint, repair: bool) -> Callable[[Iterable], Iterator[dict]]:
-    """A ``mapPartitions`` function: per partition, one summary ``{kind: [found, repaired, examples]}``."""
+@dataclass
+class Tally:
+    """The confirmed differences of one problem kind: how many, how many repaired, the first :data:`EXAMPLES`."""
 
-    def run(rows: Iterable) -> Iterator[dict]:
+    found: int = 0
+    repaired: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, other: "Tally") -> None:
+        self.found += other.found
+        self.repaired += other.repaired
+        self.examples = (self.examples + other.examples)[:EXAMPLES]
+
+
+def _confirm(endpoint: Endpoint, repair: bool) -> Callable[[Iterable], Iterator[dict[str, Tally]]]:
+    """A ``mapPartitions`` function: per partition, one summary ``{kind: Tally}``."""
+
+    def run(rows: Iterable) -> Iterator[dict[str, Tally]]:
         checks: _Checks | None = None
-        summary: dict[str, list] = {}
+        summary: dict[str, Tally] = {}
         for row in rows:
             checks = checks or _Checks(store_for(endpoint).session)
             if not checks.still_differs(row):
                 continue
-            entry = summary.setdefault(row.kind, [0, 0, []])
-            entry[0] += 1
-            entry[1] += int(repair and row.kind in INDEX and checks.fix(row))
-            if len(entry[2]) < EXAMPLES:
-                entry[2].append(row.id if row.id is not None else bytes(row.hash).hex())
+            tally = summary.setdefault(row.kind, Tally())
+            tally.found += 1
+            tally.repaired += int(repair and row.kind in INDEX and checks.fix(row))
+            if len(tally.examples) < EXAMPLES:
+                tally.examples.append(row.id if row.id is not None else bytes(row.hash).hex())
         yield summary
 
     return run
 
 
-def _merge(summaries: Iterable[dict]) -> dict[str, list]:
-    merged: dict[str, list] = {}
+def _merge(summaries: Iterable[dict[str, Tally]]) -> dict[str, Tally]:
+    merged: dict[str, Tally] = {}
     for summary in summaries:
-        for kind, (found, repaired, examples) in summary.items():
-            entry = merged.setdefault(kind, [0, 0, []])
-            entry[0] += found
-            entry[1] += repaired
-            entry[2] = (entry[2] + examples)[:EXAMPLES]
+        for kind, tally in summary.items():
+            merged.setdefault(kind, Tally()).add(tally)
     return merged
 
 
@@ -366,13 +394,13 @@ def _verify(spark: SparkSession, endpoint: Endpoint, repair: bool, inline_max: i
         corrupt = status.where(~F.col("intact"))
         candidates = _candidates(spark, status, inline_max)
         merged = _merge(candidates.rdd.mapPartitions(_confirm(endpoint, repair)).collect())
-        problems = {kind: merged.get(kind, [0])[0] for kind in (*CORRUPTION, *INDEX)}
-        problems["corrupt_blocks"] = checked.corrupt or 0
-        examples = {kind: entry[2] for kind, entry in merged.items()}
-        examples["corrupt_blocks"] = [bytes(r.hash).hex() for r in corrupt.limit(EXAMPLES).collect()]
+        problems = {kind: merged.get(kind, Tally()).found for kind in Problem}
+        problems[Problem.CORRUPT_BLOCKS] = checked.corrupt or 0
+        examples = {kind: tally.examples for kind, tally in merged.items()}
+        examples[Problem.CORRUPT_BLOCKS] = [bytes(r.hash).hex() for r in corrupt.limit(EXAMPLES).collect()]
         report = VerifyReport(checked.n, checked.bytes or 0, problems, examples,
-                              repaired={k: merged.get(k, [0, 0])[1] for k in INDEX} if repair else {})
-        if problems["corrupt_blocks"] or problems["missing_blocks"]:
+                              repaired={k: merged.get(k, Tally()).repaired for k in INDEX} if repair else {})
+        if problems[Problem.CORRUPT_BLOCKS] or problems[Problem.MISSING_BLOCKS]:
             bad = corrupt.select("hash").unionByName(
                 missing_blocks(status, referenced_blocks(spark)).select("hash"))
             damaged = head_block_lists(spark).join(bad, "hash", "left_semi").select("id").distinct()

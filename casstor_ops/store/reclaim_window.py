@@ -23,9 +23,9 @@ calls :meth:`ReclaimWindow.fence` before each delete step, which raises
 
 Example::
 
-    >>> with ReclaimWindow(session, OFFLINE) as window:  # doctest: +SKIP
+    >>> with ReclaimWindow(session, WindowMode.OFFLINE) as window:  # doctest: +SKIP
     ...     wait_for_writers(session, timeout_s=3600)
-    ...     window.set_state("sweeping")
+    ...     window.set_state(WindowState.DELETING_CONTENT)
     ...     window.fence("deleting block content")       # then delete
     >>> clear_window(session)                            # doctest: +SKIP
 
@@ -46,6 +46,7 @@ import socket
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from enum import StrEnum
 
 from cassandra.cluster import Session
 
@@ -55,8 +56,29 @@ from casstor_ops.store.statements import Statements
 
 WINDOW = "reclaim"
 ALIVE = "reclaim.alive"
-OFFLINE = "offline"
-ONLINE = "online"
+
+
+class WindowMode(StrEnum):
+    """What a window excludes, stored as its value in ``maintenance.mode``: OFFLINE stops writers, ONLINE only
+    other reclaims."""
+
+    OFFLINE = "offline"
+    ONLINE = "online"
+
+
+class WindowState(StrEnum):
+    """The holder's step, stored as its value in ``maintenance.state`` (a resumed reclaim reads it back)."""
+
+    OPENED = "opened"
+    WAITING_FOR_WRITERS = "waiting-for-writers"
+    PLANNING = "planning"
+    DELETING_INDEX = "deleting-index"
+    WAITING_FOR_COMMITS = "waiting-for-commits"
+    DELETING_CONTENT = "deleting-content"
+
+
+# The names ops/reclaim.py imports; it moves to WindowMode with the rest of issue 31.
+OFFLINE, ONLINE = WindowMode.OFFLINE, WindowMode.ONLINE
 RESUME_HINT = ("re-run 'spark-submit jobs/reclaim.py' to resume it, or clear it with "
                "'spark-submit jobs/reclaim.py --clear-window'")
 
@@ -64,8 +86,8 @@ RESUME_HINT = ("re-run 'spark-submit jobs/reclaim.py' to resume it, or clear it 
 @dataclass(frozen=True)
 class Window:
     holder: str
-    mode: str
-    state: str
+    mode: WindowMode
+    state: str  # a WindowState's value, or a step an older casstor recorded (e.g. "sweeping") in a window it left
     since: datetime | None
 
     def describe(self) -> str:
@@ -73,14 +95,14 @@ class Window:
         return f"{self.mode} reclaim window held by {self.holder} since {since} (state {self.state})"
 
 
-def _read(session: Session, name: str) -> Window | None:
-    row = session.execute(Statements.for_session(session).window_row, (name,)).one()
-    return Window(row.holder, row.mode, row.state, row.since) if row else None
+def _row(session: Session, name: str):
+    return session.execute(Statements.for_session(session).window_row, (name,)).one()
 
 
 def current_window(session: Session) -> Window | None:
     """The open reclaim window, or None."""
-    return _read(session, WINDOW)
+    row = _row(session, WINDOW)
+    return Window(row.holder, WindowMode(row.mode), row.state, row.since) if row else None
 
 
 def _alive_row(holder: str) -> str:
@@ -89,31 +111,32 @@ def _alive_row(holder: str) -> str:
 
 def holder_alive(session: Session, window: Window) -> bool:
     """Whether the reclaim holding ``window`` still refreshes its heartbeat."""
-    return _read(session, _alive_row(window.holder)) is not None
+    return _row(session, _alive_row(window.holder)) is not None  # a heartbeat row: a holder, no mode
 
 
 def refuse_writers_in_offline_window(session: Session) -> None:
     """Raise MaintenanceError if an offline window is open (a writer calls it after registering its lease)."""
     window = current_window(session)
-    if window is not None and window.mode != ONLINE:
+    if window is not None and window.mode != WindowMode.ONLINE:
         raise MaintenanceError(
             f"writes are refused during the {window.describe()}; wait for it to end. If that reclaim crashed, "
             f"{RESUME_HINT}")
 
 
-def open_window(session: Session, holder: str, mode: str) -> Window:
+def open_window(session: Session, holder: str, mode: WindowMode) -> Window:
     """Take the reclaim window with an LWT; refuses if anyone holds it."""
     now = datetime.now(timezone.utc)
-    result = session.execute(Statements.for_session(session).open_window, (WINDOW, holder, mode, "opened", now))
+    result = session.execute(Statements.for_session(session).open_window,
+                             (WINDOW, holder, mode, WindowState.OPENED, now))
     if not result.was_applied:
         existing = current_window(session)
         if existing is not None:
             raise MaintenanceError(f"another reclaim holds the store: {existing.describe()}")
         return open_window(session, holder, mode)  # it closed between our LWT and our read
-    return Window(holder, mode, "opened", now)
+    return Window(holder, mode, WindowState.OPENED, now)
 
 
-def set_window_state(session: Session, holder: str, state: str) -> None:
+def set_window_state(session: Session, holder: str, state: WindowState) -> None:
     """Record the reclaim's step in the window ``holder`` holds; CasstorError if it no longer does."""
     result = session.execute(Statements.for_session(session).set_window_state, (state, WINDOW, holder))
     if not result.was_applied:
@@ -158,7 +181,7 @@ class ReclaimWindow(LeaseHolder):
     resumable = True
     kind = "reclaim"
 
-    def __init__(self, session: Session, mode: str) -> None:
+    def __init__(self, session: Session, mode: WindowMode) -> None:
         self._session = session
         self._st = Statements.for_session(session)
         self.mode = mode
@@ -193,7 +216,7 @@ class ReclaimWindow(LeaseHolder):
     def _refusal(self, existing: Window) -> str:
         return f"another reclaim is running: {existing.describe()}"
 
-    def set_state(self, state: str) -> None:
+    def set_state(self, state: WindowState) -> None:
         set_window_state(self._session, self.holder, state)
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:
@@ -220,7 +243,7 @@ class RepairWindow(ReclaimWindow):
     kind = "verify"
 
     def __init__(self, session: Session) -> None:
-        super().__init__(session, ONLINE)
+        super().__init__(session, WindowMode.ONLINE)
 
     def _refusal(self, existing: Window) -> str:
         return (f"verify --repair-index refuses to run during the {existing.describe()}: reclaim deletes index rows "

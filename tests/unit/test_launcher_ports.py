@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from casstor_ops.cluster.launcher import _listening
+from casstor_ops.cluster.ports import _listening
 
 
 @pytest.mark.parametrize("family, address", [

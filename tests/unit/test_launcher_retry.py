@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from casstor_ops.cluster.launcher import (FAST_RING_DELAY_MS, PATIENT_RING_DELAY_MS, LocalCluster, _listening,
-                                          _port_free, _wait_exited)
+from casstor_ops.cluster.launcher import LocalCluster
+from casstor_ops.cluster.node_process import FAST_RING_DELAY_MS, PATIENT_RING_DELAY_MS, _wait_exited
+from casstor_ops.cluster.ports import _listening, _port_free
 from casstor_ops.errors import CasstorError
 
 
