@@ -49,9 +49,9 @@ from casstor_ops.cli.args import OneLineParser
 from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.errors import CasstorError, run_reporting_errors
 from casstor_ops.store.hashing import block_hash, file_hash
-from casstor_ops.store.inflight import RequestWindow
+from casstor_ops.store.request_queue import RequestQueue
 from casstor_ops.cluster.paths import project_root
-from casstor_ops.store.reclaim_window import ReclaimWindow, WindowMode
+from casstor_ops.store.coordination.reclaim_window import ReclaimWindow, WindowMode
 from casstor_ops.ops.reclaim import execute, make_plan
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.spark.session import spark_session
@@ -89,7 +89,7 @@ def write_store(session: Session, blocks: int) -> None:
     keys = [block_hash(c) for c in contents]
 
     def run(statement, rows) -> None:
-        window = RequestWindow(session, WRITES_IN_FLIGHT)  # retries timeouts: the machine is shared
+        window = RequestQueue(session, WRITES_IN_FLIGHT)  # retries timeouts: the machine is shared
         for params in rows:
             while window.in_flight >= window.max_requests:
                 window.poll()
@@ -123,9 +123,9 @@ def time_jobs(spark, session: Session, blocks: int) -> dict[str, float]:
     write_store(session, blocks)
     report = timed("stats", lambda: compute(spark))
     checked = timed("verify", lambda: verify(spark))
-    with ReclaimWindow(session, WindowMode.OFFLINE):
+    with ReclaimWindow(session, WindowMode.OFFLINE) as window:  # no writer runs: the bench wrote the store
         plan = timed("reclaim plan", lambda: make_plan(spark, session))
-        done = timed("reclaim execute", lambda: execute(spark, session, plan))
+        done = timed("reclaim execute", lambda: execute(spark, session, plan, window.hold))
     garbage = blocks - int(blocks * (1 - GARBAGE_SHARE))
     if (report.totals["unique_blocks"], checked.blocks_checked, checked.exit_code, done.deleted.blocks) != \
             (blocks, blocks, 0, garbage):

@@ -3,7 +3,7 @@
 What casstor's store and restore are measured against: prepared
 ``INSERT``/``SELECT`` statements of ``(hash, size, content)`` rows (reads by
 one hash, or ``IN`` several, as casstor's restore does),
-``execute_async`` with a window of ``concurrency`` requests in flight (the
+``execute_async`` with a requests of ``concurrency`` requests in flight (the
 driver's ``execute_concurrent_with_args``), on the same session (same
 consistency level) into a scratch table shaped like ``casstor_data.blocks``.
 The scratch keyspace copies the replication of ``casstor_data``, so the
@@ -31,7 +31,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.inflight import RequestWindow
+from casstor_ops.store.request_queue import RequestQueue
 from casstor_ops.store.keyspaces import DATA_KS
 
 SCRATCH_KS = "casstor_bench_scratch"
@@ -87,7 +87,7 @@ class ScratchTable:
     def write(self, blocks: Sequence[Block], concurrency: int, retry_busy: bool = False) -> float:
         """Write every block with ``concurrency`` requests in flight; returns the seconds taken.
 
-        ``retry_busy``: send through the store's :class:`~casstor_ops.store.inflight.RequestWindow`, which waits
+        ``retry_busy``: send through the store's :class:`~casstor_ops.store.request_queue.RequestQueue`, which waits
         and retries when libev's connection is full (``ConnectionBusy``: 20 x 1 MB in flight on a slow node),
         where ``execute_concurrent`` fails.
         """
@@ -126,7 +126,7 @@ class ScratchTable:
                                                          raise_on_first_error=True, results_generator=True):
                 on_rows(rows)
             return
-        window = RequestWindow(self.session, concurrency)
+        requests = RequestQueue(self.session, concurrency)
         for row in params:
-            window.submit(statement, row, on_rows)
-        window.drain()
+            requests.submit(statement, row, on_rows)
+        requests.drain()

@@ -18,7 +18,7 @@ hot code during its first seconds of load):
    then as many reads of random keys of them as the GETs did (at most
    ``RAW_MAX_READS``), by the Python driver, C requests in
    flight (:class:`bench.raw_driver.ScratchTable`, through the store's
-   request window, which waits out libev's ``ConnectionBusy`` at 20 x 1 MB
+   request queue, which waits out libev's ``ConnectionBusy`` at 20 x 1 MB
    in flight where the driver's ``execute_concurrent`` fails), no HTTP.
 
 Printed: req/s, MB/s, p50/p99 latency, the ratios HTTP/raw, and beside them
@@ -74,7 +74,7 @@ from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.errors import CasstorError, run_reporting_errors
 from casstor_ops.serve.process import ServerProcess
 from casstor_ops.store.api import Store
-from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.coordination.leases import WriterLease
 
 RESULTS = Path("bench/results/serve.json")
 KB = 1024

@@ -64,7 +64,7 @@ from casstor_ops.spark.executor_store import store_for
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.cluster.paths import project_root
 from casstor_ops.store.schema import read_settings
-from casstor_ops.store.source_listing import list_source
+from casstor_ops.store.trees.source_listing import list_source
 from casstor_ops.spark.bulk_ingest import ingest
 from casstor_ops.spark.bulk_tasks import TASKS_PER_CORE, pack_by_size
 from casstor_ops.spark.session import spark_session

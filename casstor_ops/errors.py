@@ -63,7 +63,7 @@ class MaintenanceError(CasstorError):
 
 
 class LeaseLapsedError(CasstorError):
-    """A holder's lease row may have expired (see :mod:`casstor_ops.store.heartbeat`); it wrote nothing after."""
+    """A holder's lease row may have expired (see :mod:`casstor_ops.store.coordination.heartbeat`); it wrote nothing after."""
 
     exit_code = EXIT_LEASE_LAPSED
 

@@ -6,7 +6,7 @@ file or a glob on any filesystem fsspec supports (``s3://bucket/tree/``,
 ``file:///data``, ``hdfs://…``), which the executors read through it
 (``--storage-option KEY=VALUE``, repeatable, no secret; keys in a 0600
 ``--storage-options-file``; and ``FSSPEC_<PROTOCOL>_<KEY>`` variables
-configure it: :mod:`casstor_ops.store.locations`). Each file is stored as
+configure it: :mod:`casstor_ops.store.trees.locations`). Each file is stored as
 PREFIX + its path relative to SRC; files already committed unchanged are
 skipped, so re-running after a failure or an interruption resumes.
 Progress (files, MB, MB/s, ETA) goes to stderr, a summary to stdout.
@@ -17,7 +17,7 @@ symlink to a file is a ``skipped`` row ("symlink, not followed", one line on
 stderr, exit 0), and a file swapped for a link after the listing fails. A
 file name that is not valid UTF-8 is stored under an escaped ID that
 ``jobs/restore.py`` turns back into the same bytes
-(:mod:`casstor_ops.store.path_ids`).
+(:mod:`casstor_ops.store.trees.path_ids`).
 
 Exit status: 0 when every file was stored or skipped, 4 (EXIT_PARTIAL)
 when some failed, or a directory could not be listed (each named on

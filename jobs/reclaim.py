@@ -26,7 +26,7 @@ import argparse
 from casstor_ops.cluster.connection import connect
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.spark.job_runner import run_job
-from casstor_ops.store.reclaim_window import clear_window
+from casstor_ops.store.coordination.reclaim_window import clear_window
 from casstor_ops.ops.reclaim import reclaim
 
 

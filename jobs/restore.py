@@ -7,7 +7,7 @@ writable at the same path by the executors (local for the local node, a
 shared mount on a cluster), or the URL of a directory on any filesystem
 fsspec supports (``s3://bucket/out/``), which the executors write through
 (``--storage-option KEY=VALUE``, repeatable, no secret; keys in a 0600
-``--storage-options-file``: :mod:`casstor_ops.store.locations`); a bucket that does not exist is
+``--storage-options-file``: :mod:`casstor_ops.store.trees.locations`); a bucket that does not exist is
 refused, not created. Existing files are not overwritten unless
 ``--force``, as with ``casstor restore``.
 

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from casstor_ops.errors import EXIT_ERROR, CasstorError
-from casstor_ops.ops.reclaim import CLOCK_SKEW_S
-from casstor_ops.store.clocks import check_clock_skew, read_clocks
+from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.coordination.clocks import check_clock_skew, read_clocks
 
 
 def test_the_node_clock_is_read_per_host_and_the_skew_is_small(cql) -> None:
@@ -18,15 +18,15 @@ def test_the_node_clock_is_read_per_host_and_the_skew_is_small(cql) -> None:
     (they share a clock), and the check passes with a summary line."""
     readings, down = read_clocks(cql)
     assert [r.host for r in readings] == ["127.0.0.1"] and down == []
-    assert abs(readings[0].offset_s) < 0.5 and readings[0].worst_s < CLOCK_SKEW_S
-    assert check_clock_skew(cql, CLOCK_SKEW_S).startswith("clock skew to 1 node(s): at most ")
+    assert abs(readings[0].offset_s) < 0.5 and readings[0].worst_s < SAFETY.clock_skew_s
+    assert check_clock_skew(cql, SAFETY.clock_skew_s).startswith("clock skew to 1 node(s): at most ")
 
 
 def test_a_clock_beyond_the_bound_is_refused_in_one_line(cql) -> None:
     """Injects a skew of 30 s by offsetting this host's clock reading (the node is read as it is); checks the
     refusal: a CasstorError of exit 1, one line naming the node and the offset."""
     with pytest.raises(CasstorError) as refused:
-        check_clock_skew(cql, CLOCK_SKEW_S, local_clock=lambda: time.time() - 30)
+        check_clock_skew(cql, SAFETY.clock_skew_s, local_clock=lambda: time.time() - 30)
     message = str(refused.value)
     # The node's clock is read between two local readings, so the measured offset is 30 s give or take the read's
     # round trip (29.999 s was seen on a loaded machine): check the number against that tolerance, not its digits.

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_MAINTENANCE, EXIT_USAGE
-from casstor_ops.store.reclaim_window import WindowMode, close_window, open_window
+from casstor_ops.store.coordination.reclaim_window import WindowMode, close_window, open_window
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 
 from .support import CASSTOR, run_casstor

@@ -25,7 +25,9 @@ from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.lab.corpus import tree_files, write_versioned_tree
 from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import DATA_KS
-from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, init_store, set_commit_bound
+from casstor_ops.store.schema import init_store
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 
 from .faults import BackgroundJob, assert_one_line_failure, kill_node_during, sha256, submit, three_node_env
 
@@ -150,7 +152,7 @@ def test_node_killed_during_online_reclaim(fx: Fixture) -> None:
         kill_node_during(fx.cluster, 1, job, lambda: "(commit bound + margin)" in job.output())
         output = _completed(job, args, fx)
     finally:
-        set_commit_bound(fx.session, DEFAULT_COMMIT_BOUND_S)
+        set_commit_bound(fx.session, SAFETY.commit_bound_s)
     deleted = re.findall(r"^\s*deleted\s+(\d+)", output, re.MULTILINE)
     assert deleted and int(deleted[-1]) > 0, output[-5000:]
     fx.node_back_and_everything_intact(1)

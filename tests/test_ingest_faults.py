@@ -27,7 +27,7 @@ from casstor_ops.spark.bulk_ingest import ingest, ingest_job
 from casstor_ops.spark.bulk_report import finish
 from casstor_ops.spark.bulk_restore import restore_many
 from casstor_ops.spark.bulk_tasks import run_bulk
-from casstor_ops.store.source_listing import list_source
+from casstor_ops.store.trees.source_listing import list_source
 from casstor_ops.store.api import Store
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

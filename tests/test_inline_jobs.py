@@ -21,7 +21,8 @@ from casstor_ops.ops.reclaim import reclaim
 from casstor_ops.ops.verify import INDEX, _Checks, verify
 from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.statements import Statements
 
 from .support import INLINE_MAX, flip_inline, put, restored
@@ -50,7 +51,7 @@ def short_bound(inline_store):
     """A commit bound of 1 s (block lists go stale after 2 s, an online reclaim waits 6 s); restored after."""
     set_commit_bound(inline_store, 1)
     yield inline_store
-    set_commit_bound(inline_store, DEFAULT_COMMIT_BOUND_S)
+    set_commit_bound(inline_store, SAFETY.commit_bound_s)
 
 
 def test_verify_reports_damaged_inline_content_and_repairs_nothing(inline_store, spark) -> None:

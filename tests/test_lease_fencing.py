@@ -23,9 +23,10 @@ from casstor_ops.store.api import Store
 from casstor_ops.store.chunking import chunks
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.leases import active_writers
-from casstor_ops.store.reclaim_window import ReclaimWindow, current_window, holder_alive
-from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
+from casstor_ops.store.coordination.leases import active_writers
+from casstor_ops.store.coordination.reclaim_window import ReclaimWindow, current_window, holder_alive
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 
 from .support import CASSTOR
 from .test_reclaim import KiB, content_keys, index_rows, make_garbage, put, restored, shared_corpus
@@ -39,7 +40,7 @@ def store(empty_store, monkeypatch):
     for name, value in LEASE_ENV.items():
         monkeypatch.setenv(name, value)
     yield Store(empty_store)
-    set_commit_bound(empty_store, DEFAULT_COMMIT_BOUND_S)
+    set_commit_bound(empty_store, SAFETY.commit_bound_s)
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 120) -> None:

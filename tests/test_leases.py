@@ -8,8 +8,8 @@ import time
 import pytest
 
 from casstor_ops.errors import MaintenanceError
-from casstor_ops.store.leases import WriterLease, active_writers, wait_for_writers
-from casstor_ops.store.reclaim_window import ReclaimWindow, WindowMode, current_window
+from casstor_ops.store.coordination.leases import WriterLease, active_writers, wait_for_writers
+from casstor_ops.store.coordination.reclaim_window import ReclaimWindow, WindowMode, current_window
 
 
 def test_offline_window_refuses_writers_online_window_does_not(empty_store) -> None:

@@ -6,6 +6,7 @@ import random
 import re
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 from cassandra.util import uuid_from_time
@@ -13,10 +14,11 @@ from cassandra.util import uuid_from_time
 from casstor_ops.ops import reclaim as reclaim_module
 from casstor_ops.ops.verify import verify
 from casstor_ops.errors import EXIT_CORRUPT, CasstorError, CorruptionError, MaintenanceError
-from casstor_ops.store.reclaim_window import WindowMode, current_window
+from casstor_ops.store.coordination.reclaim_window import WindowMode, current_window
 from casstor_ops.ops.reclaim import reclaim
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.api import Store
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store import commit as commit_module
@@ -30,7 +32,7 @@ KiB = 1024
 @pytest.fixture()
 def store(empty_store):
     yield Store(empty_store)
-    set_commit_bound(empty_store, DEFAULT_COMMIT_BOUND_S)
+    set_commit_bound(empty_store, SAFETY.commit_bound_s)
 
 
 def index_rows(cql) -> dict[bytes, int]:
@@ -209,7 +211,7 @@ def test_offline_window_refuses_writers_and_a_crash_resumes(store, spark, tmp_pa
 
 @pytest.mark.slow  # a spark-submit of its own
 def test_job_clear_window_option(store, spark) -> None:
-    from casstor_ops.store.reclaim_window import open_window
+    from casstor_ops.store.coordination.reclaim_window import open_window
 
     open_window(store.session, "reclaim@crashed:1", WindowMode.OFFLINE)
     code, output = spark_submit("jobs/reclaim.py", "--clear-window")
@@ -417,7 +419,7 @@ def test_a_head_write_held_past_the_plan_keeps_its_block_list(store, spark, monk
         return real_apply(df, statement_name, params)
 
     if lands == "during-the-wait":
-        monkeypatch.setattr(commit_module, "LATE_HEAD_MARGIN_S", 3600.0)
+        monkeypatch.setattr(commit_module, "SAFETY", replace(SAFETY, late_head_margin_s=3600.0))
     if lands == "before-the-list-deletes":
         monkeypatch.setattr(reclaim_module, "_apply", land_before_list_deletes)
     monkeypatch.setattr(cql, "execute", hold_head_write)

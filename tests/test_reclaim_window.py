@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from casstor_ops.errors import MaintenanceError
-from casstor_ops.store.reclaim_window import (ReclaimWindow, WindowMode, clear_window, current_window,
+from casstor_ops.store.coordination.reclaim_window import (ReclaimWindow, WindowMode, clear_window, current_window,
                                               holder_alive, open_window)
 
 

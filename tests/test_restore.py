@@ -10,7 +10,8 @@ import pytest
 from casstor_ops.errors import EXIT_CHANGED, CasstorError, CorruptionError, FileChangedError
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.api import Store
-from casstor_ops.store.restore import Restore, restore_to_path
+from casstor_ops.store.restore import Restore
+from casstor_ops.store.trees.destinations import restore_to_path
 
 from .support import flip_block
 
@@ -133,7 +134,7 @@ def test_unknown_id(store, tmp_path):
 def test_memory_stays_bounded_by_the_window(store, tmp_path):
     """A small window still restores a many-block file correctly (ordering and look-ahead logic)."""
     data = _stored(store, "window/small", 8_000_000)
-    small = Store(store.session, read_window=2)
+    small = Store(store.session, read_concurrency=2)
     out = io.BytesIO()
     result = small.restore("window/small", out)
     assert out.getvalue() == data and result.blocks > 50

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from casstor_ops.store.api import Store
-from casstor_ops.store.temporary import STRAY_MIN_AGE_S, owner_of
+from casstor_ops.store.trees.temporary import STRAY_MIN_AGE_S, owner_of
 
 from .faults import BackgroundJob, sha256, wait_until
 from .support import CASSTOR, run_casstor

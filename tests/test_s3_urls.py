@@ -25,7 +25,7 @@ from casstor_ops.cluster.install import install_s3proxy
 from casstor_ops.cluster.jvm import find_java17
 from casstor_ops.lab.corpus import tree_files, write_versioned_tree
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.locations import make_directory, replacing_writer, resolve
+from casstor_ops.store.trees.locations import make_directory, replacing_writer, resolve
 
 from .support import running, spark_submit, stop_process
 

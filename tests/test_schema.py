@@ -10,8 +10,9 @@ import pytest
 from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
 from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.schema import (DEFAULT_COMMIT_BOUND_S, SCHEMA_VERSION, Replication, StoreSettings,
-                                      commit_bound_s, init_store, read_settings, set_commit_bound)
+from casstor_ops.store.schema import SCHEMA_VERSION, Replication, StoreSettings, init_store, read_settings
+from casstor_ops.store.coordination.commit_bound import commit_bound_s, set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.statements import Statements
 
 from .support import SESSION_SETTINGS, run_casstor
@@ -78,7 +79,7 @@ def test_commit_bound_is_a_tunable(cql) -> None:
     set_commit_bound(cql, 42)
     assert commit_bound_s(cql) == 42
     assert init_store(cql) == SESSION_SETTINGS  # a tunable never conflicts with init
-    set_commit_bound(cql, DEFAULT_COMMIT_BOUND_S)
+    set_commit_bound(cql, SAFETY.commit_bound_s)
     with pytest.raises(CasstorError):
         set_commit_bound(cql, 0)
 

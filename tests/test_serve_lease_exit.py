@@ -24,7 +24,7 @@ from casstor_ops.serve.app import Handlers, Policy, build_app
 from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.store.api import Store
-from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.coordination.leases import WriterLease
 
 from .serve_support import timed_request
 from .support import INLINE_MAX

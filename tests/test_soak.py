@@ -42,7 +42,8 @@ from casstor_ops.ops.reclaim import reclaim
 from casstor_ops.ops.verify import verify
 from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 
 from .faults import BackgroundJob, sha256
 
@@ -117,7 +118,7 @@ def _garbage_left(session, entries: list[dict], cutoff: datetime) -> tuple[dict[
 def soak_store(empty_store) -> Store:
     set_commit_bound(empty_store, 1)
     yield Store(empty_store)
-    set_commit_bound(empty_store, DEFAULT_COMMIT_BOUND_S)
+    set_commit_bound(empty_store, SAFETY.commit_bound_s)
 
 
 @pytest.mark.parametrize("seconds", [pytest.param(60, id="1min", marks=pytest.mark.timeout(1800)),

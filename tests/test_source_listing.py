@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.source_listing import UNKNOWN_SIZE, list_source
+from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, list_source
 
 
 @pytest.fixture()

@@ -3,6 +3,7 @@
 import io
 import os
 import time
+from dataclasses import replace
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -10,8 +11,8 @@ import pytest
 from cassandra import InvalidRequest
 from cassandra.query import BatchStatement, BatchType
 
-from casstor_ops.store import block_uploads, commit, inflight
-from casstor_ops.store.claims import CLAIM_TTL_S
+from casstor_ops.store import block_uploads, commit, request_queue
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.statements import Statements
@@ -50,7 +51,8 @@ def test_blocks_verified_too_long_ago_are_rechecked_and_reuploaded(cql, monkeypa
         return 2
 
     monkeypatch.setattr(commit, "commit_bound_s", bound_after_reclaim)
-    monkeypatch.setattr(commit, "MIN_COMMIT_BOUND_S", 0)  # no fast path: the bound is read, and reclaim strikes
+    # No fast path: the bound is read, and reclaim strikes.
+    monkeypatch.setattr(commit, "SAFETY", replace(SAFETY, min_commit_bound_s=0))
     (tmp_path / "src").write_bytes(data)
     result = store.put(tmp_path / "src", "recheck/second")
     assert result.new_blocks == 2  # the re-uploaded ones
@@ -88,7 +90,7 @@ def test_no_block_is_written_twice_by_one_store(empty_store):
 
 def test_a_failing_store_gives_up_its_claims(empty_store, monkeypatch):
     """A store interrupted between an upload and its index row releases the claim, so the next store of the
-    same content does not wait for it to expire (CLAIM_TTL_S)."""
+    same content does not wait for it to expire (SAFETY.claim_ttl_s)."""
     data = os.urandom(3_000_000)
 
     def interrupted(self, *written):
@@ -103,7 +105,7 @@ def test_a_failing_store_gives_up_its_claims(empty_store, monkeypatch):
     assert not [h for h in claims if h not in indexed]  # no claim left for a block nobody will index
 
     result = Store(empty_store).put(io.BytesIO(data), "claims/again")
-    assert result.new_blocks == result.blocks - len(indexed) and result.seconds < CLAIM_TTL_S / 2
+    assert result.new_blocks == result.blocks - len(indexed) and result.seconds < SAFETY.claim_ttl_s / 2
 
 
 def test_a_small_store_commits_without_reading_the_bound(cql, monkeypatch):
@@ -116,7 +118,7 @@ def test_a_small_store_commits_without_reading_the_bound(cql, monkeypatch):
 
 
 def test_a_commit_slower_than_the_least_bound_retries_under_the_stores_own(cql, monkeypatch):
-    """Injects a block-list write that takes longer than the least bound (MIN_COMMIT_BOUND_S) on the first
+    """Injects a block-list write that takes longer than the least bound (SAFETY.min_commit_bound_s) on the first
     attempt of a small store; checks the commit reads the store's own bound (300 s) and commits the new version
     on its second attempt, instead of giving up after attempts held to the least bound."""
     reads, real = [], commit.Commit._write_block_list
@@ -124,7 +126,7 @@ def test_a_commit_slower_than_the_least_bound_retries_under_the_stores_own(cql, 
     def slow_once(self, file_id, version):
         real(self, file_id, version)
         if not reads:
-            time.sleep(commit.MIN_COMMIT_BOUND_S + 0.1)
+            time.sleep(commit.SAFETY.min_commit_bound_s + 0.1)
 
     monkeypatch.setattr(commit, "commit_bound_s", lambda session: reads.append(session) or 300)
     monkeypatch.setattr(commit.Commit, "_write_block_list", slow_once)
@@ -141,7 +143,7 @@ def test_a_refused_content_write_leaves_no_index_row(empty_store, monkeypatch):
     the store fails and that no index row names a block whose content is not stored (an index row is sent only
     once its content's write is acknowledged)."""
     block_insert = Statements.for_session(empty_store).insert_block
-    real_send = inflight.RequestWindow._send
+    real_send = request_queue.RequestQueue._send
 
     def refuse_content(self, request):
         statement = request.statement  # a prepared statement with its parameters, or a batch of them
@@ -153,7 +155,7 @@ def test_a_refused_content_write_leaves_no_index_row(empty_store, monkeypatch):
         else:
             real_send(self, request)
 
-    monkeypatch.setattr(inflight.RequestWindow, "_send", refuse_content)
+    monkeypatch.setattr(request_queue.RequestQueue, "_send", refuse_content)
     with pytest.raises(InvalidRequest, match="injected"):
         Store(empty_store).put(io.BytesIO(os.urandom(2_000_000)), "refused/content")
     monkeypatch.undo()
@@ -168,7 +170,7 @@ def _claimed(cql) -> set[bytes]:
 
 def test_a_lone_small_block_is_uploaded_without_a_claim(empty_store):
     """A file of one block no larger than the chunker's minimum skips the claim (its Paxos round); a file of
-    several blocks still claims them (their claims live CLAIM_TTL_S after the store, so they can be seen)."""
+    several blocks still claims them (their claims live SAFETY.claim_ttl_s after the store, so they can be seen)."""
     store = Store(empty_store)
     small = os.urandom(store.settings.chunk_min)
     result = store.put(io.BytesIO(small), "lone/small")

@@ -12,8 +12,9 @@ import pytest
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_MAINTENANCE, MaintenanceError
 from casstor_ops.ops import verify as verify_module
 from casstor_ops.ops.reclaim import reclaim
-from casstor_ops.store.reclaim_window import WindowMode, close_window, current_window, open_window
-from casstor_ops.store.schema import DEFAULT_COMMIT_BOUND_S, set_commit_bound
+from casstor_ops.store.coordination.reclaim_window import WindowMode, close_window, current_window, open_window
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.api import Store
@@ -125,7 +126,7 @@ def test_reclaim_is_refused_while_a_repair_runs(empty_store, spark, monkeypatch)
     try:
         verify(spark, repair_index=True)
     finally:
-        set_commit_bound(cql, DEFAULT_COMMIT_BOUND_S)
+        set_commit_bound(cql, SAFETY.commit_bound_s)
     assert len(refused) == 1 and refused[0].exit_code == EXIT_MAINTENANCE
     assert str(refused[0]).startswith("another reclaim is running: online reclaim window held by verify@")
     indexed = {r.hash for r in cql.execute(f"SELECT hash FROM {DATA_KS}.existing_blocks")}

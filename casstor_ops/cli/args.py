@@ -24,7 +24,7 @@ import argparse
 from typing import Any, NoReturn, Sequence
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.store.locations import parse_storage_options, read_storage_options_file, secret_keys
+from casstor_ops.store.trees.locations import parse_storage_options, read_storage_options_file, secret_keys
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -9,13 +9,13 @@ turn. With 64 KiB blocks the queue stayed short. With the default chunker's
 ~300 KiB blocks (up to 1 MiB) four files stored at once by one process
 (``casstor store DIR``) kept megabytes queued: the store of Django's four
 release tars took 1.3-16.8 s instead of 1.3, and one run in five failed a
-file, on a request refused for the 10 s the request window waits out a busy
+file, on a request refused for the 10 s the request queue waits out a busy
 connection or on a read sent directly, which has no such wait.
 
 :class:`QueuedLibevConnection` is busy only while ``QUEUE_LIMIT_BYTES`` or
 more wait in its queue, and sends the queue in pieces of
 ``SEND_PIECE_BYTES``. The limit is a backstop above what one store keeps in
-flight (its request window, and at most 96 MiB of blocks held,
+flight (its request queue, and at most 96 MiB of blocks held,
 ``store.upload.MAX_HELD_BYTES``), so a store's own direct requests (its
 lease heartbeat, head reads and writes) never meet it: an 8 MiB limit was
 tried and failed a one-file store of raw 1 MiB blocks that way. It bounds

@@ -24,7 +24,7 @@ reclaim window.
 
 Deletes run on the executors through the Python driver (the connector has
 no DataFrame delete): prepared statements, a bounded window of requests
-per task with retries (:class:`~casstor_ops.store.inflight.RequestWindow`), one
+per task with retries (:class:`~casstor_ops.store.request_queue.RequestQueue`), one
 session per Python worker (:mod:`casstor_ops.spark.executor_store`). Index rows
 are deleted before content, so a crash never leaves an index row vouching
 for a deleted block; it can leave content without an index row, which a
@@ -38,17 +38,17 @@ leases to end, then plan and sweep: nothing else writes, so the plan is exact.
 
 Online (``--online``): the protocol and why it is safe
 -------------------------------------------------------
-B is the commit bound (:func:`~casstor_ops.store.schema.commit_bound_s`): a store
+B is the commit bound (:func:`~casstor_ops.store.coordination.commit_bound.commit_bound_s`): a store
 commits a head only if every block it relies on was verified (found by an
 existence check, or written by it) less than B before the head write.
-ε (:data:`CLOCK_SKEW_S`) bounds the difference between any two casstor hosts'
+ε (``SAFETY.clock_skew_s``) bounds the difference between any two casstor hosts'
 clocks, which matters because the driver stamps every write with the
 *client's* clock (protocol v3+ client-side timestamps), and Cassandra keeps,
 per cell, the value or tombstone with the highest timestamp (a tombstone
 wins a tie).
 
 0. Measure the clock skew between this host and every node (through CQL)
-   and refuse to run if it may exceed ε (:func:`~casstor_ops.store.clocks.check_clock_skew`).
+   and refuse to run if it may exceed ε (:func:`~casstor_ops.store.coordination.clocks.check_clock_skew`).
 1. Plan at wall time tp: candidates C (stored, unreferenced: index rows, and
    with ``scan_blocks`` content rows without one), materialised
    (``localCheckpoint``) so later steps act on exactly this set.
@@ -66,7 +66,7 @@ Why no committed head can lose a block b in C:
 * A store that verified b *before* its index row was deleted (checked
   before td, or wrote it before tp) relies on b and sends its head write
   before td + B. If the write is acknowledged less than B + margin
-  (:data:`~casstor_ops.store.schema.LATE_HEAD_MARGIN_S`) after that check,
+  (``SAFETY.late_head_margin_s``) after that check,
   it was applied before step 4 reads, so step 4 sees the head: b is in R,
   its content is not deleted and its index row is rewritten. If it is
   acknowledged later (queued behind other requests, a stalled node), the
@@ -127,7 +127,7 @@ holds the window too (:mod:`casstor_ops.ops.verify`).
 Leases and fences
 -----------------
 Both modes rest on leases that live only while heartbeats refresh them
-(:mod:`casstor_ops.store.heartbeat`). A store paused or cut off for longer
+(:mod:`casstor_ops.store.coordination.heartbeat`). A store paused or cut off for longer
 than the lease TTL looks finished to an offline reclaim; it fences its head
 write and stops instead of committing blocks that reclaim may have deleted.
 A reclaim whose own heartbeat lapsed may find its window taken over by a
@@ -143,9 +143,10 @@ block re-uploaded after a takeover (a later timestamp) survives them.
 
 Example::
 
-    >>> plan = make_plan(spark, session)          # doctest: +SKIP
-    >>> print(plan.table())                       # doctest: +SKIP
-    >>> stats = execute(spark, session, plan)     # offline callers must hold the window  # doctest: +SKIP
+    >>> with ReclaimWindow(session, WindowMode.OFFLINE) as window:   # doctest: +SKIP
+    ...     plan = make_plan(spark, session)
+    ...     print(plan.table())
+    ...     stats = execute(spark, session, plan, window.hold)
     >>> reclaim(spark, session, online=True).exit_code  # doctest: +SKIP
 
 Failures: :class:`~casstor_ops.errors.CorruptionError` (exit 3) for
@@ -177,18 +178,17 @@ from casstor_ops.cluster.connection import Endpoint, endpoint_from_env
 from casstor_ops.ops.units import human_bytes
 from casstor_ops.errors import EXIT_CORRUPT, CorruptionError, LeaseLapsedError
 from casstor_ops.spark.executor_store import store_for
-from casstor_ops.store.clocks import check_clock_skew
-from casstor_ops.store.heartbeat import Fence, no_fence
-from casstor_ops.store.inflight import RequestWindow
-from casstor_ops.store.leases import wait_for_writers
-from casstor_ops.store.reclaim_window import OFFLINE, ONLINE, RESUME_HINT, ReclaimWindow
+from casstor_ops.store.coordination.clocks import check_clock_skew
+from casstor_ops.store.request_queue import RequestQueue
+from casstor_ops.store.coordination.leases import wait_for_writers
+from casstor_ops.store.coordination.reclaim_window import (RESUME_HINT, ReclaimWindow, WindowHold, WindowMode,
+                                                         WindowState)
 from casstor_ops.spark.references import (block_inventory, head_block_lists, heads, is_garbage, is_missing,
                                           referenced_blocks, stale_block_lists, stored_blocks, unindexed_blocks)
-from casstor_ops.store.schema import LATE_HEAD_MARGIN_S, commit_bound_s
+from casstor_ops.store.coordination.commit_bound import commit_bound_s
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.statements import Statements
 
-CLOCK_SKEW_S = 1.0        # assumed bound on the clock difference between casstor hosts (NTP)
-WRITERS_TIMEOUT_S = 3600  # how long an offline reclaim waits for running writers
 REQUESTS_PER_TASK = 32    # deletes in flight per Spark task
 MISSING_SHOWN = 5
 
@@ -211,7 +211,7 @@ class Count:
 class ReclaimPlan:
     """What reclaim found and would do; the DataFrames are materialised, not re-read."""
 
-    mode: str
+    mode: WindowMode
     planned_at: datetime
     commit_bound_s: int
     stored: Count
@@ -281,7 +281,7 @@ def _run_writes(endpoint: Endpoint, statement_name: str, params: Callable[[objec
     def run(rows: Iterable) -> Iterator[int]:
         session = store_for(endpoint).session
         statement = getattr(Statements.for_session(session), statement_name)
-        window = RequestWindow(session, REQUESTS_PER_TASK)
+        window = RequestQueue(session, REQUESTS_PER_TASK)
         done = 0
         for row in rows:
             while window.in_flight >= window.max_requests:
@@ -328,7 +328,8 @@ def _count(totals, name: str) -> Count:
     return Count(totals[f"{name}_n"], totals[f"{name}_b"] or 0)
 
 
-def make_plan(spark: SparkSession, session: Session, mode: str = OFFLINE, scan_blocks: bool = False) -> ReclaimPlan:
+def make_plan(spark: SparkSession, session: Session, mode: WindowMode = WindowMode.OFFLINE,
+              scan_blocks: bool = False) -> ReclaimPlan:
     """Compute what reclaim would delete and keep; reads only, deletes nothing.
 
     One pass: stored and referenced blocks, full-outer-joined on the hash and
@@ -403,28 +404,31 @@ def _not_heads_now(spark: SparkSession, stale_rows: DataFrame) -> DataFrame:
 
 def _delete_timestamp(planned_at: datetime) -> int:
     """T of the module docstring, in microseconds: at least ε after the plan, ε before now."""
-    earliest = planned_at.timestamp() + 2 * CLOCK_SKEW_S
+    earliest = planned_at.timestamp() + 2 * SAFETY.clock_skew_s
     if time.time() < earliest:
         time.sleep(earliest - time.time())
-    return int((time.time() - CLOCK_SKEW_S) * 1_000_000)
+    return int((time.time() - SAFETY.clock_skew_s) * 1_000_000)
 
 
-def execute(spark: SparkSession, session: Session, plan: ReclaimPlan,
-            log: Callable[[str], None] = lambda msg: None,
-            set_state: Callable[[str], None] = lambda state: None, fence: Fence = no_fence) -> ReclaimStats:
-    """Delete what ``plan`` found (see the module docstring for the order and the online waits).
+def execute(spark: SparkSession, session: Session, plan: ReclaimPlan, window: WindowHold,
+            log: Callable[[str], None] = lambda msg: None) -> ReclaimStats:
+    """Delete what ``plan`` found (see the module docstring for the order and the online waits), inside the held
+    reclaim ``window`` of the plan's mode.
 
-    Offline callers must hold an offline window with no writer left; online
-    callers an online window. It does not look at missing blocks: refusing
-    to run while some are missing is :func:`reclaim`'s job. ``set_state``
-    records the step in the window, so a resumed reclaim knows where it was;
-    ``fence`` (the window's) runs before each write step and raises
-    LeaseLapsedError, ending the sweep there, once the window's heartbeat
-    may have lapsed.
+    Offline, the window must have no writer left; online, stores go on. It
+    does not look at missing blocks: refusing to run while some are missing
+    is :func:`reclaim`'s job. The window records each step (a resumed
+    reclaim knows where it was), and its fence runs before each write step
+    and raises LeaseLapsedError, ending the sweep there, once the window's
+    heartbeat may have lapsed. A plan of another mode than the window's is a
+    bug (ValueError): an online plan's deletes are only safe under the online
+    protocol's waits, an offline one's only with every writer stopped.
 
-    Example: ``execute(spark, session, plan, set_state=window.set_state,
-    fence=window.fence)`` inside ``with ReclaimWindow(session, OFFLINE) as window``.
+    Example: ``execute(spark, session, plan, window.hold)`` inside
+    ``with ReclaimWindow(session, WindowMode.OFFLINE) as window``.
     """
+    if plan.mode != window.mode:
+        raise ValueError(f"a plan made {plan.mode} cannot run in a window held {window.mode}")
     started = time.monotonic()
     stamp = _delete_timestamp(plan.planned_at)
     stamped_hash = lambda r: (stamp, bytes(r.hash))  # noqa: E731  (pickled to the executors)
@@ -432,17 +436,17 @@ def execute(spark: SparkSession, session: Session, plan: ReclaimPlan,
     index_row = lambda r: (bytes(r.hash), r.size, None)  # noqa: E731
 
     def step(before: str, df: DataFrame, statement_name: str, params: Callable[[object], tuple]) -> int:
-        fence(before)
+        window.fence(before)
         return _apply(df, statement_name, params)
 
-    set_state("deleting-index")
+    window.set_state(WindowState.DELETING_INDEX)
     log(f"deleting {plan.candidates.blocks:,} index rows")
     step("deleting index rows", plan.candidate_rows, "delete_index_at", stamped_hash)
     rescued = spark.createDataFrame([], plan.candidate_rows.schema)
     doomed, stale = plan.candidate_rows, plan.stale_rows
-    if plan.mode == ONLINE:
-        wait_s = commit_bound_s(session) + LATE_HEAD_MARGIN_S
-        set_state("waiting-for-commits")
+    if plan.mode == WindowMode.ONLINE:
+        wait_s = commit_bound_s(session) + SAFETY.late_head_margin_s
+        window.set_state(WindowState.WAITING_FOR_COMMITS)
         log(f"waiting {wait_s:.0f} s (commit bound + margin) for stores that relied on those blocks")
         time.sleep(wait_s)
         fresh = _in_use_again(spark)
@@ -450,7 +454,7 @@ def execute(spark: SparkSession, session: Session, plan: ReclaimPlan,
         doomed = plan.candidate_rows.join(fresh, "hash", "left_anti").localCheckpoint()
         step("rewriting rescued index rows after the online wait", rescued, "insert_existing", index_row)
         stale = _not_heads_now(spark, plan.stale_rows)
-    set_state("deleting-content")
+    window.set_state(WindowState.DELETING_CONTENT)
     log("deleting block content")
     step("deleting block content", doomed, "delete_block_at", stamped_hash)
     deleted_lists = step("deleting stale block lists", stale, "delete_block_list_at",
@@ -481,18 +485,18 @@ def reclaim(spark: SparkSession, session: Session, online: bool = False, dry_run
     when blocks are missing (deleting anyway only with ``force``; without it
     the window is closed and CorruptionError raised). Online, it first
     refuses (CasstorError, before taking the window) when this host's clock
-    may be more than :data:`CLOCK_SKEW_S` from a node's. A failure after the
+    may be more than ``SAFETY.clock_skew_s`` from a node's. A failure after the
     window was taken leaves it open and ``warn`` says how to resume or clear it;
     a lapsed lease raises LeaseLapsedError, whose one line already says so.
     """
-    mode = ONLINE if online else OFFLINE
+    mode = WindowMode.ONLINE if online else WindowMode.OFFLINE
     if dry_run:
         plan = make_plan(spark, session, mode, scan_blocks)
         log(plan.table())
         log("dry run: nothing deleted" + (" (stores are running: the figures may move)" if online else ""))
         return ReclaimOutcome(plan, None)
     if online:
-        log(check_clock_skew(session, CLOCK_SKEW_S))
+        log(check_clock_skew(session, SAFETY.clock_skew_s))
     stats = None
     window = ReclaimWindow(session, mode)
     with window:
@@ -501,14 +505,14 @@ def reclaim(spark: SparkSession, session: Session, online: bool = False, dry_run
                 log(f"resuming the crashed {window.resumed.describe()}")
                 # A crash while deleting can leave content whose index row is gone: find it.
                 scan_blocks = scan_blocks or window.resumed.state.startswith("deleting")
-            if mode == OFFLINE:
-                window.set_state("waiting-for-writers")
-                wait_for_writers(session, WRITERS_TIMEOUT_S, log=log)
-            window.set_state("planning")
+            if mode == WindowMode.OFFLINE:
+                window.set_state(WindowState.WAITING_FOR_WRITERS)
+                wait_for_writers(session, SAFETY.writers_timeout_s, log=log)
+            window.set_state(WindowState.PLANNING)
             plan = make_plan(spark, session, mode, scan_blocks)
             log(plan.table())
             if not plan.missing.blocks or force:
-                stats = execute(spark, session, plan, log=log, set_state=window.set_state, fence=window.fence)
+                stats = execute(spark, session, plan, window.hold, log=log)
                 log(stats.table())
         except LeaseLapsedError:
             raise

@@ -51,7 +51,7 @@ Example::
     3
 
 Repairs and reclaim: ``repair_index`` holds the reclaim window, in online
-mode (:class:`~casstor_ops.store.reclaim_window.RepairWindow`: stores keep
+mode (:class:`~casstor_ops.store.coordination.reclaim_window.RepairWindow`: stores keep
 running, no reclaim starts). Reclaim deletes a block's index row, waits,
 then deletes its content at an older timestamp T; a repair in between
 sees "block without index", writes the row back at a fresh timestamp, and
@@ -91,7 +91,7 @@ from casstor_ops.spark.executor_store import store_for
 from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inline import plaintext
-from casstor_ops.store.reclaim_window import RepairWindow
+from casstor_ops.store.coordination.reclaim_window import RepairWindow
 from casstor_ops.store.records import InlineContent
 from casstor_ops.spark.references import (block_rows, head_block_lists, heads_with_content, is_inline, missing_blocks,
                                           referenced_blocks, stored_blocks)

@@ -93,7 +93,7 @@ from casstor_ops.serve.status import ADVICE, RETRY_AFTER_S, BodyTooLarge, Length
 from casstor_ops.serve.streams import BODY_TIMEOUT_S, BodyReader, BodyWriter
 from casstor_ops.serve.validators import WritePrecondition, etag, file_headers, not_modified
 from casstor_ops.store.api import FileInfo, Store, StoreResult, check_id
-from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.coordination.leases import WriterLease
 
 log = logging.getLogger("casstor.serve")
 

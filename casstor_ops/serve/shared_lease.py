@@ -1,6 +1,6 @@
 """One writer lease shared by the server's writes, renewed every few seconds so an offline reclaim gets its turn.
 
-A :class:`~casstor_ops.store.leases.WriterLease` costs a row write, a SERIAL
+A :class:`~casstor_ops.store.coordination.leases.WriterLease` costs a row write, a SERIAL
 read of the reclaim window (a Paxos round) and a heartbeat thread: too much
 for every PUT. :class:`SharedLease` takes one on the first write and lends it
 to every PUT and DELETE that starts within ``reuse_s`` of its taking (any
@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from cassandra import DriverException
 from cassandra.cluster import NoHostAvailable, Session
 
-from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.coordination.leases import WriterLease
 
 log = logging.getLogger("casstor.serve")
 

@@ -1,13 +1,13 @@
 """Parallel, resumable bulk ingest: every file of a tree stored by Spark executors.
 
-The driver lists the source (:mod:`casstor_ops.store.source_listing`) and
+The driver lists the source (:mod:`casstor_ops.store.trees.source_listing`) and
 the shared runner (:mod:`casstor_ops.spark.bulk_tasks`) packs the files
-into tasks; each task holds one :class:`~casstor_ops.store.leases.WriterLease`
+into tasks; each task holds one :class:`~casstor_ops.store.coordination.leases.WriterLease`
 (so a reclaim window waits for it, and it refuses to start inside one) and
 stores its files with ``Store.put(..., lease=lease)``, so each head write is fenced by that lease.
 
 * **Resumable, idempotent**: a file already committed unchanged is
-  ``skipped`` (the rule of :func:`~casstor_ops.store.tree_files.store_unless_unchanged`,
+  ``skipped`` (the rule of :func:`~casstor_ops.store.trees.tree_files.store_unless_unchanged`,
   which ``casstor store DIR PREFIX`` follows too). Chunking and hashing run
   at ~0.6 GB/s a core, faster than storing (an existence check per block)
   and write nothing.
@@ -51,11 +51,11 @@ from casstor_ops.cluster.connection import Endpoint, endpoint_from_env
 from casstor_ops.spark.bulk_tasks import BulkJob, driver_store, result_schema, run_bulk
 from casstor_ops.spark.job_progress import JobProgress
 from casstor_ops.store.api import Store
-from casstor_ops.store.leases import WriterLease
-from casstor_ops.store.locations import is_url, resolve
-from casstor_ops.store.path_ids import path_to_id
-from casstor_ops.store.source_listing import SourceFile, list_source
-from casstor_ops.store.tree_files import check_prefix, store_unless_unchanged
+from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.trees.locations import is_url, resolve
+from casstor_ops.store.trees.path_ids import path_to_id
+from casstor_ops.store.trees.source_listing import SourceFile, list_source
+from casstor_ops.store.trees.tree_files import check_prefix, store_unless_unchanged
 
 INGEST_SCHEMA = result_schema(T.StructField("new_blocks", T.LongType(), False),
                               T.StructField("new_bytes", T.LongType(), False),
@@ -95,10 +95,10 @@ def ingest(spark: SparkSession, source: str | os.PathLike | Sequence[str | os.Pa
     """Store every file of ``source`` as ``prefix`` + its relative path; per-file results.
 
     ``source``: a directory, a glob or a list of paths, readable at the same
-    path on every executor (see :mod:`casstor_ops.store.source_listing`), or
+    path on every executor (see :mod:`casstor_ops.store.trees.source_listing`), or
     the URL of a directory, file or glob on any fsspec filesystem, read by the
     executors through it with ``storage_options`` (see
-    :mod:`casstor_ops.store.locations`).
+    :mod:`casstor_ops.store.trees.locations`).
     ``parallelism``: the number of tasks (default 2 per core).
     ``follow_symlinks``: enter symlinked directories below the source root
     (never twice the same directory) and read symlinks to files; without it

@@ -4,7 +4,7 @@ The driver lists the ids with their sizes and the shared runner
 (:mod:`casstor_ops.spark.bulk_tasks`) packs them into tasks; each
 executor restores its files to ``dest_dir/<id>`` (an id with escaped
 undecodable bytes back to the same bytes:
-:func:`~casstor_ops.store.path_ids.id_to_path`) with
+:func:`~casstor_ops.store.trees.path_ids.id_to_path`) with
 :meth:`~casstor_ops.store.api.Store.restore` (written aside, every block
 and the file hash checked, then moved into place), exactly as
 ``casstor restore``. Result rows: :data:`RESTORE_SCHEMA`, the common
@@ -42,8 +42,8 @@ from casstor_ops.errors import CasstorError
 from casstor_ops.spark.bulk_tasks import BulkJob, driver_store, result_schema, run_bulk
 from casstor_ops.spark.job_progress import JobProgress
 from casstor_ops.store.api import Store
-from casstor_ops.store.locations import Location, is_url, make_directory, resolve
-from casstor_ops.store.tree_files import files_to_restore, restore_below
+from casstor_ops.store.trees.locations import Location, is_url, make_directory, resolve
+from casstor_ops.store.trees.tree_files import files_to_restore, restore_below
 
 RESTORE_SCHEMA = result_schema()
 
@@ -77,7 +77,7 @@ def restore_many(spark: SparkSession, prefix_or_ids: str | Sequence[str], dest_d
     restore``. ``parallelism``: the number of tasks (default 2 per core).
     ``dest_dir``: a local directory, or the URL of one on any fsspec
     filesystem, written by the executors through it with ``storage_options``
-    (see :mod:`casstor_ops.store.locations`).
+    (see :mod:`casstor_ops.store.trees.locations`).
     Returns a DataFrame with :data:`RESTORE_SCHEMA`, one row per file.
 
     Example::

@@ -15,24 +15,27 @@ Vocabulary (used with one meaning everywhere in casstor):
   list, no dedup (:mod:`.inline`).
 * **claim**: a TTL row saying "this store is uploading this missing block",
   so concurrent stores upload a shared new block once (:mod:`.claims`).
-* **lease**: a TTL row a running writer (or reclaim) refreshes with a
-  heartbeat, so reclaim can wait for writers and never runs twice (:mod:`.leases`).
-* **window**: the cluster-wide reclaim flag; *offline* stops writers,
-  *online* only excludes other reclaims (:mod:`.reclaim_window`).
+* **lease**, **window**, **commit bound**: what keeps writers and reclaims
+  apart, in :mod:`.coordination` (its docstring defines them).
+* **request queue**: a store's or restore's concurrent driver requests,
+  with retries (:mod:`.request_queue`); "window" means only the reclaim window.
 
 * **codec**: how a block's content is kept (zstd or raw); the hash is always
   the plaintext's (:mod:`.codec`). *Logical* bytes are files' sizes,
   *unique* bytes their blocks once each, *stored* bytes those blocks as kept.
 * **tree**: the files below a directory, or under an ID *prefix* ending in
-  ``/``, stored or restored with one command (:mod:`.tree`).
+  ``/``, stored or restored with one command (:mod:`.trees`, which defines
+  where files come from and go to).
 
 Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
 (the two pipelines; the store's parts are :mod:`.existence`, :mod:`.claims`,
 :mod:`.block_uploads` and :mod:`.commit`), :mod:`.small_read` (a small
 version's content read on the driver's callbacks), :mod:`.inline`, :mod:`.codec`, :mod:`.statements`
 (every prepared CQL statement), :mod:`.schema` (tables and recorded
-settings), the tree modules (:mod:`.source_listing`, :mod:`.path_ids`,
-:mod:`.tree_files`, :mod:`.tree`), and their helpers.
+settings), and their helpers. Two rooms of their own: :mod:`.coordination`
+(leases, the reclaim window, clocks, the safety parameters: below the
+engine) and :mod:`.trees` (listings, path IDs, URLs and path destinations
+below the engine; the tree runners above its ``Store`` facade).
 Lower layer: :mod:`casstor_ops.cluster` (connections); nothing here imports
 Spark, the lab or the CLI.
 

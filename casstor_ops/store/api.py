@@ -11,7 +11,7 @@ Example::
 (``put``) or written (``restore``): ``tqdm.update`` fits (see
 :mod:`casstor_ops.store.progress`).
 
-Writers (``put``, ``remove``) hold a :class:`~casstor_ops.store.leases.WriterLease`
+Writers (``put``, ``remove``) hold a :class:`~casstor_ops.store.coordination.leases.WriterLease`
 (or use the caller's, ``lease=held``; ``lease=False``: none), so they refuse
 to start inside a reclaim window (:class:`~casstor_ops.errors.MaintenanceError`),
 and ``put`` fences its head write with it: a lease that may have lapsed
@@ -45,12 +45,13 @@ from casstor_ops.cluster.connection import Endpoint, connect
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.commit import commit_inline_async
-from casstor_ops.store.heartbeat import Fence, no_fence
+from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.leases import WriterLease
+from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult, StoreResult, StoreStats
-from casstor_ops.store.restore import Restore, restore_to_path
+from casstor_ops.store.restore import Restore
+from casstor_ops.store.trees.destinations import restore_to_path
 from casstor_ops.store.schema import StoreSettings, require_settings
 from casstor_ops.store.small_read import Answer, SmallRead
 from casstor_ops.store.statements import Statements
@@ -188,7 +189,7 @@ def _fence_then_once(fence: Fence, hook: Callable[[], None]) -> Fence:
 class Store:
     """A deduplicating file store on a driver session (see the module docstring)."""
 
-    def __init__(self, session: Session, *, max_requests: int | None = None, read_window: int | None = None,
+    def __init__(self, session: Session, *, max_requests: int | None = None, read_concurrency: int | None = None,
                  settings: StoreSettings | None = None) -> None:
         self.session = session
         self.settings = settings or require_settings(session)  # given: read by another Store on this session
@@ -196,7 +197,7 @@ class Store:
         self._codec = BlockCodec.parse(self.settings.compression)
         self._owns_cluster = False
         self._upload_options = {"max_requests": max_requests} if max_requests else {}
-        self._restore_options = {"window": read_window} if read_window else {}
+        self._restore_options = {"concurrency": read_concurrency} if read_concurrency else {}
 
     @classmethod
     def open(cls, endpoint: Endpoint | None = None, **options) -> "Store":

@@ -17,12 +17,12 @@ store wrote, ``new_stored_bytes`` what they take as stored.
 
 Example::
 
-    >>> uploads = BlockUploads(window, statements, BlockCodec.parse("zstd:3"), on_indexed=claims.indexed)  # doctest: +SKIP
+    >>> uploads = BlockUploads(requests, statements, BlockCodec.parse("zstd:3"), on_indexed=claims.indexed)  # doctest: +SKIP
     >>> uploads.hold(digest, data); uploads.upload(digest)                     # doctest: +SKIP
-    >>> while window.busy or uploads.indexing: ...                            # doctest: +SKIP
+    >>> while requests.busy or uploads.indexing: ...                            # doctest: +SKIP
 
-Failure behaviour: writes are retried by the request window; one that keeps
-failing raises from the window's ``poll``. A block written whose index row
+Failure behaviour: writes are retried by the request requests; one that keeps
+failing raises from the request queue's ``poll``. A block written whose index row
 is not leaves an orphan content row (rewritten by the next store of it, or
 freed by reclaim), never an index row without content.
 """
@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 
 from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.inflight import Window
+from casstor_ops.store.request_queue import Requests
 from casstor_ops.store.statements import Statements
 
 INDEX_BATCH = 32  # existing_blocks rows per unlogged batch (~1.5 KiB: under the 5 KiB warn threshold)
@@ -43,9 +43,9 @@ INDEX_BATCH = 32  # existing_blocks rows per unlogged batch (~1.5 KiB: under the
 class BlockUploads:
     """The content this store holds, its writes and index rows, and what is verified."""
 
-    def __init__(self, window: Window, statements: Statements, codec: BlockCodec,
+    def __init__(self, requests: Requests, statements: Statements, codec: BlockCodec,
                  on_indexed: Callable[[list[bytes]], None]) -> None:
-        self._window = window
+        self._requests = requests
         self._st = statements
         self._codec = codec
         self._on_indexed = on_indexed
@@ -91,7 +91,7 @@ class BlockUploads:
         """Write a held block's content; its index row follows the acknowledgement."""
         data = self._pending[digest]
         codec, payload = self._codec.encode(data)
-        self._window.submit(self._st.insert_block, (digest, len(data), codec, payload),
+        self._requests.submit(self._st.insert_block, (digest, len(data), codec, payload),
                             partial(self._written, digest, time.monotonic(), len(payload)))
 
     def _written(self, digest: bytes, sent: float, stored: int, _rows) -> None:
@@ -104,7 +104,7 @@ class BlockUploads:
         items, self._to_index = self._to_index, []
         if items:
             rows = [(digest, len(self._pending[digest]), stored) for digest, _, stored in items]
-            self._window.submit_batch(self._st.insert_existing, rows, partial(self._indexed, items))
+            self._requests.submit_batch(self._st.insert_existing, rows, partial(self._indexed, items))
 
     def _indexed(self, items: list[tuple[bytes, float, int]], _rows) -> None:
         for digest, sent, stored in items:

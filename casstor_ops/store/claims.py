@@ -10,18 +10,18 @@ it is ours to upload. A batch not applied returns the claims that exist:
   (or an earlier claim of a block that vanished since): upload it;
 * another writer's: wait for its index row, checking again after pauses that
   double (``AWAIT_FIRST_S`` to ``AWAIT_MAX_S``); still missing once that
-  claim has expired (``CLAIM_TTL_S``, the writer died) means claim it again;
+  claim has expired (``SAFETY.claim_ttl_s``, the writer died) means claim it again;
 * none: claimed again, without the others.
 
 A claim is done when the block's index row is written (:meth:`Claims.indexed`).
 
 Example::
 
-    >>> claims = Claims(window, statements, checks, on_claimed=uploads.upload)  # doctest: +SKIP
+    >>> claims = Claims(requests, statements, checks, on_claimed=uploads.upload)  # doctest: +SKIP
     >>> claims.claim(missing)                                                   # doctest: +SKIP
     >>> while claims.awaiting: claims.check_awaited()                           # doctest: +SKIP
 
-Failure behaviour: a failing store calls :meth:`Claims.release`. Its window
+Failure behaviour: a failing store calls :meth:`Claims.release`. Its request queue
 stops issuing work and lets what is in flight settle (bounded), then every
 claim this store holds or may hold is deleted with ``IF writer = ?``: a block
 is counted as possibly held from the moment its claim batch is submitted,
@@ -38,16 +38,12 @@ import uuid
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.existence import ExistenceChecks
-from casstor_ops.store.inflight import Window
+from casstor_ops.store.request_queue import Requests
 from casstor_ops.store.schema import claim_bucket
 from casstor_ops.store.statements import Statements
 
-# A claim must outlive one block's upload and index row (well under a second here, seconds on a loaded
-# node; one that outlives it costs a duplicate upload, nothing worse). It is also how long a store
-# killed with -9 can delay the next store of the blocks it had claimed (with 60 s, the re-run in
-# tests/test_cmd_files.py took 67 s).
-CLAIM_TTL_S = 20
 AWAIT_FIRST_S = 0.02   # first pause before checking again a block another writer claimed; doubles
 AWAIT_MAX_S = 1.0
 # How long a failing store waits for its requests in flight before releasing its claims: they normally
@@ -66,9 +62,9 @@ def _by_bucket(hashes: Iterable[bytes]) -> dict[int, list[bytes]]:
 class Claims:
     """The claims of one store: claim missing blocks, await other writers' blocks, release on failure."""
 
-    def __init__(self, window: Window, statements: Statements, checks: ExistenceChecks,
+    def __init__(self, requests: Requests, statements: Statements, checks: ExistenceChecks,
                  on_claimed: Callable[[bytes], None], writer: uuid.UUID | None = None) -> None:
-        self._window = window
+        self._requests = requests
         self._st = statements
         self._checks = checks
         self._on_claimed = on_claimed
@@ -93,8 +89,8 @@ class Claims:
 
     def _send(self, bucket: int, group: list[bytes], again: bool) -> None:
         self._possibly_held.update(group)
-        rows = [(bucket, digest, self.writer, CLAIM_TTL_S) for digest in group]
-        self._window.submit_batch(self._st.claim_block, rows, partial(self._claimed, bucket, group, again))
+        rows = [(bucket, digest, self.writer, SAFETY.claim_ttl_s) for digest in group]
+        self._requests.submit_batch(self._st.claim_block, rows, partial(self._claimed, bucket, group, again))
 
     def _claimed(self, bucket: int, group: list[bytes], again: bool, rows) -> None:
         if rows[0][0]:  # [applied]: every claim of the batch is ours
@@ -130,13 +126,13 @@ class Claims:
         self._possibly_held.difference_update(hashes)
 
     def release(self) -> None:
-        """The store failed: stop its window's work, let what is in flight settle, then give up every claim
+        """The store failed: stop its request queue's work, let what is in flight settle, then give up every claim
         this store holds or may hold, so the next store need not wait for them to expire."""
-        self._window.cancel()
-        self._window.settle(SETTLE_TIMEOUT_S)
+        self._requests.cancel()
+        self._requests.settle(SETTLE_TIMEOUT_S)
         for bucket, group in _by_bucket(self._possibly_held).items():
             rows = [(bucket, digest, self.writer) for digest in group]
-            self._window.submit_batch(self._st.release_claim, rows, lambda _rows: None)
-        # Best effort: the cluster may be what failed; unreleased claims expire after CLAIM_TTL_S.
-        self._window.settle(RELEASE_TIMEOUT_S)
+            self._requests.submit_batch(self._st.release_claim, rows, lambda _rows: None)
+        # Best effort: the cluster may be what failed; unreleased claims expire after SAFETY.claim_ttl_s.
+        self._requests.settle(RELEASE_TIMEOUT_S)
         self._possibly_held.clear()

@@ -7,7 +7,7 @@ Commit protocol (BRIEF; online reclaim relies on it):
    verified more than half the bound ago are re-checked first, and missing
    ones re-read from the (seekable) source and re-uploaded. The bound is
    read from the store, except by a commit whose every verification is
-   younger than half of ``MIN_COMMIT_BOUND_S`` (the least bound a store can
+   younger than half of ``SAFETY.min_commit_bound_s`` (the least bound a store can
    have): its first attempt holds itself to that least bound, which is only
    stricter (it retries under the store's own);
 2. the version timeuuid is made when the block list starts being written;
@@ -21,7 +21,7 @@ Commit protocol (BRIEF; online reclaim relies on it):
    paused or cut off for longer than the lease TTL looked finished to an
    offline reclaim, which may have deleted the blocks it verified;
 4. a head write acknowledged more than the bound plus
-   :data:`~casstor_ops.store.schema.LATE_HEAD_MARGIN_S` after the oldest
+   ``SAFETY.late_head_margin_s`` after the oldest
    check (it waited in a queue, or the node stalled) may have been applied
    after an online reclaim re-read the heads and deleted blocks it names,
    and its block list as stale: every block is checked again and missing
@@ -40,8 +40,8 @@ re-running it finds the blocks already there and completes.
 
 Example::
 
-    >>> commit = Commit(session, window, statements, hashes, sizes, uploads.verified, reverify,
-    ...                 lease.fence)                                                          # doctest: +SKIP
+    >>> blocks = VerifiedBlocks(hashes, sizes, uploads.verified, reverify)
+    >>> commit = Commit(session, requests, statements, blocks, fence=lease.fence)             # doctest: +SKIP
     >>> commit.run(reader, "a.bin", size)                                                      # doctest: +SKIP
 
 Failure behaviour: a source that cannot be re-read (not seekable) or that
@@ -60,6 +60,7 @@ import itertools
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
 from typing import BinaryIO
@@ -69,12 +70,13 @@ from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.hashing import block_hash, file_hash
-from casstor_ops.store.heartbeat import Fence, no_fence
-from casstor_ops.store.inflight import RETRYABLE, RequestWindow
+from casstor_ops.store.coordination.heartbeat import Fence, no_fence
+from casstor_ops.store.request_queue import RETRYABLE, RequestQueue
 from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.inline import encode, head_columns, inline_hash, inline_result
 from casstor_ops.store.records import FileAttributes, InlineContent, StoreResult
-from casstor_ops.store.schema import LATE_HEAD_MARGIN_S, MIN_COMMIT_BOUND_S, commit_bound_s
+from casstor_ops.store.coordination.commit_bound import commit_bound_s
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.statements import Statements
 
 COMMIT_ATTEMPTS = 3        # versions tried before the commit gives up
@@ -92,20 +94,29 @@ Reverify = Callable[[list[bytes], Callable[[bytes], bytes]], None]
 once all is settled."""
 
 
+@dataclass(frozen=True)
+class VerifiedBlocks:
+    """The blocks a commit relies on: the file's block hashes and sizes in order, when each distinct block was
+    last verified (found or written; ``time.monotonic()`` seconds), and how to verify some of them again."""
+
+    hashes: list[bytes]
+    sizes: list[int]
+    verified: Mapping[bytes, float]
+    reverify: Reverify
+
+
 class Commit:
     """The commit of one stored file whose blocks are all verified (not reusable)."""
 
-    def __init__(self, session: Session, window: RequestWindow, statements: Statements, hashes: list[bytes],
-                 sizes: list[int], verified: Mapping[bytes, float], reverify: Reverify,
+    def __init__(self, session: Session, requests: RequestQueue, statements: Statements, blocks: VerifiedBlocks, *,
                  attributes: FileAttributes | None = None, fence: Fence = no_fence,
                  stored: InlineContent | None = None, inline_store: bool = False) -> None:
         self._session = session
-        self._window = window
+        self._requests = requests
         self._st = statements
-        self._hashes = hashes
-        self._sizes = sizes
-        self._verified = verified
-        self._reverify = reverify
+        self._blocks = blocks
+        self._hashes = blocks.hashes
+        self._sizes = blocks.sizes
         self._attributes = attributes
         self._fence = fence
         self._stored = stored  # an inline file's content; its hashes and sizes are still its one block's
@@ -137,29 +148,29 @@ class Commit:
         is only stricter); else the store's. A small file's store saves a read this way.
         """
         now = time.monotonic()
-        if now - self._oldest_check(now) < MIN_COMMIT_BOUND_S / 2:
-            return float(MIN_COMMIT_BOUND_S)
+        if now - self._oldest_check(now) < SAFETY.min_commit_bound_s / 2:
+            return float(SAFETY.min_commit_bound_s)
         return float(commit_bound_s(self._session))
 
     def _recheck(self, reader: BinaryIO, older_than: float) -> None:
         """Re-verify blocks checked before ``older_than``; re-upload any that vanished."""
-        stale = [h for h, t in self._verified.items() if t < older_than]
+        stale = [h for h, t in self._blocks.verified.items() if t < older_than]
         if stale:
-            self._reverify(stale, partial(self._reread, reader, self._locations()))
+            self._blocks.reverify(stale, partial(self._reread, reader, self._locations()))
 
     def _check_again_after_late_head(self, reader: BinaryIO, file_id: str, version: uuid.UUID, acknowledged: float,
                                      bound: float) -> None:
         """Step (4): every block again, and the block list, when the head write was acknowledged too late to be sure
         an online reclaim saw it. The rewrites carry a later timestamp than that reclaim's deletes, so they survive
         them."""
-        if acknowledged - self._oldest_check(acknowledged) >= bound + LATE_HEAD_MARGIN_S:
+        if acknowledged - self._oldest_check(acknowledged) >= bound + SAFETY.late_head_margin_s:
             self._recheck(reader, acknowledged)
             if self._stored is None:
                 self._write_block_list(file_id, version)
 
     def _oldest_check(self, now: float) -> float:
         """When the oldest of the blocks this commit relies on was verified (``now`` when there is none)."""
-        return min(self._verified.values(), default=now)
+        return min(self._blocks.verified.values(), default=now)
 
     def _locations(self) -> dict[bytes, tuple[int, int]]:
         """Each block's first offset in the source, and its size."""
@@ -184,9 +195,9 @@ class Commit:
         rows = [(file_id, version, offset, digest, size)
                 for offset, digest, size in zip(offsets, self._hashes, self._sizes)]
         for start in range(0, len(rows), BLOCK_LIST_BATCH_ROWS):
-            self._window.submit_batch(self._st.insert_file_block, rows[start:start + BLOCK_LIST_BATCH_ROWS],
+            self._requests.submit_batch(self._st.insert_file_block, rows[start:start + BLOCK_LIST_BATCH_ROWS],
                                       lambda _rows: None)
-        self._window.drain()
+        self._requests.drain()
 
     def _write_head(self, file_id: str, version, started: float, bound: float, size: int,
                     digest: bytes) -> float | None:

@@ -9,12 +9,12 @@ together to the caller's handler (claims, or re-reads during the commit).
 
 Example::
 
-    >>> checks = ExistenceChecks(window, statements, on_found=lambda digest, sent: None)  # doctest: +SKIP
+    >>> checks = ExistenceChecks(requests, statements, on_found=lambda digest, sent: None)  # doctest: +SKIP
     >>> checks.check(hashes, on_missing=claims.claim)                                     # doctest: +SKIP
 
 Failure behaviour: a check is a read, retried by the
-:class:`~casstor_ops.store.inflight.RequestWindow`; one that keeps failing
-raises from the window's ``poll``, and no handler runs for it.
+:class:`~casstor_ops.store.request_queue.RequestQueue`; one that keeps failing
+raises from the request queue's ``poll``, and no handler runs for it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from casstor_ops.store.inflight import Window
+from casstor_ops.store.request_queue import Requests
 from casstor_ops.store.statements import Statements
 
 CHECK_BATCH = 256  # distinct hashes per existence check
@@ -35,11 +35,11 @@ OnMissing = Callable[[list[bytes]], None]
 
 
 class ExistenceChecks:
-    """Batched existence checks through a request window; results go to handlers."""
+    """Batched existence checks through a request requests; results go to handlers."""
 
-    def __init__(self, window: Window, statements: Statements, on_found: OnFound,
+    def __init__(self, requests: Requests, statements: Statements, on_found: OnFound,
                  batch: int = CHECK_BATCH) -> None:
-        self._window = window
+        self._requests = requests
         self._st = statements
         self._on_found = on_found
         self.batch = batch
@@ -48,7 +48,7 @@ class ExistenceChecks:
         """Check ``hashes`` (distinct) in batches; found ones go to ``on_found``, missing ones to ``on_missing``."""
         for start in range(0, len(hashes), self.batch):
             group = hashes[start:start + self.batch]
-            self._window.submit(self._st.existing, (group, len(group)),
+            self._requests.submit(self._st.existing, (group, len(group)),
                                 partial(self._checked, group, time.monotonic(), on_missing))
 
     def _checked(self, hashes: list[bytes], sent: float, on_missing: OnMissing, rows) -> None:

@@ -3,8 +3,8 @@
 The head row is read once; its version's block list (``file_blocks``) is
 paged, and blocks are fetched ``blocks_per_read`` at a time (``IN ?``;
 by default as many as hold ``READ_BYTES`` of the file's mean block, 1 to
-16) with at most ``window`` reads in flight and at most
-``2 x window x blocks_per_read`` blocks between the write position and the
+16) with at most ``concurrency`` reads in flight and at most
+``2 x concurrency x blocks_per_read`` blocks between the write position and the
 last block asked for, so memory is bounded by that many ``chunk_max``
 whatever the file size. A concurrent overwrite or removal does not
 disturb a restore by itself: it reads the version it started with, whose
@@ -37,12 +37,8 @@ plaintext checked against its hash and size. A list that does not match,
 or a missing or damaged block, stops the restore at once with
 :class:`~casstor_ops.errors.CorruptionError` naming the file (and the offset
 and the block) (FileChangedError instead when the file changed, above: a
-list found short). A path destination is written to a temporary file beside
-it (flushed to disk in the background as it grows), fsynced and renamed
-into place only when everything checked out, so a failed restore leaves
-nothing at DEST; a restore killed before that leaves its temporary file,
-which the next restore to the same DEST removes
-(:mod:`casstor_ops.store.temporary` names each after its DEST and writer).
+list found short). Nothing is written to a path here: a path destination
+is :mod:`casstor_ops.store.trees.destinations`' (whole or not at all).
 Requests time out (``timeout_s``) and are retried a few times; nothing
 waits forever.
 
@@ -61,7 +57,6 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from pathlib import Path
 from typing import BinaryIO
 
 from cassandra.cluster import Session
@@ -72,16 +67,15 @@ from casstor_ops.errors import CasstorError, CorruptionError, FileChangedError
 from casstor_ops.store import inline
 from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hasher
-from casstor_ops.store.inflight import RequestWindow
+from casstor_ops.store.request_queue import RequestQueue
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, RestoreResult
 from casstor_ops.store.statements import Statements
-from casstor_ops.store.temporary import create_temporary, fsync_directory, remove_strays
 
-READ_WINDOW = 8        # concurrent block reads (see docs/driver.md)
+READ_CONCURRENCY = 8        # concurrent block reads (see docs/driver.md)
 BLOCKS_PER_READ = 16   # distinct blocks per read, at most (IN ? of 16: a third less client CPU per MB than 4)
 # What a read aims to hold: 16 blocks of 48 KiB, where 16 was measured best. Larger blocks, fewer per read, so
-# the blocks held ahead stay near 2 x READ_WINDOW x READ_BYTES (12 MiB) of plaintext whatever their size.
+# the blocks held ahead stay near 2 x READ_CONCURRENCY x READ_BYTES (12 MiB) of plaintext whatever their size.
 READ_BYTES = 16 * 48 * 1024
 LIST_PAGE_ROWS = 2000  # file_blocks rows per page
 # A block list of at most this many rows is kept from its check for the restore (~20 MB: files of ~11 GB in 48 KiB
@@ -91,22 +85,21 @@ RECENT_BLOCKS = 64
 # Block checks run on worker threads (hashlib releases the GIL), one task per read, while this thread
 # dispatches and writes: hashing is the restore's own CPU cost.
 VERIFY_THREADS = 2
-# A path destination is flushed to disk in the background every this many bytes, so the fsync before
-# the rename only waits for the tail (it cost a restore of 268 MB ~0.25 s when it waited for it all).
-SYNC_EVERY_BYTES = 32 * 1024 * 1024
 
 
-def checked_blocks(blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> list[bytes] | tuple[int, bytes, str]:
-    """The checked plaintexts of ``(codec, stored content, hash, offset, size)`` blocks, in order; or ``(offset,
-    hash, what is wrong)`` of the first that does not decode to its size or does not match its hash."""
+def checked_blocks(file_id: str, blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> list[bytes]:
+    """The checked plaintexts of ``(codec, stored content, hash, offset, size)`` blocks of ``file_id``, in order.
+
+    Raises CorruptionError (:func:`damaged`) naming the first block that does not decode to its size or does
+    not match its hash. Example: ``checked_blocks("a", [(None, b"x", block_hash(b"x"), 0, 1)])`` is ``[b"x"]``."""
     plain = []
     for codec, payload, digest, offset, size in blocks:
         try:
             content = decode(codec, payload, size)
         except DamagedBlock as err:
-            return offset, digest, str(err)
+            raise damaged(file_id, offset, digest, str(err)) from None
         if block_hash(content) != digest:
-            return offset, digest, "does not match its hash"
+            raise damaged(file_id, offset, digest, "does not match its hash")
         plain.append(content)
     return plain
 
@@ -171,16 +164,16 @@ class Restore:
     """One restore of one committed version (not reusable)."""
 
     def __init__(self, session: Session, head: FileInfo, statements: Statements | None = None,
-                 window: int = READ_WINDOW, blocks_per_read: int | None = None,
+                 concurrency: int = READ_CONCURRENCY, blocks_per_read: int | None = None,
                  timeout_s: float = REQUEST_TIMEOUT_S, progress: ProgressCallback | None = None) -> None:
         self._session = session
         self._head = head
         self._st = statements or Statements.for_session(session)
-        self._window = RequestWindow(session, window, timeout_s=timeout_s, execution_profile=self._st.plain_rows)
+        self._requests = RequestQueue(session, concurrency, timeout_s=timeout_s, execution_profile=self._st.plain_rows)
         self._per_read = blocks_per_read or default_blocks_per_read(head)
-        # Twice the blocks in flight: a late block does not stall the window
-        # (memory: 2 x window x blocks_per_read x chunk_max at most).
-        self._ahead = 2 * window * self._per_read
+        # Twice the blocks in flight: a late block does not stall the reads behind it
+        # (memory: 2 x concurrency x blocks_per_read x chunk_max at most).
+        self._ahead = 2 * concurrency * self._per_read
         self._progress = progress
         # block index -> (its place in its read, hash, the read's decode-and-check task)
         self._ready: dict[int, tuple[int, bytes, Future]] = {}
@@ -250,16 +243,19 @@ class Restore:
         """The decoding and checking of one read's blocks: one task per read, not per block (it decompresses, and
         zstd releases the GIL, and hashes); done here when one read holds the whole file."""
         if self._verifier is not None:
-            return self._verifier.submit(checked_blocks, blocks)
+            return self._verifier.submit(checked_blocks, self._head.id, blocks)
         done: Future = Future()
-        done.set_result(checked_blocks(blocks))
+        try:
+            done.set_result(checked_blocks(self._head.id, blocks))
+        except CorruptionError as err:  # raised where the block is written, as a worker's would be
+            done.set_exception(err)
         return done
 
     def _send_group(self) -> None:
         group, self._group = self._group, []
         if group:
             statement, params = blocks_read(self._st, [g[0] for g in group])
-            self._window.submit(statement, params, partial(self._fetched, group))
+            self._requests.submit(statement, params, partial(self._fetched, group))
 
     def _request(self, index: int, digest: bytes, offset: int, size: int) -> None:
         if digest in self._recent:
@@ -275,17 +271,14 @@ class Restore:
 
     def _wait(self, out: BinaryIO) -> None:
         self._send_group()  # a partial group must not wait for blocks behind the look-ahead limit
-        self._window.poll()
+        self._requests.poll()
         self._write_ready(out)
 
     def _write_ready(self, out: BinaryIO) -> None:
         ready = self._ready
         while self._next in ready:
             place, digest, check = ready.pop(self._next)
-            decoded = check.result()
-            if isinstance(decoded, tuple):
-                raise damaged(self._head.id, *decoded)
-            content = decoded[place]
+            content = check.result()[place]  # a damaged block's CorruptionError is raised here
             out.write(content)
             if self._progress:
                 self._progress(len(content))
@@ -309,6 +302,11 @@ class Restore:
         if self._progress:
             self._progress(len(content))
         return RestoreResult(self._head.id, len(content), 0, round(time.perf_counter() - started, 6))
+
+    @property
+    def attributes(self) -> FileAttributes | None:
+        """The mode and mtime recorded with the version being restored (None: stored from a stream)."""
+        return self._head.attributes
 
     def run(self, out: BinaryIO) -> RestoreResult:
         """Write the version's bytes to ``out``; CorruptionError on any mismatch."""
@@ -334,102 +332,3 @@ class Restore:
             if self._verifier is not None:
                 self._verifier.shutdown(cancel_futures=True)
         return RestoreResult(self._head.id, written, count, round(time.perf_counter() - started, 6))
-
-
-def restore_to_path(restore: Restore, dest: Path, force: bool) -> RestoreResult:
-    """Restore into a temporary file beside ``dest``, fsync it, give it the recorded mode and mtime, then move it
-    into place.
-
-    Refuses an existing ``dest`` unless ``force`` (checked before and again
-    at the rename, which never replaces without ``force``). A head without
-    recorded attributes keeps the temporary file's mode (0666 less the umask).
-    The temporary file stays open, so locked, until it is in place: no other
-    restore's stray cleanup can take it (:mod:`casstor_ops.store.temporary`).
-    """
-    check_destination(dest, force)
-    tmp: Path | None = None
-    try:
-        remove_strays(dest)  # what a restore of this DEST killed earlier left behind
-        tmp, file = create_temporary(dest)
-        with file:
-            with _SyncingWriter(file) as out:
-                result = restore.run(out)
-                out.sync()
-            _set_attributes(file, restore._head.attributes)
-            if force:
-                os.replace(tmp, dest)
-            else:
-                _move_no_clobber(tmp, dest)
-        fsync_directory(dest.parent)
-        return result
-    except OSError as err:  # disk full, no permission: nothing is left at DEST
-        raise CasstorError(f"cannot write {dest}: {err.strerror or err}") from None
-    finally:
-        if tmp is not None:  # None: nothing was created, and a name another restore drew is not ours to delete
-            tmp.unlink(missing_ok=True)
-
-
-def _set_attributes(file: BinaryIO, attributes: FileAttributes | None) -> None:
-    """The recorded mode (exact bits, not filtered by the umask) and mtime, set through the open file."""
-    if attributes is not None:
-        os.fchmod(file.fileno(), attributes.mode)
-        os.utime(file.fileno(), ns=(time.time_ns(), attributes.mtime_ns))  # the mtime last, after every write
-
-
-class _SyncingWriter:
-    """Writes to ``file``, flushing what was written to disk in the background every ``every`` bytes."""
-
-    def __init__(self, file: BinaryIO, every: int = SYNC_EVERY_BYTES) -> None:
-        self._file = file
-        self._every = every
-        self._unsynced = 0
-        self._syncer = ThreadPoolExecutor(1, thread_name_prefix="casstor-sync")
-        self._sync: Future | None = None
-
-    def __enter__(self) -> "_SyncingWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._syncer.shutdown()
-
-    def write(self, data: bytes) -> int:
-        written = self._file.write(data)
-        self._unsynced += written
-        if self._unsynced >= self._every and (self._sync is None or self._sync.done()):
-            self._wait_for_sync()
-            self._file.flush()
-            self._sync = self._syncer.submit(os.fsync, self._file.fileno())
-            self._unsynced = 0
-        return written
-
-    def _wait_for_sync(self) -> None:
-        if self._sync is not None:
-            self._sync.result()  # a background fsync's OSError is raised here
-
-    def sync(self) -> None:
-        """Return once every byte written is on disk."""
-        self._file.flush()
-        self._wait_for_sync()
-        os.fsync(self._file.fileno())
-
-
-def _move_no_clobber(tmp: Path, dest: Path) -> None:
-    """Rename ``tmp`` to ``dest`` unless ``dest`` exists (a hard link fails atomically if it does)."""
-    try:
-        os.link(tmp, dest)
-    except FileExistsError:
-        raise CasstorError(f"{dest}: already exists (use --force to overwrite)") from None
-    except OSError:  # no hard links on this file system: check, then rename (a small race)
-        check_destination(dest, force=False)
-        os.replace(tmp, dest)
-        return
-    os.unlink(tmp)
-
-
-def check_destination(dest: Path, force: bool) -> None:
-    if dest.is_dir():
-        raise CasstorError(f"{dest}: is a directory; give a file path")
-    if dest.exists() and not force:
-        raise CasstorError(f"{dest}: already exists (use --force to overwrite)")
-    if not dest.parent.is_dir():
-        raise CasstorError(f"{dest.parent}: no such directory")

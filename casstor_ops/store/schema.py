@@ -458,29 +458,3 @@ def set_compression(session: Session, spec: str) -> StoreSettings:
 def _ddl(session: Session, cql: str) -> None:
     """Run a schema statement (never prepared; its only variable parts are validated constants)."""
     session.execute(SimpleStatement(cql, consistency_level=ConsistencyLevel.ONE))
-
-
-# The commit bound is a tunable, not a recorded setting: changing it never
-# breaks dedup, and the tests shorten it. Stores enforce it (every block a
-# commit relies on was verified less than the bound ago); online reclaim
-# waits longer than it. Both read it from the same row, so they agree.
-DEFAULT_COMMIT_BOUND_S = 300
-# The least bound: a store whose checks are all younger than half of it need not read the row
-# (casstor_ops.store.commit); a smaller value written to the row by hand counts as this.
-MIN_COMMIT_BOUND_S = 1
-# Online reclaim re-reads the heads this long after the commit bound, counted from its index deletes. A store
-# whose head write is acknowledged later than the bound plus this after its oldest check cannot know that the
-# head reached the node before that re-read, so it checks its blocks again (casstor_ops.store.commit).
-LATE_HEAD_MARGIN_S = 5.0
-
-
-def commit_bound_s(session: Session) -> int:
-    """Seconds a store may rely on an existence check before its commit (at least ``MIN_COMMIT_BOUND_S``)."""
-    row = session.execute(Statements.for_session(session).setting, ("commit_bound_s",)).one()
-    return max(MIN_COMMIT_BOUND_S, int(row.value)) if row else DEFAULT_COMMIT_BOUND_S
-
-
-def set_commit_bound(session: Session, seconds: int) -> None:
-    if seconds < MIN_COMMIT_BOUND_S:
-        raise CasstorError(f"commit bound {seconds} s: must be at least {MIN_COMMIT_BOUND_S} s")
-    session.execute(Statements.for_session(session).write_setting, ("commit_bound_s", str(seconds)))

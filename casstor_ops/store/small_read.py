@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 from cassandra.cluster import Session
 
+from casstor_ops.errors import CorruptionError
 from casstor_ops.store.hashing import file_hash
 from casstor_ops.store.inline import plaintext
 from casstor_ops.store.records import FileInfo
@@ -99,5 +100,8 @@ class SmallRead:
         stored = {digest: (codec, payload) for digest, codec, payload in found}
         if any(digest not in stored for _, digest, _ in rows) or file_hash(d for _, d, _ in rows) != self._head.hash:
             return None
-        plain = checked_blocks([(*stored[digest], digest, offset, size) for offset, digest, size in rows])
-        return b"".join(plain) if isinstance(plain, list) else None
+        try:
+            return b"".join(checked_blocks(self._head.id, [(*stored[digest], digest, offset, size)
+                                                           for offset, digest, size in rows]))
+        except CorruptionError:
+            return None

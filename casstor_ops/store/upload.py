@@ -5,8 +5,8 @@ caller's thread cuts blocks; two worker threads hash them; the driver's
 thread moves bytes. The file hash is computed from the block hashes
 (:func:`~casstor_ops.store.hashing.file_hash`), so every byte is hashed once.
 
-:class:`Upload` drives the parts, which share one request window
-(:class:`~casstor_ops.store.inflight.RequestWindow`) and run their handlers in
+:class:`Upload` drives the parts, which share one request requests
+(:class:`~casstor_ops.store.request_queue.RequestQueue`) and run their handlers in
 the caller's thread:
 
 * distinct hashes not yet known to this store are checked in batches while
@@ -58,11 +58,11 @@ from casstor_ops.store.block_uploads import BlockUploads
 from casstor_ops.store.chunking import Segment, chunks, segments
 from casstor_ops.store.claims import Claims
 from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.commit import Commit
+from casstor_ops.store.commit import Commit, VerifiedBlocks
 from casstor_ops.store.existence import CHECK_BATCH, ExistenceChecks
 from casstor_ops.store.hashing import block_hash, file_hash
-from casstor_ops.store.heartbeat import Fence, no_fence
-from casstor_ops.store.inflight import RequestWindow
+from casstor_ops.store.coordination.heartbeat import Fence, no_fence
+from casstor_ops.store.request_queue import RequestQueue
 from casstor_ops.store.inline import encode, fits, inline_result
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileAttributes, InlineContent, StoreResult
@@ -86,7 +86,7 @@ class Upload:
         self._session = session
         self._settings = settings
         self._st = statements or Statements.for_session(session)
-        self._window = RequestWindow(session, max_requests, execution_profile=self._st.plain_rows)
+        self._requests = RequestQueue(session, max_requests, execution_profile=self._st.plain_rows)
         self._max_held = max_held_bytes
         self._progress = progress
         self._fence = fence
@@ -96,10 +96,10 @@ class Upload:
         self._codec = BlockCodec.parse(settings.compression)
         self._stored: InlineContent | None = None  # an inline file's content
         # A claim is done once its block's index row is written; the two parts refer to each other.
-        self._uploads = BlockUploads(self._window, self._st, self._codec,
+        self._uploads = BlockUploads(self._requests, self._st, self._codec,
                                      on_indexed=lambda hashes: self._claims.indexed(hashes))
-        self._checks = ExistenceChecks(self._window, self._st, on_found=self._uploads.found, batch=check_batch)
-        self._claims = Claims(self._window, self._st, self._checks, on_claimed=self._uploads.upload)
+        self._checks = ExistenceChecks(self._requests, self._st, on_found=self._uploads.found, batch=check_batch)
+        self._claims = Claims(self._requests, self._st, self._checks, on_claimed=self._uploads.upload)
 
     @property
     def new_blocks(self) -> int:
@@ -132,23 +132,23 @@ class Upload:
     def _settle(self) -> None:
         """Wait for every check, upload and index row submitted so far, and for blocks other writers claimed."""
         self._send_check()
-        while self._window.busy or self._uploads.indexing or self._claims.awaiting:
-            if self._window.busy:
-                self._window.poll()
+        while self._requests.busy or self._uploads.indexing or self._claims.awaiting:
+            if self._requests.busy:
+                self._requests.poll()
             elif self._uploads.indexing:
                 self._uploads.send_index()
             else:
                 self._claims.check_awaited()
 
     def _limit_held(self) -> None:
-        while self._window.poll(block=False):
+        while self._requests.poll(block=False):
             pass
         while self._uploads.held_bytes > self._max_held:
             if self._to_check:
                 self._send_check()
-            if self._uploads.indexing and self._window.in_flight < self._window.max_requests:
+            if self._uploads.indexing and self._requests.in_flight < self._requests.max_requests:
                 self._uploads.send_index()
-            if not self._window.poll():
+            if not self._requests.poll():
                 if not self._claims.awaiting:
                     break
                 self._claims.check_awaited()
@@ -220,9 +220,9 @@ class Upload:
         try:
             size = self._read(reader)
             self._settle()
-            Commit(self._session, self._window, self._st, self._hashes, self._sizes, self._uploads.verified,
-                   self._reverify, attributes, self._fence, self._stored,
-                   inline_store=self._settings.inline_max > 0).run(reader, file_id, size)
+            blocks = VerifiedBlocks(self._hashes, self._sizes, self._uploads.verified, self._reverify)
+            Commit(self._session, self._requests, self._st, blocks, attributes=attributes, fence=self._fence,
+                   stored=self._stored, inline_store=self._settings.inline_max > 0).run(reader, file_id, size)
         except BaseException:
             self._claims.release()
             raise

@@ -1,4 +1,4 @@
-"""The claims protocol against a fake request window over an in-memory block_claims / existing_blocks."""
+"""The claims protocol against a fake request requests over an in-memory block_claims / existing_blocks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from casstor_ops.store import claims as claims_module
-from casstor_ops.store.claims import AWAIT_FIRST_S, CLAIM_TTL_S, Claims
+from casstor_ops.store.claims import AWAIT_FIRST_S, Claims
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.existence import ExistenceChecks
 from casstor_ops.store.schema import CLAIM_BUCKETS
 
@@ -19,7 +20,7 @@ STATEMENTS = SimpleNamespace(existing="existing", claim_block="claim_block", rel
 class FakeWindow:
     """Requests answer in submission order, one per poll, from a tiny model of the two tables.
 
-    Like the real window: ``settle`` lets what is in flight reach the server but runs no handler.
+    Like the real requests: ``settle`` lets what is in flight reach the server but runs no handler.
     """
 
     def __init__(self) -> None:
@@ -64,7 +65,7 @@ class FakeWindow:
             hashes, limit = params
             return [(digest,) for digest in hashes if digest in self.indexed][:limit]
         if statement == "claim_block":  # a conditional batch: all or nothing
-            assert all(ttl == CLAIM_TTL_S for _, _, _, ttl in params)
+            assert all(ttl == SAFETY.claim_ttl_s for _, _, _, ttl in params)
             existing = [(False, bucket, digest, self.claims[digest]) for bucket, digest, _, _ in params
                         if digest in self.claims]
             if existing:
@@ -84,7 +85,7 @@ def block(bucket: int, n: int) -> bytes:
 
 
 @pytest.fixture()
-def window() -> FakeWindow:
+def requests() -> FakeWindow:
     return FakeWindow()
 
 
@@ -96,70 +97,70 @@ def pauses(monkeypatch) -> list[float]:
 
 
 class Harness:
-    def __init__(self, window: FakeWindow, on_claimed=None) -> None:
+    def __init__(self, requests: FakeWindow, on_claimed=None) -> None:
         self.found: list[bytes] = []
         self.claimed: list[bytes] = []
-        checks = ExistenceChecks(window, STATEMENTS, on_found=lambda digest, sent: self.found.append(digest))
-        self.claims = Claims(window, STATEMENTS, checks, on_claimed=on_claimed or self.claimed.append)
+        checks = ExistenceChecks(requests, STATEMENTS, on_found=lambda digest, sent: self.found.append(digest))
+        self.claims = Claims(requests, STATEMENTS, checks, on_claimed=on_claimed or self.claimed.append)
 
 
-def test_applied_claims_are_uploaded(window):
-    h = Harness(window)
+def test_applied_claims_are_uploaded(requests):
+    h = Harness(requests)
     blocks = [block(b, n) for b in (0, 1, CLAIM_BUCKETS - 1) for n in range(3)]
     h.claims.claim(blocks)
-    assert window.submitted == ["claim_block"] * 3  # one conditional batch per claims partition
-    window.drain()
+    assert requests.submitted == ["claim_block"] * 3  # one conditional batch per claims partition
+    requests.drain()
     assert sorted(h.claimed) == sorted(blocks)
-    assert window.claims == {digest: h.claims.writer for digest in blocks}
+    assert requests.claims == {digest: h.claims.writer for digest in blocks}
     assert not h.claims.awaiting
 
 
-def test_a_block_another_writer_claimed_is_awaited_then_checked_again(window, pauses):
-    h = Harness(window)
+def test_a_block_another_writer_claimed_is_awaited_then_checked_again(requests, pauses):
+    h = Harness(requests)
     theirs, mine = block(3, 1), block(3, 2)
     other = uuid.uuid4()
-    window.claims[theirs] = other
+    requests.claims[theirs] = other
     h.claims.claim([theirs, mine])
-    window.drain()
+    requests.drain()
     assert h.claimed == [mine]  # the rest of the batch claimed again without the other writer's block
     assert h.claims.awaiting
 
     h.claims.check_awaited()  # not indexed yet, claim still held: awaited again, a longer pause
-    window.drain()
+    requests.drain()
     h.claims.check_awaited()
-    window.drain()
+    requests.drain()
     assert pauses == [AWAIT_FIRST_S, 2 * AWAIT_FIRST_S] and h.claims.awaiting
 
-    window.indexed.add(theirs)  # the other writer finished
+    requests.indexed.add(theirs)  # the other writer finished
     h.claims.check_awaited()
-    window.drain()
+    requests.drain()
     assert h.found == [theirs] and h.claimed == [mine] and not h.claims.awaiting
 
 
-def test_a_block_whose_claim_expired_unindexed_is_claimed_again(window, pauses):
-    h = Harness(window)
+def test_a_block_whose_claim_expired_unindexed_is_claimed_again(requests, pauses):
+    h = Harness(requests)
     digest = block(5, 1)
-    window.claims[digest] = uuid.uuid4()
+    requests.claims[digest] = uuid.uuid4()
     h.claims.claim([digest])
-    window.drain()
-    del window.claims[digest]  # the other writer died; its claim expired
+    requests.drain()
+    del requests.claims[digest]  # the other writer died; its claim expired
     h.claims.check_awaited()
-    window.drain()
-    assert h.claimed == [digest] and window.claims[digest] == h.claims.writer
+    requests.drain()
+    assert h.claimed == [digest] and requests.claims[digest] == h.claims.writer
 
 
-def test_our_own_claims_from_a_timed_out_retried_batch_are_recognised(window):
-    h = Harness(window)
+def test_our_own_claims_from_a_timed_out_retried_batch_are_recognised(requests):
+    h = Harness(requests)
     first, second = block(7, 1), block(7, 2)
-    window.claims[first] = h.claims.writer  # a first attempt timed out on the client but was applied
+    requests.claims[first] = h.claims.writer  # a first attempt timed out on the client but was applied
     h.claims.claim([first, second])
-    window.drain()
+    requests.drain()
     assert sorted(h.claimed) == sorted([first, second])
     assert not h.claims.awaiting
-    assert window.submitted == ["claim_block", "claim_block"]  # the second one without our own block
+    assert requests.submitted == ["claim_block", "claim_block"]  # the second one without our own block
 
 
-def test_a_failing_store_releases_every_claim_even_with_answers_in_flight(window):
+def test_a_failing_store_releases_every_claim_even_with_answers_in_flight(requests):
     """Three claim batches in flight; the store fails while handling the second answer; the third answer
     arrives late (after the failure). Every claim but the indexed block's is released, and nothing but
     releases is submitted after the failure."""
@@ -170,18 +171,18 @@ def test_a_failing_store_releases_every_claim_even_with_answers_in_flight(window
             raise KeyboardInterrupt  # Ctrl-C during the second batch's answer
         handled.append(digest)
 
-    h = Harness(window, on_claimed=upload)
+    h = Harness(requests, on_claimed=upload)
     indexed = block(0, 1)
     held_by_other = block(2, 9)
-    window.claims[held_by_other] = other = uuid.uuid4()
+    requests.claims[held_by_other] = other = uuid.uuid4()
     h.claims.claim([indexed, block(1, 1), block(1, 2), block(2, 1), held_by_other])
-    assert window.poll() and handled == [indexed]
+    assert requests.poll() and handled == [indexed]
     h.claims.indexed([indexed])
     with pytest.raises(KeyboardInterrupt):
-        window.drain()
-    failed_at = len(window.submitted)
+        requests.drain()
+    failed_at = len(requests.submitted)
 
     h.claims.release()
 
-    assert window.claims == {indexed: h.claims.writer, held_by_other: other}
-    assert window.submitted[failed_at:] and set(window.submitted[failed_at:]) == {"release_claim"}
+    assert requests.claims == {indexed: h.claims.writer, held_by_other: other}
+    assert requests.submitted[failed_at:] and set(requests.submitted[failed_at:]) == {"release_claim"}

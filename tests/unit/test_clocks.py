@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from casstor_ops.store.clocks import ClockReading, clock_skew_refusal
+from casstor_ops.store.coordination.clocks import ClockReading, clock_skew_refusal
 
 
 def test_nodes_within_the_bound_are_accepted() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from casstor_ops.store import commit as commit_module
-from casstor_ops.store.commit import Commit
+from casstor_ops.store.commit import Commit, VerifiedBlocks
 
 HOUR_S = 3600.0
 BOUND_S = 300
@@ -80,7 +80,7 @@ def run_commit(monkeypatch, clock: FakeClock, list_step, head_step=lambda: None)
         list_step()
 
     monkeypatch.setattr(Commit, "_write_block_list", list_then_step)
-    commit = Commit(session, window, STATEMENTS, list(verified), [10, 20], verified, reverify)
+    commit = Commit(session, window, STATEMENTS, VerifiedBlocks(list(verified), [10, 20], verified, reverify))
     commit.run(SimpleNamespace(seekable=lambda: True), "f", 30)
     return SimpleNamespace(heads=session.heads, lists=window.lists, rechecked=rechecked)
 
@@ -111,7 +111,7 @@ def test_a_wall_clock_jump_back_does_not_hide_a_commit_past_its_bound(monkeypatc
 
 
 def test_a_head_acknowledged_late_is_late_whatever_the_wall_clock_says(monkeypatch) -> None:
-    """Injects a head write acknowledged 10 s after it was sent (over the bound plus ``LATE_HEAD_MARGIN_S`` of
+    """Injects a head write acknowledged 10 s after it was sent (over the bound plus ``SAFETY.late_head_margin_s`` of
     the first attempt, 1 s + 5 s) while the wall clock jumps an hour back. Checks that the store checks every
     block again and writes its block list again (step 4). With wall-clock durations the acknowledgement looked
     early and neither happened."""

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from casstor_ops.errors import EXIT_LEASE_LAPSED, EXIT_USAGE, CasstorError, LeaseLapsedError
-from casstor_ops.store.heartbeat import Heartbeat, LeaseClock, LeaseTiming, lease_timing
+from casstor_ops.store.coordination.heartbeat import Heartbeat, LeaseClock, LeaseTiming, lease_timing
 
 TIMING = LeaseTiming(ttl_s=6, period_s=2)   # the fence passes until 4 s after the last beat was sent
 

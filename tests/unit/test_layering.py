@@ -67,3 +67,33 @@ def test_no_import_cycles() -> None:
 
     for module in graph:
         visit(module, ())
+
+
+# Inside the store: coordination/ and the file side of trees/ lie below the engine, the tree runners above its
+# Store facade (casstor_ops/store/coordination/__init__.py and trees/__init__.py say why).
+STORE = "casstor_ops.store"
+STORE_BASE = {f"{STORE}.statements", f"{STORE}.keyspaces", f"{STORE}.records"}
+TREE_RUNNERS = {f"{STORE}.trees.tree", f"{STORE}.trees.tree_files"}
+
+
+def _store_imports(prefix: str) -> dict[str, set[str]]:
+    return {m: {t for t in targets if t.startswith(STORE + ".")}
+            for m, targets in _graph().items() if m.startswith(prefix + ".")}
+
+
+def test_coordination_imports_only_the_store_base_and_itself() -> None:
+    wrong = sorted((m, t) for m, targets in _store_imports(f"{STORE}.coordination").items() for t in targets
+                   if t not in STORE_BASE and not t.startswith(f"{STORE}.coordination."))
+    assert wrong == []
+
+
+def test_the_file_side_of_trees_imports_no_engine_module() -> None:
+    file_side = {m: t for m, t in _store_imports(f"{STORE}.trees").items() if m not in TREE_RUNNERS}
+    wrong = sorted((m, t) for m, targets in file_side.items() for t in targets
+                   if t not in STORE_BASE and not t.startswith(f"{STORE}.trees."))
+    assert wrong == [] and file_side
+
+
+def test_the_engine_never_imports_a_tree_runner() -> None:
+    engine = {m: t for m, t in _store_imports(STORE).items() if not m.startswith((f"{STORE}.trees.",))}
+    assert sorted((m, t) for m, targets in engine.items() for t in targets if t in TREE_RUNNERS) == []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.source_listing import SYMLINK_NOT_FOLLOWED, UNKNOWN_SIZE, list_source
+from casstor_ops.store.trees.source_listing import SYMLINK_NOT_FOLLOWED, UNKNOWN_SIZE, list_source
 from tests.support import ROOT
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -35,7 +35,7 @@ def shared_tree():
 
 
 def _list_as_nobody(source: Path, prefix: str) -> subprocess.CompletedProcess:
-    code = ("import json, sys; from casstor_ops.store.source_listing import list_source; "
+    code = ("import json, sys; from casstor_ops.store.trees.source_listing import list_source; "
             "print(json.dumps(list_source(sys.argv[1], prefix=sys.argv[2])))")
     return subprocess.run([*NOBODY, sys.executable, "-c", code, str(source), prefix], capture_output=True,
                           text=True, cwd=ROOT, timeout=60)

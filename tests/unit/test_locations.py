@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.store.locations import is_url, list_files, parse_storage_options, replacing_writer, resolve
-from casstor_ops.store.source_listing import list_source
+from casstor_ops.store.trees.locations import is_url, list_files, parse_storage_options, replacing_writer, resolve
+from casstor_ops.store.trees.source_listing import list_source
 
 
 def test_urls_and_paths() -> None:

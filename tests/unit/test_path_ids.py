@@ -8,7 +8,7 @@ import random
 import pytest
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.path_ids import id_to_path, path_to_id
+from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
 from casstor_ops.store.api import check_id
 
 

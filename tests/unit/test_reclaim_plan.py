@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from casstor_ops.ops.reclaim import Count, ReclaimPlan, ReclaimStats
+import pytest
+
+from casstor_ops.ops.reclaim import Count, ReclaimPlan, ReclaimStats, execute
+from casstor_ops.store.coordination.reclaim_window import ReclaimWindow, WindowHold, WindowMode
 
 
 def _plan(**changes) -> ReclaimPlan:
-    fields = dict(mode="online", planned_at=datetime(2026, 11, 23, 8, 30, tzinfo=timezone.utc), commit_bound_s=300,
+    fields = dict(mode=WindowMode.ONLINE, planned_at=datetime(2026, 11, 23, 8, 30, tzinfo=timezone.utc), commit_bound_s=300,
                   stored=Count(10, 10 * 49152), referenced=Count(7, 7 * 49152), candidates=Count(3, 3 * 49152),
                   kept=Count(7, 7 * 49152), unindexed=None, repairable=Count(0, 0), missing=Count(0, 0),
                   missing_sample=[], stale_lists=2, stale_list_rows=14,
@@ -39,3 +42,15 @@ def test_stats_table_counts_what_was_done() -> None:
                          seconds=1.25).table()
     assert table.splitlines()[0] == "reclaim done in 1.2 s"
     assert "3.00 KiB" in table and "1.00 KiB" in table
+
+
+def test_a_plan_runs_only_in_a_held_window_of_its_mode() -> None:
+    """Injects an online plan into an offline window's hold and the other way round, and asks a window that
+    was never entered for its hold; checks each is refused before anything is read or deleted (no session,
+    no Spark: both are None here), so no sweep runs unheld or under the other mode's rules."""
+    for plan_mode, window_mode in ((WindowMode.ONLINE, WindowMode.OFFLINE), (WindowMode.OFFLINE, WindowMode.ONLINE)):
+        hold = WindowHold(window_mode, set_state=lambda state: None, fence=lambda before: None)
+        with pytest.raises(ValueError, match=f"a plan made {plan_mode} cannot run in a window held {window_mode}"):
+            execute(None, None, _plan(mode=plan_mode), hold)
+    with pytest.raises(RuntimeError, match="outside its 'with' block"):
+        ReclaimWindow.__new__(ReclaimWindow).hold

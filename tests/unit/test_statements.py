@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from cassandra import ConsistencyLevel
 
-from casstor_ops.store.reclaim_window import current_window
+from casstor_ops.store.coordination.reclaim_window import current_window
 from casstor_ops.store.statements import Statements
 
 

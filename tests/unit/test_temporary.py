@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from casstor_ops.store.temporary import (STRAY_MIN_AGE_S, Owner, create_temporary, dest_tag, owner_of, pid_alive,
+from casstor_ops.store.trees.temporary import (STRAY_MIN_AGE_S, Owner, create_temporary, dest_tag, owner_of, pid_alive,
                                          remove_strays, temporary_name)
 
 

@@ -45,10 +45,8 @@ from typing import Callable
 
 from casstor_ops.cluster.envvars import env_int
 from casstor_ops.errors import EXIT_USAGE, CasstorError, LeaseLapsedError
+from casstor_ops.store.coordination.safety import SAFETY
 
-LEASE_TTL_S = 60
-HEARTBEAT_S = 15
-MAX_LEASE_TTL_S = 24 * 3600
 
 Fence = Callable[[str], None]
 """Raise unless the holder's lease surely outlives the write that follows (the argument names that write)."""
@@ -76,8 +74,8 @@ def lease_timing() -> LeaseTiming:
     margin, and beats come a little later than every period, so with less
     a single late beat would fail the fence.
     """
-    ttl = env_int("CASSTOR_LEASE_TTL_S", LEASE_TTL_S, 3, MAX_LEASE_TTL_S)
-    period = env_int("CASSTOR_HEARTBEAT_S", HEARTBEAT_S, 1, MAX_LEASE_TTL_S)
+    ttl = env_int("CASSTOR_LEASE_TTL_S", SAFETY.lease_ttl_s, 3, SAFETY.max_lease_ttl_s)
+    period = env_int("CASSTOR_HEARTBEAT_S", SAFETY.heartbeat_s, 1, SAFETY.max_lease_ttl_s)
     if 3 * period > ttl:
         raise CasstorError(f"CASSTOR_HEARTBEAT_S={period}: must be at most a third of the lease TTL "
                            f"(CASSTOR_LEASE_TTL_S={ttl})", EXIT_USAGE)

@@ -2,7 +2,7 @@
 
 The per-file work of every whole-tree command, whichever runner drives it:
 ``casstor store DIR PREFIX`` / ``casstor restore PREFIX DIR`` in one
-process (:mod:`casstor_ops.store.tree`) and the Spark jobs
+process (:mod:`casstor_ops.store.trees.tree`) and the Spark jobs
 (:mod:`casstor_ops.spark.bulk_ingest`, :mod:`casstor_ops.spark.bulk_restore`).
 Each fills a *result row* (a dict: ``bytes``, ``blocks``, ``new_blocks``,
 ``new_bytes``, ``new_stored_bytes``, ``status``) and raises for a file
@@ -18,11 +18,11 @@ when every file meets an :func:`outage`, and exits with :func:`exit_status`.
 * **Restore below a directory**: the file ID (the Spark job's whole ID;
   ``casstor restore PREFIX/ DIR`` takes PREFIX off, as ``casstor store DIR
   PREFIX`` put it on) is turned back into a path
-  (:func:`~casstor_ops.store.path_ids.id_to_path`) under the destination;
+  (:func:`~casstor_ops.store.trees.path_ids.id_to_path`) under the destination;
   an ID that would escape it (``..``, absolute) is refused.
 * **URLs**: given the source's or destination's fsspec filesystem (``fs``),
   a file is read from, or restored to, that filesystem
-  (:mod:`casstor_ops.store.locations`) by the same rules; such a file
+  (:mod:`casstor_ops.store.trees.locations`) by the same rules; such a file
   records no mode or mtime (an object has none to give).
 
 Example::
@@ -54,14 +54,14 @@ from cassandra.connection import ConnectionBusy, ConnectionException
 from casstor_ops.cluster.connection import Endpoint, connect_error
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, CorruptionError
 from casstor_ops.store.api import FileInfo, Store, check_id, open_source
-from casstor_ops.store.leases import WriterLease
-from casstor_ops.store.locations import open_reader, replacing_writer
-from casstor_ops.store.path_ids import id_to_path, path_to_id
-from casstor_ops.store.source_listing import UNKNOWN_SIZE, SourceFile
+from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.trees.locations import open_reader, replacing_writer
+from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
+from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile
 from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.upload import source_file_hash
 
-if TYPE_CHECKING:  # fsspec loads only for URLs (casstor_ops.store.locations)
+if TYPE_CHECKING:  # fsspec loads only for URLs (casstor_ops.store.trees.locations)
     from fsspec.spec import AbstractFileSystem
 
 STORED, SKIPPED, RESTORED, FAILED, CORRUPT = "stored", "skipped", "restored", "failed", "corrupt"
@@ -71,7 +71,7 @@ NEW_COUNTS = ("new_blocks", "new_bytes", "new_stored_bytes")  # what a store of 
 VANISHED = "no such file (vanished since the listing)"
 # Errors that belong to one file; anything else is a bug and fails the job with its traceback.
 # NoHostAvailable and the connection errors are no DriverException: they reach here once the store's
-# request window has used up its retries.
+# request queue has used up its retries.
 FILE_ERRORS = (CasstorError, OSError, DriverException, NoHostAvailable, ConnectionException, ConnectionBusy)
 
 
@@ -221,7 +221,7 @@ def store_unless_unchanged(store: Store, entry: SourceFile, row: dict[str, Any],
 
 
 def restore_target(dest_dir: str, file_id: str, below: str = "") -> str:
-    """``dest_dir/<the id's path>`` (:func:`~casstor_ops.store.path_ids.id_to_path`), the prefix ``below`` (which
+    """``dest_dir/<the id's path>`` (:func:`~casstor_ops.store.trees.path_ids.id_to_path`), the prefix ``below`` (which
     the id starts with) taken off; escaping ids are refused."""
     relative = file_id[len(below):]
     parts = PurePosixPath(id_to_path(relative)).parts

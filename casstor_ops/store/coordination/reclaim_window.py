@@ -3,14 +3,14 @@
 Reclaim holds a cluster-wide window: row ``name='reclaim'`` of
 ``casstor_meta.maintenance``, taken with a lightweight transaction, so two
 reclaims can never run at once. An *offline* window also stops writers
-(:class:`~casstor_ops.store.leases.WriterLease` refuses to start, and reclaim
+(:class:`~casstor_ops.store.coordination.leases.WriterLease` refuses to start, and reclaim
 waits for the running ones); an *online* one only excludes other reclaims
 (online reclaim is safe beside writers, see :mod:`casstor_ops.ops.reclaim`).
 ``verify --repair-index`` holds an online window too (:class:`RepairWindow`),
 so that no reclaim deletes what it repairs.
 
 A running reclaim also refreshes a TTL heartbeat row of its own
-(``name='reclaim.alive:<holder>'``, a :class:`~casstor_ops.store.heartbeat.Heartbeat`).
+(``name='reclaim.alive:<holder>'``, a :class:`~casstor_ops.store.coordination.heartbeat.Heartbeat`).
 A window without its holder's live heartbeat was left by a reclaim that
 crashed: a new reclaim resumes it (:class:`ReclaimWindow`),
 ``--clear-window`` clears it (:func:`clear_window`); while the heartbeat
@@ -44,6 +44,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import StrEnum
@@ -51,7 +52,7 @@ from enum import StrEnum
 from cassandra.cluster import Session
 
 from casstor_ops.errors import CasstorError, MaintenanceError
-from casstor_ops.store.heartbeat import Heartbeat, LeaseHolder, lease_timing
+from casstor_ops.store.coordination.heartbeat import Heartbeat, LeaseHolder, lease_timing
 from casstor_ops.store.statements import Statements
 
 WINDOW = "reclaim"
@@ -77,8 +78,6 @@ class WindowState(StrEnum):
     DELETING_CONTENT = "deleting-content"
 
 
-# The names ops/reclaim.py imports; it moves to WindowMode with the rest of issue 31.
-OFFLINE, ONLINE = WindowMode.OFFLINE, WindowMode.ONLINE
 RESUME_HINT = ("re-run 'spark-submit jobs/reclaim.py' to resume it, or clear it with "
                "'spark-submit jobs/reclaim.py --clear-window'")
 
@@ -168,6 +167,17 @@ def clear_window(session: Session) -> Window | None:
     return window
 
 
+@dataclass(frozen=True)
+class WindowHold:
+    """A held reclaim window, as a sweep sees it: its mode, a way to record its step, and its fence (raises
+    LeaseLapsedError once the window's lease may have lapsed). Only :attr:`ReclaimWindow.hold` makes one, while
+    the window is held: :func:`casstor_ops.ops.reclaim.execute` takes one, so no sweep runs outside a window."""
+
+    mode: WindowMode
+    set_state: Callable[[WindowState], None]
+    fence: Callable[[str], None]
+
+
 class ReclaimWindow(LeaseHolder):
     """Holds the reclaim window (taking it, or resuming one whose holder died) with a heartbeat.
 
@@ -218,6 +228,14 @@ class ReclaimWindow(LeaseHolder):
 
     def set_state(self, state: WindowState) -> None:
         set_window_state(self._session, self.holder, state)
+
+    @property
+    def hold(self) -> WindowHold:
+        """What :func:`~casstor_ops.ops.reclaim.execute` needs of this window; RuntimeError outside its ``with``
+        block (a bug: no sweep may run unheld)."""
+        if self._heartbeat is None:
+            raise RuntimeError("ReclaimWindow.hold outside its 'with' block")
+        return WindowHold(self.mode, self.set_state, self.fence)
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:
         if self._heartbeat is not None:

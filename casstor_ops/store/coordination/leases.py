@@ -3,9 +3,9 @@
 Every writer (store, rm, ingest task) holds a
 :class:`WriterLease` while it writes: a row in ``writer_leases`` with the
 lease TTL, refreshed every heartbeat period by a
-:class:`~casstor_ops.store.heartbeat.Heartbeat` thread, so a writer that dies
+:class:`~casstor_ops.store.coordination.heartbeat.Heartbeat` thread, so a writer that dies
 stops blocking reclaim after the TTL. A running reclaim refreshes its own
-liveness row with the same heartbeat (:mod:`casstor_ops.store.reclaim_window`),
+liveness row with the same heartbeat (:mod:`casstor_ops.store.coordination.reclaim_window`),
 and so does ``verify --repair-index``, which holds the window rather than a lease.
 
 Ordering argument: a writer *first* registers its lease, *then* reads the
@@ -42,8 +42,8 @@ from typing import Callable
 from cassandra.cluster import Session
 
 from casstor_ops.errors import MaintenanceError
-from casstor_ops.store.heartbeat import Heartbeat, LeaseHolder
-from casstor_ops.store.reclaim_window import refuse_writers_in_offline_window
+from casstor_ops.store.coordination.heartbeat import Heartbeat, LeaseHolder
+from casstor_ops.store.coordination.reclaim_window import refuse_writers_in_offline_window
 from casstor_ops.store.statements import Statements
 
 class WriterLease(LeaseHolder):

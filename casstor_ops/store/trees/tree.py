@@ -1,15 +1,15 @@
 """Whole trees in one process: ``casstor store DIR PREFIX`` and ``casstor restore PREFIX DIR``.
 
 What users of restic or borg expect for a tree that does not need Spark:
-the files of a directory (:mod:`casstor_ops.store.source_listing`: same
+the files of a directory (:mod:`casstor_ops.store.trees.source_listing`: same
 IDs, same symlink rule as ``jobs/ingest.py``: no symlink followed unless
 ``follow_symlinks``, a link to a file reported ``skipped``) stored ``workers`` at a time
 by threads sharing one :class:`~casstor_ops.store.api.Store` and one
-:class:`~casstor_ops.store.leases.WriterLease` (one lease LWT per command,
+:class:`~casstor_ops.store.coordination.leases.WriterLease` (one lease LWT per command,
 not per file; it fences every head write), each file skipped when it is
 committed unchanged; or every file under a prefix restored below a
 directory. The per-file work is the Spark jobs' own
-(:mod:`casstor_ops.store.tree_files`); only the runner differs. The
+(:mod:`casstor_ops.store.trees.tree_files`); only the runner differs. The
 workers share one connection, so they share one request budget: each gets
 1/``workers`` of a lone store's requests in flight (:func:`_sharing`; 4
 stores of 32 each overloaded the connection and failed files). Memory is
@@ -46,12 +46,12 @@ from typing import Any, TypeVar
 from casstor_ops.cluster.connection import endpoint_of
 from casstor_ops.errors import EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, LeaseLapsedError
 from casstor_ops.store.api import Store
-from casstor_ops.store.leases import WriterLease
-from casstor_ops.store.path_ids import path_to_id
+from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.restore import READ_WINDOW
-from casstor_ops.store.source_listing import list_source
-from casstor_ops.store.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
+from casstor_ops.store.restore import READ_CONCURRENCY
+from casstor_ops.store.trees.source_listing import list_source
+from casstor_ops.store.trees.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
                                           RESTORE_STATUSES, SKIPPED, check_prefix, exit_status, failure_status,
                                           files_to_restore, one_line, outage, restore_below, store_unless_unchanged,
                                           summary_line)
@@ -91,7 +91,7 @@ class TreeReport:
         return sorted((row for row in self.rows if row["status"] == SKIPPED and row["error"]), key=lambda r: r["id"])
 
     def summary(self) -> str:
-        """The Spark jobs' summary line (:func:`~casstor_ops.store.tree_files.summary_line`) and the wall time."""
+        """The Spark jobs' summary line (:func:`~casstor_ops.store.trees.tree_files.summary_line`) and the wall time."""
         return f"{summary_line(self.what, self.totals())} in {self.seconds:.1f} s"
 
 
@@ -153,7 +153,7 @@ def _collect(report: TreeReport, pending: set[Future], progress: ProgressCallbac
 def _sharing(store: Store, workers: int) -> Store:
     """A store on the same session whose uploads and restores keep 1/``workers`` of the usual requests in flight."""
     return Store(store.session, max_requests=max(4, MAX_REQUESTS // workers),
-                 read_window=max(1, READ_WINDOW // workers), settings=store.settings)
+                 read_concurrency=max(1, READ_CONCURRENCY // workers), settings=store.settings)
 
 
 def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", workers: int = TREE_WORKERS,

@@ -2,7 +2,7 @@
 
 A path restore writes ``DEST``'s content to a temporary file beside it and
 renames it into place only when every block checked out
-(:func:`~casstor_ops.store.restore.restore_to_path`). A restore killed
+(:func:`~casstor_ops.store.trees.destinations.restore_to_path`). A restore killed
 meanwhile (``kill -9``, a power cut) leaves that file behind, so the name
 says whose it is: ``.casstor-<tag>-<pid>-<random>.tmp``, where ``tag`` is
 12 hex digits of BLAKE2b of DEST's basename (the basename itself could be

@@ -4,7 +4,7 @@ The listing runs once, on the driver, and only stats files (it never
 reads them): each :class:`SourceFile` carries the absolute path an
 executor opens, the store id (``prefix`` + the path relative to the
 source root, POSIX separators, like ``restic``/``borg`` archive paths,
-through :func:`~casstor_ops.store.path_ids.path_to_id`, so a name that is
+through :func:`~casstor_ops.store.trees.path_ids.path_to_id`, so a name that is
 not valid UTF-8 gets a lossless escaped id) and the size the work is
 split by.
 
@@ -17,9 +17,9 @@ split by.
   explicit list is a promise: a missing path is reported by the ingest as
   a failed file with size -1, not silently dropped); root = ``root`` or
   the deepest directory common to them all;
-* a :class:`~casstor_ops.store.locations.Location` (a URL of any fsspec
+* a :class:`~casstor_ops.store.trees.locations.Location` (a URL of any fsspec
   filesystem, resolved by the caller): the files the filesystem lists
-  below it (:func:`~casstor_ops.store.locations.list_files`), each
+  below it (:func:`~casstor_ops.store.trees.locations.list_files`), each
   ``path`` the file's URL; the rules for IDs are the same.
 
 No symlink is followed unless ``follow_symlinks`` (so a link cannot lead
@@ -59,8 +59,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.locations import Location, list_files
-from casstor_ops.store.path_ids import path_to_id
+from casstor_ops.store.trees.locations import Location, list_files
+from casstor_ops.store.trees.path_ids import path_to_id
 
 UNKNOWN_SIZE = -1
 SYMLINK_NOT_FOLLOWED = "symlink, not followed"

@@ -1,10 +1,10 @@
-"""A window of concurrent driver requests, with retries, driven by the caller's thread.
+"""A requests of concurrent driver requests, with retries, driven by the caller's thread.
 
 The driver completes requests on its event-loop thread; this module only
 queues completions there and runs every result handler in the caller's
 thread, so pipeline state needs no locks and a handler may submit more
 requests without re-entering the event loop. ``submit`` never blocks: past
-the window, requests wait in a backlog that completions drain. Callers bound
+the requests, requests wait in a backlog that completions drain. Callers bound
 their own memory (e.g. bytes held for upload) by calling :meth:`poll`.
 
 Timeouts and unavailability are retried with exponential backoff (the
@@ -12,19 +12,19 @@ request is idempotent: every casstor write is an upsert of the same value);
 other errors, or a request that keeps failing, raise from :meth:`poll` /
 :meth:`drain`.
 
-A caller that fails gives up its window: :meth:`~RequestWindow.cancel` forgets
-what was not sent, and :meth:`~RequestWindow.settle` waits (bounded) for what
-was, running no handler, so nothing submits more work; the window can then
+A caller that fails gives up its requests: :meth:`~RequestQueue.cancel` forgets
+what was not sent, and :meth:`~RequestQueue.settle` waits (bounded) for what
+was, running no handler, so nothing submits more work; the requests can then
 carry the caller's clean-up requests (e.g. releasing claims), settled the same
-way. The parts of the store pipeline see a window only through :class:`Window`,
+way. The parts of the store pipeline see a requests only through :class:`Requests`,
 so unit tests can give them a fake one.
 
 Example::
 
-    >>> window = RequestWindow(session, max_requests=32)          # doctest: +SKIP
-    >>> window.submit(insert, (h, len(data), data), lambda rows: None)  # doctest: +SKIP
-    >>> window.submit_batch(insert_existing, [(h, len(data))], lambda rows: None)  # doctest: +SKIP
-    >>> window.drain()                                             # doctest: +SKIP
+    >>> requests = RequestQueue(session, max_requests=32)          # doctest: +SKIP
+    >>> requests.submit(insert, (h, len(data), data), lambda rows: None)  # doctest: +SKIP
+    >>> requests.submit_batch(insert_existing, [(h, len(data))], lambda rows: None)  # doctest: +SKIP
+    >>> requests.drain()                                             # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def _busy(exc: BaseException) -> bool:
         isinstance(e, ConnectionBusy) for e in exc.errors.values())
 
 
-class Window(Protocol):
-    """What the store pipeline's parts use of a :class:`RequestWindow` (unit tests pass a fake)."""
+class Requests(Protocol):
+    """What the store pipeline's parts use of a :class:`RequestQueue` (unit tests pass a fake)."""
 
     @property
     def busy(self) -> bool: ...
@@ -97,7 +97,7 @@ class _Request:
     busy_retries: int = field(default=0, compare=False)
 
 
-class RequestWindow:
+class RequestQueue:
     """At most ``max_requests`` requests in flight; results handled in the caller's thread.
 
     ``execution_profile`` (a name or a profile) applies to every request, e.g.
@@ -123,7 +123,7 @@ class RequestWindow:
         return bool(self.in_flight or self._retries or self._backlog)
 
     def submit(self, statement: Any, params: Any, on_result: Callable[[Any], None]) -> None:
-        """Send now if the window has room, else queue; ``on_result(rows)`` runs in a later poll."""
+        """Send now if the requests has room, else queue; ``on_result(rows)`` runs in a later poll."""
         request = _Request(0.0, next(self._seq), statement, params, on_result)
         if self.in_flight < self.max_requests and not self._backlog:
             self._send(request)
@@ -201,7 +201,7 @@ class RequestWindow:
     def settle(self, timeout_s: float) -> bool:
         """Send what is queued and wait up to ``timeout_s`` for every request, retrying none and running no
         handler (a failing caller's last requests: their answers could only start more work). True if all
-        were answered; either way the window is empty afterwards and answers arriving later are dropped."""
+        were answered; either way the requests is empty afterwards and answers arriving later are dropped."""
         deadline = time.monotonic() + timeout_s
         self._retries.clear()
         self._fill()

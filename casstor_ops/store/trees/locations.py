@@ -4,8 +4,8 @@ An ingest source or a restore destination given as a URL (``s3://bucket/tree/``,
 ``file:///data/tree``, ``hdfs://namenode/tree``, a chained
 ``simplecache::s3://…``) is read and written through fsspec, so it need not
 be mounted on the executors; any other text is a local path and keeps the
-local code (:mod:`casstor_ops.store.source_listing`,
-:func:`~casstor_ops.store.restore.restore_to_path`).
+local code (:mod:`casstor_ops.store.trees.source_listing`,
+:func:`~casstor_ops.store.trees.destinations.restore_to_path`).
 
 * **Resolving** (:func:`resolve`, on the driver): the filesystem is made from
   the URL, fsspec's own configuration (``FSSPEC_<PROTOCOL>_<OPTION>``
@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, BinaryIO, Iterator, NamedTuple, Sequence
 
 from casstor_ops.cluster.secret_files import read_private_file
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.store.temporary import fsync_directory
+from casstor_ops.store.trees.temporary import fsync_directory
 
 if TYPE_CHECKING:  # fsspec (and botocore) load when a URL is used: a tree of local files does without ~50 ms
     from fsspec.spec import AbstractFileSystem
