@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def test_a_list_reclaimed_before_its_check_is_a_change_not_corruption(store: Sto
 
     def overwrite_and_reclaim() -> None:
         store.put(io.BytesIO(b"new content"), "changing/list")
-        cql.execute(st.delete_block_list, ("changing/list", old.version))
+        cql.execute(st.delete_block_list_at, (time.time_ns() // 1000, "changing/list", old.version))
 
     out = io.BytesIO()
     with pytest.raises(FileChangedError, match="the file changed during restore"):
