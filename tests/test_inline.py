@@ -98,7 +98,7 @@ def test_damaged_inline_content_is_corruption_never_served(inline_store, tmp_pat
         store.restore("inline/bad", tmp_path / "out")
     assert not (tmp_path / "out").exists()
     answered, answers = threading.Event(), []
-    store.read_small_async(store.stat("inline/bad"), lambda content: (answers.append(content), answered.set()))
+    store.callbacks.read_small_async(store.stat("inline/bad"), lambda content: (answers.append(content), answered.set()))
     assert answered.wait(10) and answers == [None]
     with pytest.raises(CorruptionError):
         store.read(store.stat("inline/bad"), io.BytesIO())
@@ -123,7 +123,7 @@ def test_the_small_file_read_answers_from_the_head(inline_store) -> None:
     store = Store(inline_store)
     store.put(io.BytesIO(b"hello inline"), "inline/fast")
     answers: list = []
-    store.read_small_async(store.stat("inline/fast"), answers.append)
+    store.callbacks.read_small_async(store.stat("inline/fast"), answers.append)
     assert answers == [b"hello inline"]  # answered at once, on this thread
 
 

@@ -35,7 +35,7 @@ from .support import CASSTOR, flip_block, secret_file
 LEASE_REUSE_S = 3
 MB = 1_000_000
 # 0 and 1 byte, exactly the chunker's minimum (one block) and 1 MB are read whole and answered in one piece
-# (app.SMALL_BODY_BYTES); 3 MB and 50 MB are streamed both ways (50 MB: hundreds of blocks, 5-30 s: slow).
+# (streams.SMALL_BODY_BYTES); 3 MB and 50 MB are streamed both ways (50 MB: hundreds of blocks, 5-30 s: slow).
 SIZES = [0, 1, "chunk_min", MB, 3 * MB, pytest.param(50 * MB, marks=pytest.mark.slow)]
 
 

@@ -141,7 +141,7 @@ def test_a_frozen_node_is_503_then_served_again(node: LocalCluster, server: Serv
     """Injects: SIGSTOP of the node's JVM while the server is idle with a live lease (after two PUTs), then
     a small (inline, on the event loop) PUT, a large (worker thread) PUT and two GETs; then SIGCONT.
     Checks: each of the four is 503 with Retry-After, logged in one line, never 500 or a traceback, the
-    inline PUT within one request timeout (it waited two before the fix in ``App._put_inline``); once thawed
+    inline PUT within one request timeout (it waited two before the fix in ``Writes._put_inline``); once thawed
     the server stores and reads again unrestarted, and both files read whole as an old or new version."""
     first, second = _two_versions(server)
     pid = node.node(1).pid()

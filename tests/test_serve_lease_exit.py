@@ -55,12 +55,12 @@ def served(inline_store, monkeypatch) -> Iterator[tuple[tuple[str, int, int], _G
 
     monkeypatch.setattr(shared_lease, "WriterLease", SlowEnd)
     with Store.open() as store:
-        real_write = store.put_inline_async
+        real_write = store.callbacks.put_inline_async
 
         def held_write(*args: object) -> None:
             threading.Thread(target=lambda: gates.write.wait(HELD_S) and real_write(*args)).start()
 
-        monkeypatch.setattr(store, "put_inline_async", held_write)
+        monkeypatch.setattr(store.callbacks, "put_inline_async", held_write)
         leases = shared_lease.SharedLease(store.session, REUSE_S)
         handlers = Handlers(store, leases, Policy(), Metrics(), ContentCache(1 << 24, 1 << 20))
         sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]

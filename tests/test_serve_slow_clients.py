@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from casstor_ops.serve.app import WRITE_THREADS
+from casstor_ops.serve.writes import WRITE_THREADS
 
 from .serve_support import PartialPut, Server, timed_request
 

@@ -1,4 +1,4 @@
-"""``Store.read_small_async`` on the real node: the content of small versions, and ``None`` at any doubt.
+"""``Store.callbacks.read_small_async`` on the real node: the content of small versions, and ``None`` at any doubt.
 
 Each doubt is injected (a damaged block, a lost block, a lost block list, too many blocks); the test checks the
 fast path answers ``None`` and that ``Store.read``, the path the server falls back to, then raises the error
@@ -25,7 +25,7 @@ from .support import flip_block
 def _read_small(store: Store, head: FileInfo) -> bytes | None:
     """What ``read_small_async`` answers (within 10 s: it must answer once)."""
     answered, answers = threading.Event(), []
-    store.read_small_async(head, lambda content: (answers.append(content), answered.set()))
+    store.callbacks.read_small_async(head, lambda content: (answers.append(content), answered.set()))
     assert answered.wait(10)
     return answers[0]
 

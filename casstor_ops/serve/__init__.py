@@ -20,7 +20,9 @@ Vocabulary (besides the store's: block, head, lease, window):
   :mod:`.ranges`).
 * **status**: the HTTP status each store error becomes (:mod:`.status`).
 
-Modules: :mod:`.app` (the request handlers), :mod:`.server` (socket, uvicorn,
+Modules: :mod:`.app` (the request dispatcher), :mod:`.reads` (GET and HEAD),
+:mod:`.writes` (PUT and DELETE), :mod:`.bridge` (waiting for the store on the
+event loop), :mod:`.policy` (what requests are accepted), :mod:`.server` (socket, uvicorn,
 start and stop), :mod:`.auth` (the bearer token), :mod:`.process` (the server
 as a child process, for tests and benchmarks).
 

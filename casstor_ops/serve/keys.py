@@ -4,7 +4,7 @@ The raw path (ASGI ``raw_path``) is decoded here, once, so ``%2F`` is ``/``
 (the ID ``a/b``, as ``/a/b``), ``%20`` a space and ``%C3%A9`` an ``é``; no
 dot segment is resolved and nothing is joined to a directory: the key goes
 to the store as an ID and nowhere else. The store's own rules then apply
-(:func:`~casstor_ops.store.api.check_id`: a new ID has no empty, ``.`` or
+(:func:`~casstor_ops.store.ids.check_id`: a new ID has no empty, ``.`` or
 ``..`` segment and no control character).
 
 Example::

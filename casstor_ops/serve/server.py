@@ -41,13 +41,13 @@ from functools import partial
 import uvicorn
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.serve.app import SMALL_BODY_BYTES, Handlers, Policy, build_app
+from casstor_ops.serve.app import Handlers, Policy, build_app
 from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES, ContentCache
 from casstor_ops.serve.deadlines import HeaderDeadline
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.observe import observed
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S, SharedLease
-from casstor_ops.serve.streams import HEADER_TIMEOUT_S
+from casstor_ops.serve.streams import HEADER_TIMEOUT_S, SMALL_BODY_BYTES
 from casstor_ops.serve.workers import run_workers
 from casstor_ops.store.api import Store
 

@@ -127,3 +127,8 @@ def status_of(error: BaseException) -> Status:
     if isinstance(error, (DriverException, NoHostAvailable)):  # NoHostAvailable is no DriverException
         return Status(503, RETRY_AFTER_S, "unavailable")
     return Status(500)
+
+
+def one_line(error: BaseException) -> str:
+    """``str(error)`` on one line (a driver's message may span several): for a log line or a response body."""
+    return " ".join(str(error).split())

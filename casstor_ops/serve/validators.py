@@ -11,7 +11,7 @@ A PUT's or DELETE's ``If-Match`` and ``If-None-Match`` (:class:`WritePreconditio
 evaluated as RFC 9110 section 13.2.2 orders them: ``If-Match`` (strong
 comparison; ``*``: the file exists), else ``If-None-Match`` (weak
 comparison; ``*``: the file does not exist, a create-only PUT). The server
-checks a PUT's twice (:mod:`casstor_ops.serve.app`): before reading the body, and
+checks a PUT's twice (:mod:`casstor_ops.serve.writes`): before reading the body, and
 again just before the head write; a DELETE's once, under the key's lock.
 
 Example::

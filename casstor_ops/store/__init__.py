@@ -29,8 +29,9 @@ Vocabulary (used with one meaning everywhere in casstor):
 
 Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
 (the two pipelines; the store's parts are :mod:`.existence`, :mod:`.claims`,
-:mod:`.block_uploads` and :mod:`.commit`), :mod:`.small_read` (a small
-version's content read on the driver's callbacks), :mod:`.inline`, :mod:`.codec`, :mod:`.statements`
+:mod:`.block_uploads` and :mod:`.commit`), :mod:`.callbacks` (the
+facade's non-blocking calls, answered on the driver's thread; :mod:`.small_read` reads a small version so),
+:mod:`.ids` (which IDs can name a file), :mod:`.inline`, :mod:`.codec`, :mod:`.statements`
 (every prepared CQL statement), :mod:`.schema` (tables and recorded
 settings), and their helpers. Two rooms of their own: :mod:`.coordination`
 (leases, the reclaim window, clocks, the safety parameters: below the

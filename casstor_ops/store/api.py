@@ -11,6 +11,11 @@ Example::
 (``put``) or written (``restore``): ``tqdm.update`` fits (see
 :mod:`casstor_ops.store.progress`).
 
+Every call blocks its thread until the driver answered; ``store.callbacks``
+(:mod:`casstor_ops.store.callbacks`) has the calls that answer on the
+driver's thread instead (``casstor serve``'s). Which IDs can name a file:
+:func:`~casstor_ops.store.ids.check_id`.
+
 Writers (``put``, ``remove``) hold a :class:`~casstor_ops.store.coordination.leases.WriterLease`
 (or use the caller's, ``lease=held``; ``lease=False``: none), so they refuse
 to start inside a reclaim window (:class:`~casstor_ops.errors.MaintenanceError`),
@@ -32,20 +37,19 @@ import errno
 import os
 import stat
 import sys
-import unicodedata
 from collections.abc import Callable, Iterator
-from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
 from cassandra.cluster import Session
 
-from casstor_ops.store import catalog, inline
+from casstor_ops.store import catalog
 from casstor_ops.cluster.connection import Endpoint, connect
-from casstor_ops.errors import EXIT_USAGE, CasstorError
+from casstor_ops.errors import CasstorError
+from casstor_ops.store.callbacks import StoreCallbacks
 from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.commit import commit_inline_async
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
+from casstor_ops.store.ids import check_id
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.progress import ProgressCallback
@@ -53,60 +57,12 @@ from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult, S
 from casstor_ops.store.restore import Restore
 from casstor_ops.store.trees.destinations import restore_to_path
 from casstor_ops.store.schema import StoreSettings, require_settings
-from casstor_ops.store.small_read import Answer, SmallRead
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import Upload
 
 __all__ = ["Store", "StoreResult", "RestoreResult", "FileInfo", "FileAttributes", "StoreStats"]
 
 Source = str | os.PathLike | BinaryIO
-
-# S3's limit for a new key; Cassandra refuses a partition key over 64 KiB only when the row is written (a 503 that a
-# client retries for ever, leaving blocks behind each time), so the store refuses far below it, up front. An ID
-# stored before the rule keeps being readable; one over Cassandra's limit can name nothing.
-MAX_ID_BYTES = 1024
-CASSANDRA_KEY_BYTES = 65535
-
-def check_id(file_id: str, storing: bool = False) -> str:
-    """``file_id`` if it can name a file; ``storing`` adds the rules for a new ID.
-
-    Every ID must be a non-empty string without NUL, of at most
-    Cassandra's 65,535 key bytes in UTF-8. A new ID (``put``) must be at
-    most ``MAX_ID_BYTES`` (1,024) bytes, and restorable to one path of its own: no empty, ``.`` or
-    ``..`` segment between slashes (``a//b``, ``a/./b``, ``a/b/`` and
-    ``/a/b`` would all land on ``a/b``, ``a/../b`` on ``b``), no control character
-    (a newline would split every one-line listing and message) and no lone
-    surrogate (not encodable as UTF-8). IDs stored before these rules stay
-    readable and removable. Raises CasstorError (exit 2, one line).
-
-    Example::
-
-        >>> check_id("photos/2024/a.jpg", storing=True)
-        'photos/2024/a.jpg'
-        >>> check_id("photos//a.jpg", storing=True)          # doctest: +SKIP
-        CasstorError: file ID 'photos//a.jpg': empty, '.' and '..' path segments are refused ...
-    """
-    if not isinstance(file_id, str) or not file_id:
-        raise CasstorError("a file ID must be a non-empty string", EXIT_USAGE)
-    if "\x00" in file_id:
-        raise CasstorError(f"file ID {file_id!r} contains a NUL character", EXIT_USAGE)
-    size = len(file_id.encode("utf-8", "surrogatepass"))
-    most = MAX_ID_BYTES if storing else CASSANDRA_KEY_BYTES
-    if size > most:
-        raise CasstorError(f"file ID {file_id[:40]!r}... is {size} bytes long in UTF-8: at most {most} "
-                           f"are allowed", EXIT_USAGE)
-    if not storing:
-        return file_id
-    if any(segment in ("", ".", "..") for segment in file_id.split("/")):
-        raise CasstorError(f"file ID {file_id!r}: empty, '.' and '..' path segments are refused (a leading, "
-                           f"trailing or doubled '/' makes an empty one): they restore to the same path as "
-                           f"another ID", EXIT_USAGE)
-    bad = next((ch for ch in file_id if unicodedata.category(ch) in ("Cc", "Cs")), None)
-    if bad is not None:
-        what = "a lone surrogate (not valid UTF-8)" if unicodedata.category(bad) == "Cs" else "a control character"
-        raise CasstorError(f"file ID {file_id!r} contains {what} {bad!r}", EXIT_USAGE)
-    return file_id
-
 
 _NOT_REGULAR = [(stat.S_ISDIR, "is a directory (store files one by one)"), (stat.S_ISFIFO, "is a FIFO"),
                 (stat.S_ISSOCK, "is a socket"), (stat.S_ISCHR, "is a character device"),
@@ -194,10 +150,11 @@ class Store:
         self.session = session
         self.settings = settings or require_settings(session)  # given: read by another Store on this session
         self._st = Statements.for_session(session)
-        self._codec = BlockCodec.parse(self.settings.compression)
         self._owns_cluster = False
         self._upload_options = {"max_requests": max_requests} if max_requests else {}
         self._restore_options = {"concurrency": read_concurrency} if read_concurrency else {}
+        # The non-blocking calls (casstor serve's), on this store's session and statements.
+        self.callbacks = StoreCallbacks(session, self.settings, self._st, BlockCodec.parse(self.settings.compression))
 
     @classmethod
     def open(cls, endpoint: Endpoint | None = None, **options) -> "Store":
@@ -261,30 +218,6 @@ class Store:
                 raise CasstorError(f"cannot read {getattr(reader, 'name', 'the source')!r}: "
                                    f"{err.strerror or err}") from None
 
-    def keeps_inline(self, size: int) -> bool:
-        """Whether this store keeps a file of ``size`` bytes inline, in its head row (:mod:`casstor_ops.store.inline`)."""
-        return inline.fits(self.settings, size)
-
-    def put_inline_async(self, data: bytes, file_id: str, lease: WriterLease,
-                         done: Callable[[StoreResult | None, Exception | None], None]) -> None:
-        """Store ``data``, which this store keeps inline (:meth:`keeps_inline`), under ``file_id`` without
-        waiting: one head write. ``done(result, None)`` or ``done(None, error)`` is called once, on the driver's
-        thread (it must not block).
-
-        Example::
-
-            >>> store.put_inline_async(b"hello", "a.txt", lease, print)   # doctest: +SKIP
-
-        Raises at once a bad ID, ``data`` this store does not keep inline
-        (ValueError), or a lapsed ``lease`` (LeaseLapsedError). A write that
-        fails or times out is not retried (:func:`~casstor_ops.store.commit.commit_inline_async`):
-        the previous version stays, or this one is whole; :meth:`put` retries.
-        """
-        check_id(file_id, storing=True)
-        if not self.keeps_inline(len(data)):
-            raise ValueError(f"{len(data)} bytes: this store keeps 1 to {self.settings.inline_max} bytes inline")
-        commit_inline_async(self.session, self._st, file_id, data, self._codec, lease.fence, done)
-
     def restore(self, file_id: str, dest: str | os.PathLike | BinaryIO, force: bool = False,
                 progress: ProgressCallback | None = None, head: FileInfo | None = None) -> RestoreResult:
         """Write the committed version of ``file_id`` to a path (atomically, with its recorded mode and mtime)
@@ -320,36 +253,6 @@ class Store:
 
     def stat(self, file_id: str) -> FileInfo:
         return catalog.head(self.session, self._st, check_id(file_id))
-
-    def stat_async(self, file_id: str, done: Callable[[FileInfo | None, Exception | None], None]) -> None:
-        """:meth:`stat` without waiting: ``done(head, None)`` or ``done(None, error)`` is called once, on the
-        driver's thread (it must not block), e.g. to resolve an asyncio future with ``call_soon_threadsafe``.
-
-        Raises at once what :meth:`stat` raises before reading (a bad ID).
-        """
-        def answered(rows: list) -> None:
-            try:
-                head = catalog.head_of(file_id, rows[0] if rows else None)
-            except Exception as err:
-                done(None, err)
-                return
-            done(head, None)
-
-        future = self.session.execute_async(self._st.head, (check_id(file_id),), execution_profile=self._st.named_rows)
-        future.add_callbacks(answered, partial(done, None))
-
-    def read_small_async(self, head: FileInfo, done: Answer) -> None:
-        """The content of the small version ``head`` names (from :meth:`stat`), read without waiting:
-        ``done(content)`` once every block and the file hash checked out, or ``done(None)`` at the first doubt
-        (anything missing, damaged or failed, or more than ``MAX_BLOCKS`` blocks); then read it with :meth:`read`,
-        which tells a change from corruption. ``done`` is called once, on the driver's thread: it must not block
-        (:mod:`casstor_ops.store.small_read`).
-
-        Example::
-
-            >>> store.read_small_async(store.stat("a.txt"), print)   # doctest: +SKIP
-        """
-        SmallRead(self.session, self._st, head, done).start()
 
     def stats(self) -> StoreStats:
         return catalog.stats(self.session, self._st)

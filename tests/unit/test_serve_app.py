@@ -28,6 +28,7 @@ class _FailingStore:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+        self.callbacks = self  # its non-blocking calls fail the same way
 
     def stat(self, file_id: str):
         raise self.error

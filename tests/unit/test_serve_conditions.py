@@ -181,10 +181,10 @@ def test_a_delete_never_lands_between_a_puts_check_and_its_head_write() -> None:
     store, leases = _PausingStore(), SharedLease(session=None)  # no lease is taken: the store calls are direct
     handlers = Handlers(store, leases, Policy(), Metrics(), ContentCache(0, 0))
     try:
-        put = threading.Thread(target=handlers._put_body, args=(None, "k", None, None))
+        put = threading.Thread(target=handlers.writes._put_body, args=(None, "k", None, None))
         put.start()
         assert store.checked.wait(10)
-        delete = threading.Thread(target=handlers._remove, args=("k", None, None))
+        delete = threading.Thread(target=handlers.writes._remove, args=("k", None, None))
         delete.start()
         time.sleep(0.2)  # time for the DELETE to run ahead if nothing holds it
         store.go_on.set()
@@ -193,7 +193,7 @@ def test_a_delete_never_lands_between_a_puts_check_and_its_head_write() -> None:
         handlers.close()
         leases.close()
     assert store.events == ["PUT writes the head", "DELETE removes the file"]
-    assert len(handlers.head_locks) == 0
+    assert len(handlers.writes.head_locks) == 0
 
 
 def _read_all(chunks: list[bytes], limit: int | None) -> bytes:

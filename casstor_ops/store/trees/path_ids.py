@@ -2,7 +2,7 @@
 
 A POSIX file name is bytes; an ID is CQL ``text``, which cannot hold the
 lone surrogates (U+DC80..U+DCFF) Python decodes undecodable bytes to
-(``surrogateescape``), and :func:`~casstor_ops.store.api.check_id`
+(``surrogateescape``), and :func:`~casstor_ops.store.ids.check_id`
 refuses them. A bulk ingest therefore names a path by :func:`path_to_id`
 and a bulk restore writes an ID to :func:`id_to_path`:
 
