@@ -13,6 +13,9 @@ Exit status: 0 done (or nothing to do), 3 referenced blocks are missing
 ``--online`` refused because a node's clock may differ from this host's by
 more than the protocol's bound.
 
+The same job with the same flags and exit statuses, in-process on a local master
+(or ``--master URL``): ``casstor reclaim`` (:mod:`casstor_ops.cli.cmd_maintenance`).
+
 Example::
 
     $ .venv/bin/spark-submit jobs/reclaim.py --dry-run
@@ -23,37 +26,15 @@ from __future__ import annotations
 
 import argparse
 
-from casstor_ops.cluster.connection import connect
-from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cli.cmd_maintenance import RECLAIM
 from casstor_ops.spark.job_runner import run_job
-from casstor_ops.store.coordination.reclaim_window import clear_window
-from casstor_ops.ops.reclaim import reclaim
+
+main = RECLAIM.main
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="jobs/reclaim.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dry-run", action="store_true", help="print the plan, delete nothing, take no window")
-    parser.add_argument("--online", action="store_true", help="no write window: stores keep running")
-    parser.add_argument("--force", action="store_true", help="delete even though referenced blocks are missing")
-    parser.add_argument("--clear-window", action="store_true",
-                        help="clear the window a crashed reclaim left open, and exit")
-    parser.add_argument("--scan-blocks", action="store_true",
-                        help="also find block content without an index row (reads the blob table)")
-    return parser
-
-
-def main(args: argparse.Namespace, spark) -> int:
-    session = connect(start=False)
-    try:
-        if args.clear_window:
-            cleared = clear_window(session)
-            print(f"cleared the {cleared.describe()}" if cleared else "no reclaim window was open")
-            return 0
-        return reclaim(spark, session, online=args.online, dry_run=args.dry_run, force=args.force,
-                       scan_blocks=args.scan_blocks).exit_code
-    finally:
-        session.cluster.shutdown()
+    return RECLAIM.script_parser(__doc__)
 
 
 if __name__ == "__main__":
-    run_job(main, build_parser(), app_name="casstor-reclaim")
+    run_job(main, build_parser(), app_name=RECLAIM.app_name)

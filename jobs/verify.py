@@ -9,6 +9,9 @@ Exit status: 0 clean (or only index problems, all repaired), 3 corruption
 (corrupt or missing blocks, broken block lists, damaged inline files) or index rows left wrong,
 5 ``--repair-index`` during a reclaim window, 1 other errors.
 
+The same job with the same flags and exit statuses, in-process on a local master
+(or ``--master URL``): ``casstor verify`` (:mod:`casstor_ops.cli.cmd_maintenance`).
+
 Example::
 
     $ .venv/bin/spark-submit jobs/verify.py
@@ -18,33 +21,16 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
-from casstor_ops.errors import CasstorError
-from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cli.cmd_maintenance import VERIFY
 from casstor_ops.spark.job_runner import run_job
-from casstor_ops.ops.verify import verify
+
+main = VERIFY.main
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="jobs/verify.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repair-index", action="store_true",
-                        help="insert, rewrite or delete the index rows that differ from the blocks")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
-    return parser
-
-
-def main(args: argparse.Namespace, spark) -> int:
-    report = verify(spark, repair_index=args.repair_index)
-    print(report.table())
-    if args.json:
-        try:
-            args.json.write_text(json.dumps(report.as_dict(), indent=2))
-        except OSError as err:
-            raise CasstorError(f"cannot write {str(args.json)!r}: {err.strerror or err}") from None
-    return report.exit_code
+    return VERIFY.script_parser(__doc__)
 
 
 if __name__ == "__main__":
-    run_job(main, build_parser(), app_name="casstor-verify")
+    run_job(main, build_parser(), app_name=VERIFY.app_name)

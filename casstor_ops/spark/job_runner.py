@@ -7,6 +7,8 @@ Python traceback, and always stops its SparkSession. A Spark job that failed
 because the executors' Python cannot run casstor
 (:mod:`casstor_ops.spark.executor_setup`), or on a Cassandra request of the
 connector (:mod:`casstor_ops.spark.connector_errors`), is one line too.
+``casstor reclaim``, ``verify`` and ``report`` run the same job functions in
+their own process with :func:`run_in_session`.
 
 Example (``jobs/dedup_stats.py``)::
 
@@ -48,6 +50,25 @@ def explained() -> Iterator[None]:
         raise explanation from None
 
 
+def run_in_session(main: Callable[[argparse.Namespace, "SparkSession"], int], args: argparse.Namespace,
+                   app_name: str, master: str | None = None) -> int:
+    """Build the SparkSession, run ``main`` on it and stop it; ``main``'s exit status.
+
+    ``master`` None keeps the one Spark was given (:func:`~casstor_ops.spark.session.spark_session`).
+    A ``Py4JJavaError`` that has an explanation is raised as that one-line :class:`~casstor_ops.errors.CasstorError`.
+    """
+    from casstor_ops.spark.session import spark_session
+
+    spark = None
+    try:
+        spark = spark_session(app_name, master)
+        with explained():
+            return main(args, spark)
+    finally:
+        if spark is not None:
+            spark.stop()
+
+
 def run_job(main: Callable[[argparse.Namespace, "SparkSession"], int],
             parser: argparse.ArgumentParser, app_name: str, argv: list[str] | None = None) -> NoReturn:
     """Parse the arguments, then build the SparkSession, run ``main`` and exit with its status.
@@ -57,19 +78,4 @@ def run_job(main: Callable[[argparse.Namespace, "SparkSession"], int],
     of ``main`` are reported by :func:`~casstor_ops.errors.run_reporting_errors`.
     """
     args = parser.parse_args(argv)
-    spark = None
-
-    def job() -> int:
-        nonlocal spark
-        from casstor_ops.spark.session import spark_session
-
-        spark = spark_session(app_name)
-        with explained():
-            return main(args, spark)
-
-    try:
-        code = run_reporting_errors(job)
-    finally:
-        if spark is not None:
-            spark.stop()
-    sys.exit(code)
+    sys.exit(run_reporting_errors(lambda: run_in_session(main, args, app_name)))
