@@ -50,7 +50,6 @@ Example::
 
 from __future__ import annotations
 
-import os
 import time
 from array import array
 from collections import OrderedDict
