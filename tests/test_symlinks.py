@@ -21,7 +21,7 @@ from casstor_ops.spark.bulk_tasks import run_bulk
 from casstor_ops.store.api import Store
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.trees.source_listing import SYMLINK_NOT_FOLLOWED, list_source
-from casstor_ops.store.trees.tree_files import store_unless_unchanged
+from casstor_ops.store.bulk.tree_files import store_unless_unchanged
 
 from .support import run_casstor, write_tree
 

@@ -1,5 +1,5 @@
 """``casstor store | restore | rm | ls | stat | stats``: thin commands over :class:`~casstor_ops.store.api.Store`
-and, for whole trees, :mod:`casstor_ops.store.trees.tree`.
+and, for whole trees, :mod:`casstor_ops.store.bulk.tree`.
 
 Example::
 
@@ -22,7 +22,7 @@ from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.progress import progress_bar
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.api import Store
-from casstor_ops.store.trees.tree import TREE_WORKERS, TreeReport, restore_tree, store_tree
+from casstor_ops.store.bulk.tree import TREE_WORKERS, TreeReport, restore_tree, store_tree
 
 
 def _print_json(value: object) -> None:

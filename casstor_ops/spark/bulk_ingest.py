@@ -7,7 +7,7 @@ into tasks; each task holds one :class:`~casstor_ops.store.coordination.leases.W
 stores its files with ``Store.put(..., lease=lease)``, so each head write is fenced by that lease.
 
 * **Resumable, idempotent**: a file already committed unchanged is
-  ``skipped`` (the rule of :func:`~casstor_ops.store.trees.tree_files.store_unless_unchanged`,
+  ``skipped`` (the rule of :func:`~casstor_ops.store.bulk.tree_files.store_unless_unchanged`,
   which ``casstor store DIR PREFIX`` follows too). Chunking and hashing run
   at ~0.6 GB/s a core, faster than storing (an existence check per block)
   and write nothing.
@@ -55,7 +55,7 @@ from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.trees.locations import is_url, resolve
 from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.trees.source_listing import SourceFile, list_source
-from casstor_ops.store.trees.tree_files import check_prefix, store_unless_unchanged
+from casstor_ops.store.bulk.tree_files import check_prefix, store_unless_unchanged
 
 INGEST_SCHEMA = result_schema(T.StructField("new_blocks", T.LongType(), False),
                               T.StructField("new_bytes", T.LongType(), False),

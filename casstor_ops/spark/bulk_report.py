@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.trees.tree_files import (CORRUPT, FAILED, INGEST_STATUSES, NEW_COUNTS, RESTORE_STATUSES, SKIPPED,
+from casstor_ops.store.bulk.tree_files import (CORRUPT, FAILED, INGEST_STATUSES, NEW_COUNTS, RESTORE_STATUSES, SKIPPED,
                                           VANISHED, exit_status, summary_line)
 
 MAX_ERRORS_SHOWN = 20
@@ -39,7 +39,7 @@ MAX_ERRORS_SHOWN = 20
 
 def totals(results: DataFrame) -> dict[str, Any]:
     """Files and bytes, the count of each status (zeros included) and, for an ingest, the new blocks and bytes
-    (:data:`~casstor_ops.store.trees.tree_files.NEW_COUNTS`)."""
+    (:data:`~casstor_ops.store.bulk.tree_files.NEW_COUNTS`)."""
     ingest = "new_blocks" in results.columns
     sums = [F.sum(c).alias(c) for c in ("bytes", *NEW_COUNTS) if c in results.columns]
     by_status = {r.status: r.asDict() for r in results.groupBy("status").agg(F.count("*").alias("files"), *sums)

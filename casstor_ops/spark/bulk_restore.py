@@ -43,7 +43,7 @@ from casstor_ops.spark.bulk_tasks import BulkJob, driver_store, result_schema, r
 from casstor_ops.spark.job_progress import JobProgress
 from casstor_ops.store.api import Store
 from casstor_ops.store.trees.locations import Location, is_url, make_directory, resolve
-from casstor_ops.store.trees.tree_files import files_to_restore, restore_below
+from casstor_ops.store.bulk.tree_files import files_to_restore, restore_below
 
 RESTORE_SCHEMA = result_schema()
 

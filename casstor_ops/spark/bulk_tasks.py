@@ -31,7 +31,7 @@ Example (what :func:`casstor_ops.spark.bulk_restore.restore_many` does)::
     >>> run_bulk(spark, job, [("a/x.bin", 1200), ("a/y.bin", 80)], endpoint)                  # doctest: +SKIP
     DataFrame[id: string, path: string, bytes: bigint, blocks: bigint, seconds: double, status: string, error: string]
 
-Failures: an item's own failure (:data:`~casstor_ops.store.trees.tree_files.FILE_ERRORS`: it vanished, cannot
+Failures: an item's own failure (:data:`~casstor_ops.store.bulk.tree_files.FILE_ERRORS`: it vanished, cannot
 be read or written, the store refused it, or a Cassandra request failed
 after the store's own retries, e.g. ``NoHostAvailable``,
 ``ConnectionException``, ``ConnectionBusy``, ``OperationTimedOut``) never
@@ -68,7 +68,7 @@ from casstor_ops.errors import EXIT_UNREACHABLE, CasstorError
 from casstor_ops.spark.executor_store import store_for
 from casstor_ops.spark.job_progress import JobProgress, ProgressMonitor
 from casstor_ops.store.api import Store
-from casstor_ops.store.trees.tree_files import FAILED, FILE_ERRORS, failure_status, one_line, outage
+from casstor_ops.store.bulk.tree_files import FAILED, FILE_ERRORS, failure_status, one_line, outage
 
 TASKS_PER_CORE = 2
 

@@ -24,8 +24,8 @@ Vocabulary (used with one meaning everywhere in casstor):
   the plaintext's (:mod:`.codec`). *Logical* bytes are files' sizes,
   *unique* bytes their blocks once each, *stored* bytes those blocks as kept.
 * **tree**: the files below a directory, or under an ID *prefix* ending in
-  ``/``, stored or restored with one command (:mod:`.trees`, which defines
-  where files come from and go to).
+  ``/``, stored or restored with one command (:mod:`.bulk`; where its files
+  come from and go to is :mod:`.trees`).
 
 Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
 (the two pipelines; the store's parts are :mod:`.existence`, :mod:`.claims`,
@@ -33,10 +33,10 @@ Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
 facade's non-blocking calls, answered on the driver's thread; :mod:`.small_read` reads a small version so),
 :mod:`.ids` (which IDs can name a file), :mod:`.inline`, :mod:`.codec`, :mod:`.statements`
 (every prepared CQL statement), :mod:`.schema` (tables and recorded
-settings), and their helpers. Two rooms of their own: :mod:`.coordination`
-(leases, the reclaim window, clocks, the safety parameters: below the
-engine) and :mod:`.trees` (listings, path IDs, URLs and path destinations
-below the engine; the tree runners above its ``Store`` facade).
+settings), and their helpers. Three rooms of their own: :mod:`.coordination`
+(leases, the reclaim window, clocks, the safety parameters) and
+:mod:`.trees` (listings, path IDs, URLs, path destinations) below the
+engine, :mod:`.bulk` (whole trees through the ``Store`` facade) above it.
 Lower layer: :mod:`casstor_ops.cluster` (connections); nothing here imports
 Spark, the lab or the CLI.
 

@@ -12,9 +12,9 @@ from pyspark.sql import types as T
 
 from casstor_ops.cluster.connection import Endpoint
 from casstor_ops.errors import EXIT_UNREACHABLE, EXIT_USAGE, CasstorError
-from casstor_ops.store.trees.tree_files import check_prefix
+from casstor_ops.store.bulk.tree_files import check_prefix
 from casstor_ops.spark.bulk_tasks import BulkJob, result_row, result_schema
-from casstor_ops.store.trees.tree_files import outage
+from casstor_ops.store.bulk.tree_files import outage
 
 ENDPOINT = Endpoint(("127.0.0.1",), 19042, False)
 REFUSED = NoHostAvailable("Unable to connect to any servers",

@@ -69,11 +69,10 @@ def test_no_import_cycles() -> None:
         visit(module, ())
 
 
-# Inside the store: coordination/ and the file side of trees/ lie below the engine, the tree runners above its
-# Store facade (casstor_ops/store/coordination/__init__.py and trees/__init__.py say why).
+# Inside the store: coordination/ and trees/ lie below the engine, bulk/ (the tree runners) above its Store facade
+# (the __init__.py of each says why).
 STORE = "casstor_ops.store"
 STORE_BASE = {f"{STORE}.statements", f"{STORE}.keyspaces", f"{STORE}.records"}
-TREE_RUNNERS = {f"{STORE}.trees.tree", f"{STORE}.trees.tree_files"}
 
 
 def _store_imports(prefix: str) -> dict[str, set[str]]:
@@ -87,13 +86,13 @@ def test_coordination_imports_only_the_store_base_and_itself() -> None:
     assert wrong == []
 
 
-def test_the_file_side_of_trees_imports_no_engine_module() -> None:
-    file_side = {m: t for m, t in _store_imports(f"{STORE}.trees").items() if m not in TREE_RUNNERS}
-    wrong = sorted((m, t) for m, targets in file_side.items() for t in targets
+def test_trees_import_no_engine_module() -> None:
+    trees = _store_imports(f"{STORE}.trees")
+    wrong = sorted((m, t) for m, targets in trees.items() for t in targets
                    if t not in STORE_BASE and not t.startswith(f"{STORE}.trees."))
-    assert wrong == [] and file_side
+    assert wrong == [] and trees
 
 
-def test_the_engine_never_imports_a_tree_runner() -> None:
-    engine = {m: t for m, t in _store_imports(STORE).items() if not m.startswith((f"{STORE}.trees.",))}
-    assert sorted((m, t) for m, targets in engine.items() for t in targets if t in TREE_RUNNERS) == []
+def test_nothing_in_the_store_imports_bulk_but_bulk() -> None:
+    below = {m: t for m, t in _store_imports(STORE).items() if not m.startswith(f"{STORE}.bulk.")}
+    assert sorted((m, t) for m, targets in below.items() for t in targets if t.startswith(f"{STORE}.bulk.")) == []

@@ -2,7 +2,7 @@
 
 The per-file work of every whole-tree command, whichever runner drives it:
 ``casstor store DIR PREFIX`` / ``casstor restore PREFIX DIR`` in one
-process (:mod:`casstor_ops.store.trees.tree`) and the Spark jobs
+process (:mod:`casstor_ops.store.bulk.tree`) and the Spark jobs
 (:mod:`casstor_ops.spark.bulk_ingest`, :mod:`casstor_ops.spark.bulk_restore`).
 Each fills a *result row* (a dict: ``bytes``, ``blocks``, ``new_blocks``,
 ``new_bytes``, ``new_stored_bytes``, ``status``) and raises for a file

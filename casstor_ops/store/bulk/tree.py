@@ -9,7 +9,7 @@ by threads sharing one :class:`~casstor_ops.store.api.Store` and one
 not per file; it fences every head write), each file skipped when it is
 committed unchanged; or every file under a prefix restored below a
 directory. The per-file work is the Spark jobs' own
-(:mod:`casstor_ops.store.trees.tree_files`); only the runner differs. The
+(:mod:`casstor_ops.store.bulk.tree_files`); only the runner differs. The
 workers share one connection, so they share one request budget: each gets
 1/``workers`` of a lone store's requests in flight (:func:`_sharing`; 4
 stores of 32 each overloaded the connection and failed files). Memory is
@@ -51,7 +51,7 @@ from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.restore import READ_CONCURRENCY
 from casstor_ops.store.trees.source_listing import list_source
-from casstor_ops.store.trees.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
+from casstor_ops.store.bulk.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
                                           RESTORE_STATUSES, SKIPPED, check_prefix, exit_status, failure_status,
                                           files_to_restore, one_line, outage, restore_below, store_unless_unchanged,
                                           summary_line)
@@ -91,7 +91,7 @@ class TreeReport:
         return sorted((row for row in self.rows if row["status"] == SKIPPED and row["error"]), key=lambda r: r["id"])
 
     def summary(self) -> str:
-        """The Spark jobs' summary line (:func:`~casstor_ops.store.trees.tree_files.summary_line`) and the wall time."""
+        """The Spark jobs' summary line (:func:`~casstor_ops.store.bulk.tree_files.summary_line`) and the wall time."""
         return f"{summary_line(self.what, self.totals())} in {self.seconds:.1f} s"
 
 

@@ -1,0 +1,23 @@
+"""Whole trees through the ``Store`` facade: one file's work, and the one-process runner.
+
+Vocabulary:
+
+* **tree**: the files below a directory (or a URL), or under an ID *prefix*
+  ending in ``/``, stored or restored with one command.
+* **item**: one file of a tree, stored unless it is committed *unchanged*
+  (size, mode, mtime, content hash), or restored below a directory
+  (:mod:`.tree_files`); its *row* is what the report says of it.
+* **runner**: what drives the items: :mod:`.tree` in one process
+  (``casstor store DIR PREFIX``, ``casstor restore PREFIX/ DIR``), or Spark's
+  executors (:mod:`casstor_ops.spark.bulk_tasks`), which call the same
+  :mod:`.tree_files`.
+
+Layering: above the engine's facade (:mod:`casstor_ops.store.api`) and the
+file side (:mod:`casstor_ops.store.trees`); nothing in the engine imports it
+(``tests/unit/test_layering.py``).
+
+Example::
+
+    >>> from casstor_ops.store.bulk.tree import store_tree      # doctest: +SKIP
+    >>> store_tree(Store(), "photos/", "photos/").failed          # doctest: +SKIP
+"""
