@@ -37,6 +37,7 @@ bench: setup
 	@$(PY) -m bench.key_format
 	@$(PY) -m bench.serve
 	@$(PY) -m bench.compression
+	@$(PY) -m bench.small_files
 	@$(PY) -m bench.codec_levels
 	@$(PY) -m bench.chunk_sizes
 	@$(PY) -m bench.cluster_scaling

@@ -10,6 +10,9 @@
   no Cassandra: the CPU floor of a duplicate store;
 * :data:`MB` (10^6 bytes, the unit of every MB/s) and :data:`MIB`;
 * :func:`live_bytes`: the bytes on disk of a keyspace (or some of its tables) on the local nodes, after a flush;
+* :class:`ClientRequests`: the client requests the nodes have served so far (every CQL message);
+* :func:`same_tree`: a restored directory holds exactly its source's files, byte for byte;
+* :func:`own_node`: point the bench and the ``casstor`` commands it runs at a throw-away node;
 * :func:`publish`: print the report, write the results as JSON.
 
 Example::
@@ -23,13 +26,16 @@ Failures: an unreachable cluster raises
 :class:`~casstor_ops.errors.CasstorError` from :func:`bench_session` (a
 node it started is stopped again); :func:`wait_for_quiet_nodes` gives up
 silently after its timeout (a busy node only slows the measurement);
-:func:`publish` raises ``OSError`` if the JSON cannot be written.
+:func:`same_tree` raises :class:`~casstor_ops.errors.CasstorError` naming
+the first file that is missing, extra or different; :func:`publish` raises ``OSError`` if the JSON cannot be written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import filecmp
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,6 +44,7 @@ from cassandra.cluster import Session
 
 from casstor_ops.cluster.connection import Endpoint, connect, endpoint_from_env
 from casstor_ops.cluster.launcher import LocalCluster
+from casstor_ops.errors import CasstorError
 from casstor_ops.store.chunking import chunks
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.schema import StoreSettings, init_store, read_settings
@@ -125,6 +132,59 @@ def live_bytes(cluster: LocalCluster, keyspace: str, *tables: str) -> int:
                                    node=status.index)
             total += sum(int(line.split(":")[1]) for line in out.splitlines() if "Space used (live)" in line)
     return total
+
+
+class ClientRequests:
+    """Counts the client requests every up node has completed since it started: the native transport's completed
+    tasks (``system_views.thread_pools``), one per CQL message (queries, batches, prepares, a connection's
+    start-up). A count includes the count before it, not itself.
+
+    Example::
+
+        >>> count = ClientRequests(session)   # doctest: +SKIP
+        >>> before = count()                  # doctest: +SKIP
+        >>> count() - before - 1              # doctest: +SKIP
+        0
+    """
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._tasks = session.prepare("SELECT completed_tasks FROM system_views.thread_pools WHERE name = ?")
+
+    def __call__(self) -> int:
+        hosts = [h for h in self._session.cluster.metadata.all_hosts() if h.is_up]
+        return sum(self._session.execute(self._tasks, ("Native-Transport-Requests",), host=host).one()[0]
+                   for host in hosts)  # virtual tables are per node
+
+
+def _files_below(root: Path) -> set[Path]:
+    return {p.relative_to(root) for p in root.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def same_tree(source: Path, restored: Path, who: str) -> None:
+    """Raise unless ``restored`` holds exactly the files below ``source``, each with its bytes.
+
+    Example::
+
+        >>> same_tree(Path("corpus"), Path("out"), "borg")   # doctest: +SKIP
+        Traceback (most recent call last):
+        CasstorError: borg restored numpy/version.py with different bytes
+    """
+    wanted, found = _files_below(source), _files_below(restored) if restored.is_dir() else set()
+    for name, problem in ((wanted - found, "did not restore"), (found - wanted, "restored an extra file")):
+        if name:
+            raise CasstorError(f"{who} {problem} {min(name)} (of {len(wanted)} files)")
+    for name in sorted(wanted):
+        if not filecmp.cmp(source / name, restored / name, shallow=False):
+            raise CasstorError(f"{who} restored {name} with different bytes")
+
+
+def own_node(home: Path, port_base: int) -> None:
+    """Point this process (and the casstor commands it runs) at a throw-away embedded node: ``home`` as
+    ``CASSTOR_HOME``, CQL, storage and JMX on ``port_base`` + 0, 1, 2."""
+    os.environ.pop("CASSTOR_NODES", None)
+    os.environ.update(CASSTOR_HOME=str(home), CASSTOR_CQL_PORT=str(port_base),
+                      CASSTOR_STORAGE_PORT=str(port_base + 1), CASSTOR_JMX_PORT=str(port_base + 2))
 
 
 def publish(results: dict, report: str, path: Path) -> int:

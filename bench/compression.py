@@ -62,7 +62,7 @@ from casstor_ops.store.codec import DEFAULT_COMPRESSION, BlockCodec
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import set_compression
 
-from bench.common import MB, bench_session, live_bytes, publish, wait_for_quiet_nodes
+from bench.common import MB, bench_session, live_bytes, own_node, publish, wait_for_quiet_nodes
 from bench.cpu import CpuMeter
 from bench.restic import ResticRepo
 from bench.source_corpus import release_tars
@@ -74,7 +74,8 @@ TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_cl
 SPEEDS = ("store", "restore", "tree_store", "tree_restore")
 
 
-def _loop(commands: list[list[str]]) -> None:
+def run_commands(commands: list[list[str]]) -> None:
+    """Run each command in turn; the first that fails raises :class:`CasstorError` with its last output."""
     for command in commands:
         proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -105,7 +106,8 @@ class _Run:
                  f"client {best[1]['client_ms_per_mb']:.1f} ms/MB, node {best[1]['node_ms_per_mb']:.1f} ms/MB")
 
 
-def _empty_store(session) -> None:
+def empty_store(session) -> None:
+    """Truncate every table of the store but its settings."""
     for keyspace, table in TABLES:
         session.execute(f"TRUNCATE {keyspace}.{table}")
 
@@ -115,17 +117,17 @@ def _casstor(run: _Run, corpus: str, files: list[Path], work: Path, mode: str) -
     ids = [f"{corpus}/{f.name}" for f in files]
     set_compression(run.session, mode)
     tree_out = work / f"tree-restore-{corpus}-{mode}"
-    run.measure(f"{corpus}_{mode}_tree_store", nbytes, lambda: _empty_store(run.session),
-                lambda: _loop([[CASSTOR, "store", str(files[0].parent), f"tree-{corpus}/", "--quiet"]]))
+    run.measure(f"{corpus}_{mode}_tree_store", nbytes, lambda: empty_store(run.session),
+                lambda: run_commands([[CASSTOR, "store", str(files[0].parent), f"tree-{corpus}/", "--quiet"]]))
     run.measure(f"{corpus}_{mode}_tree_restore", nbytes, lambda: shutil.rmtree(tree_out, True),
-                lambda: _loop([[CASSTOR, "restore", f"tree-{corpus}/", str(tree_out), "--quiet"]]))
+                lambda: run_commands([[CASSTOR, "restore", f"tree-{corpus}/", str(tree_out), "--quiet"]]))
     _check_restored(files, tree_out, f"casstor ({mode}, tree)")
-    run.measure(f"{corpus}_{mode}_store", nbytes, lambda: _empty_store(run.session),
-                lambda: _loop([[CASSTOR, "store", str(f), i, "--quiet"] for f, i in zip(files, ids)]))
+    run.measure(f"{corpus}_{mode}_store", nbytes, lambda: empty_store(run.session),
+                lambda: run_commands([[CASSTOR, "store", str(f), i, "--quiet"] for f, i in zip(files, ids)]))
     tables = {f"{keyspace}.{table}": live_bytes(LocalCluster(), keyspace, table) for keyspace, table in TABLES}
     out = work / f"restore-{corpus}-{mode}"
     run.measure(f"{corpus}_{mode}_restore", nbytes, lambda: (shutil.rmtree(out, True), out.mkdir()),
-                lambda: _loop([[CASSTOR, "restore", i, str(out / f.name), "--quiet"] for f, i in zip(files, ids)]))
+                lambda: run_commands([[CASSTOR, "restore", i, str(out / f.name), "--quiet"] for f, i in zip(files, ids)]))
     _check_restored(files, out, f"casstor ({mode})")
     stats = subprocess.run([CASSTOR, "stats", "--json"], capture_output=True, text=True, check=True).stdout
     return {"disk_bytes": sum(tables.values()), "tables": tables, "stats": stats}
@@ -250,13 +252,6 @@ def run_benchmark(source: list[Path], random_mb: int, random_files: int, repeat:
                 "ratios": _ratios(run.figures, disk, modes), "compression": compression}
 
 
-def _own_node(home: Path, port_base: int) -> None:
-    """Point this process (and the casstor commands it runs) at a throw-away embedded node."""
-    os.environ.pop("CASSTOR_NODES", None)
-    os.environ.update(CASSTOR_HOME=str(home), CASSTOR_CQL_PORT=str(port_base),
-                      CASSTOR_STORAGE_PORT=str(port_base + 1), CASSTOR_JMX_PORT=str(port_base + 2))
-
-
 def main() -> None:
     parser = OneLineParser(prog="python -m bench.compression", description=__doc__.splitlines()[0])
     parser.add_argument("--versions", type=int, default=4, help="consecutive Django 5.0.x releases (1-8)")
@@ -291,7 +286,7 @@ def main() -> None:
             source = release_tars(args.cache, "Django", [f"5.0.{n}" for n in range(1, args.versions + 1)])
         earlier = json.loads(args.compare.read_text()) if args.compare else None
         with tempfile.TemporaryDirectory(prefix="casstor-bench-node-") as home:
-            _own_node(Path(home), args.port_base)
+            own_node(Path(home), args.port_base)
             results = run_benchmark(source, args.random_mb, args.random_files, args.repeat,
                                     compression=args.compression)
         report = _report(results) + ("\n" + compare(results, earlier) if earlier else "")

@@ -14,6 +14,8 @@ Example::
     >>> repo.raw_data_bytes()                                   # doctest: +SKIP
     268443541
 
+The repository and its commands are a :class:`~bench.debian_tools.ToolRepo`.
+
 Failures: restic missing and not installable, or a restic command that
 fails, raise :class:`~casstor_ops.errors.CasstorError` with restic's last
 line of output.
@@ -22,12 +24,10 @@ line of output.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 
-from bench.debian_tools import ensure_tool
+from bench.debian_tools import ToolRepo, ensure_tool
 from casstor_ops.errors import CasstorError
 
 # Not a secret: the repository is a throw-away under the bench's temp directory.
@@ -39,31 +39,22 @@ def ensure_restic() -> str:
     return ensure_tool("restic", "restic", "run the bench with --no-restic")
 
 
-class ResticRepo:
-    """A restic repository under ``root`` (created by the constructor)."""
+class ResticRepo(ToolRepo):
+    """A restic repository under ``root`` (created by the constructor), its cache inside ``root``."""
 
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        self.restic = ensure_restic()
-        self.repo = self.root / "repo"
-        self._env = {**os.environ, "RESTIC_REPOSITORY": str(self.repo), "RESTIC_PASSWORD": PASSWORD,
-                     "RESTIC_CACHE_DIR": str(self.root / "cache")}
-        self._run("init")
-
-    def _run(self, *args: str) -> str:
-        proc = subprocess.run([self.restic, *args], capture_output=True, text=True, env=self._env)
-        if proc.returncode != 0:
-            lines = (proc.stderr or proc.stdout).strip().splitlines()
-            raise CasstorError(f"restic {args[0]} failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
-        return proc.stdout
+        super().__init__(ensure_restic(), root, {"RESTIC_PASSWORD": PASSWORD,
+                                                "RESTIC_REPOSITORY": str(Path(root) / "repo"),
+                                                "RESTIC_CACHE_DIR": str(Path(root) / "cache")})
+        self.run("init")
 
     def version(self) -> str:
-        return self._run("version").split()[1]
+        return self.run("version").split()[1]
 
     def backup(self, paths: list[Path]) -> tuple[str, float]:
         """Back up ``paths``; returns (snapshot id, seconds)."""
         start = time.perf_counter()
-        out = self._run("backup", "--json", "--host", "casstor-bench", *map(str, paths))
+        out = self.run("backup", "--json", "--host", "casstor-bench", *map(str, paths))
         seconds = time.perf_counter() - start
         for line in reversed(out.splitlines()):
             message = json.loads(line)
@@ -74,13 +65,9 @@ class ResticRepo:
     def restore(self, snapshot: str, target: Path) -> float:
         """Restore ``snapshot`` under ``target``; returns seconds."""
         start = time.perf_counter()
-        self._run("restore", snapshot, "--target", str(target))
+        self.run("restore", snapshot, "--target", str(target))
         return time.perf_counter() - start
 
     def raw_data_bytes(self) -> int:
         """Bytes of the blobs the repository stores for all snapshots (``stats --mode raw-data``)."""
-        return int(json.loads(self._run("stats", "--mode", "raw-data", "--json"))["total_size"])
-
-    def repo_bytes(self) -> int:
-        """Bytes on disk of the repository (packs, indexes, snapshots; encrypted)."""
-        return sum(p.stat().st_size for p in self.repo.rglob("*") if p.is_file())
+        return int(json.loads(self.run("stats", "--mode", "raw-data", "--json"))["total_size"])
