@@ -281,14 +281,14 @@ def _run_writes(endpoint: Endpoint, statement_name: str, params: Callable[[objec
     def run(rows: Iterable) -> Iterator[int]:
         session = store_for(endpoint).session
         statement = getattr(Statements.for_session(session), statement_name)
-        window = RequestQueue(session, REQUESTS_PER_TASK)
+        requests = RequestQueue(session, REQUESTS_PER_TASK)
         done = 0
         for row in rows:
-            while window.in_flight >= window.max_requests:
-                window.poll()
-            window.submit(statement, params(row), lambda _: None)
+            while requests.in_flight >= requests.max_requests:
+                requests.poll()
+            requests.submit(statement, params(row), lambda _: None)
             done += 1
-        window.drain()
+        requests.drain()
         yield done
 
     return run
@@ -379,7 +379,7 @@ def make_plan(spark: SparkSession, session: Session, mode: WindowMode = WindowMo
         candidate_rows=candidates, repair_rows=repair, stale_rows=stale)
 
 
-def _in_use_again(spark: SparkSession) -> DataFrame:
+def _in_use_again(spark: SparkSession, head_rows: DataFrame) -> DataFrame:
     """``(hash)`` of the blocks a head names or the index holds now: step 4's R, read after the wait.
 
     The index side is what makes the blob scan's content-only candidates
@@ -388,18 +388,19 @@ def _in_use_again(spark: SparkSession) -> DataFrame:
     leave it vouching for nothing. Both sides are read (materialised) here.
     """
     # Each side materialised before the union: a union of the two reads left lazy hung Spark 3.5 (no task started).
-    return (referenced_blocks(spark).select("hash").localCheckpoint()
+    lists = head_block_lists(spark, head_rows=head_rows)
+    return (referenced_blocks(spark, lists=lists).select("hash").localCheckpoint()
             .unionByName(stored_blocks(spark).select("hash").localCheckpoint()))
 
 
-def _not_heads_now(spark: SparkSession, stale_rows: DataFrame) -> DataFrame:
+def _not_heads_now(stale_rows: DataFrame, head_rows: DataFrame) -> DataFrame:
     """The planned stale block lists that no head names now: step 4's re-read of the heads, for the lists.
 
     A version whose head write was sent in time but applied after the plan
     is a head by now, or its store writes the list again (see the module
     docstring); materialised, so the deletes act on this reading.
     """
-    return stale_rows.join(heads(spark).select("id", "version"), ["id", "version"], "left_anti").localCheckpoint()
+    return stale_rows.join(head_rows.select("id", "version"), ["id", "version"], "left_anti").localCheckpoint()
 
 
 def _delete_timestamp(planned_at: datetime) -> int:
@@ -449,11 +450,13 @@ def execute(spark: SparkSession, session: Session, plan: ReclaimPlan, window: Wi
         window.set_state(WindowState.WAITING_FOR_COMMITS)
         log(f"waiting {wait_s:.0f} s (commit bound + margin) for stores that relied on those blocks")
         time.sleep(wait_s)
-        fresh = _in_use_again(spark)
+        # One reading of the heads for the blocks and the lists alike, as the plan does.
+        head_rows = heads(spark).localCheckpoint()
+        fresh = _in_use_again(spark, head_rows)
         rescued = plan.candidate_rows.join(fresh, "hash", "left_semi").localCheckpoint()
         doomed = plan.candidate_rows.join(fresh, "hash", "left_anti").localCheckpoint()
         step("rewriting rescued index rows after the online wait", rescued, "insert_existing", index_row)
-        stale = _not_heads_now(spark, plan.stale_rows)
+        stale = _not_heads_now(plan.stale_rows, head_rows)
     window.set_state(WindowState.DELETING_CONTENT)
     log("deleting block content")
     step("deleting block content", doomed, "delete_block_at", stamped_hash)
