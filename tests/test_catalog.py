@@ -9,7 +9,7 @@ from casstor_ops.store.api import Store
 
 def test_stats_are_exact_past_two_to_the_31(empty_store):
     cql = empty_store
-    head = cql.prepare(f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks) VALUES (?, ?, ?, ?, ?)")
+    head = cql.prepare(f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks) VALUES (?, ?, ?, ?, ?)")
     block = cql.prepare(f"INSERT INTO {DATA_KS}.existing_blocks (hash, size, stored_size) VALUES (?, ?, ?)")
     sizes = [3 * 2**31 + 7, 2**31 - 1, 5]
     for i, size in enumerate(sizes):

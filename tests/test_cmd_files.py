@@ -113,7 +113,7 @@ def test_restore_refuses_existing_destination(cql, tmp_path):
 def test_corrupt_store_exits_3_and_leaves_no_dest(cql, tmp_path):
     (tmp_path / "src").write_bytes(os.urandom(400_000))
     assert run_casstor("store", str(tmp_path / "src"), "cli/corrupt").returncode == 0
-    version = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.files WHERE id = ?"), ("cli/corrupt",)).one()
+    version = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.versions WHERE id = ?"), ("cli/corrupt",)).one()
     block = cql.execute(cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"),
                         ("cli/corrupt", version.version)).one()
     cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (block.hash,))

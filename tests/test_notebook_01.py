@@ -27,5 +27,5 @@ def test_notebook_ingests_sample_and_writes_plot(empty_store, tmp_path: Path, cw
     assert "ingest: 18 files" in outputs and "18 stored, 0 skipped, 0 failed" in outputs
     assert "re-ingest: 18 files" in outputs and "0 stored, 18 skipped, 0 failed" in outputs
     assert "dedup ratio" in outputs
-    files = {row.id for row in empty_store.execute("SELECT id FROM casstor_meta.files")}
+    files = {row.id for row in empty_store.execute("SELECT id FROM casstor_meta.versions")}
     assert len(files) == 18 and all(f.startswith("notebook/") for f in files)

@@ -28,7 +28,7 @@ def _stored(store: Store, file_id: str, size: int = 3_000_000) -> bytes:
 
 
 def _nth_block(cql, file_id: str, n: int):
-    head = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.files WHERE id = ?"), (file_id,)).one()
+    head = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.versions WHERE id = ?"), (file_id,)).one()
     rows = list(cql.execute(cql.prepare(
         f"SELECT block_offset, hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"), (file_id, head.version)))
     return rows[n]

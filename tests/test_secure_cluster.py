@@ -160,7 +160,7 @@ def test_casstor_role_may_use_its_keyspaces_and_nothing_else(secured: Secured) -
                           f"GRANT SELECT ON KEYSPACE casstor_meta TO {ADMIN_ROLE}", "CREATE ROLE intruder"):
             with pytest.raises(Unauthorized):
                 session.execute(statement)
-        session.execute("SELECT id FROM casstor_meta.files LIMIT 1")
+        session.execute("SELECT id FROM casstor_meta.versions LIMIT 1")
     finally:
         session.cluster.shutdown()
     with pytest.raises(CasstorError) as refused:

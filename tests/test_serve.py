@@ -86,7 +86,7 @@ def test_a_range_is_answered_206_and_one_past_the_end_416(server: Server) -> Non
 
 def _block_offsets(cql, key: str) -> list[int]:
     """Where each block of ``key``'s committed version starts."""
-    version = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.files WHERE id = ?"), (key,)).one().version
+    version = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.versions WHERE id = ?"), (key,)).one().version
     return [row.block_offset for row in cql.execute(
         cql.prepare(f"SELECT block_offset FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"), (key, version))]
 
@@ -152,7 +152,7 @@ def test_a_client_gone_mid_small_body_leaves_the_old_version(server: Server) -> 
 
 def _damage_block(cql, key: str, middle: bool) -> None:
     """Flip a bit of the first (or the middle) block of ``key``'s committed version."""
-    version = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.files WHERE id = ?"), (key,)).one().version
+    version = cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.versions WHERE id = ?"), (key,)).one().version
     hashes = [row.hash for row in cql.execute(
         cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?"), (key, version))]
     flip_block(cql, hashes[len(hashes) // 2 if middle else 0])

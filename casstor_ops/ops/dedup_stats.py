@@ -73,9 +73,7 @@ from casstor_ops.ops.dedup_blocks import block_facts, count_if, head_references,
 from casstor_ops.ops.dedup_growth import growth_tables
 from casstor_ops.ops.dedup_report import COLUMNS, DedupReport
 from casstor_ops.ops.dedup_sharing import prefix_table, sharing_table
-from casstor_ops.spark.references import is_garbage, is_inline, is_missing, stale_block_lists
-from casstor_ops.spark.session import read_table
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.spark.references import heads, is_garbage, is_inline, is_missing, stale_block_lists
 from casstor_ops.store.records import StoreStats
 from casstor_ops.store.schema import StoreSettings, require_settings
 
@@ -147,7 +145,7 @@ def compute(spark: SparkSession, top: int = 20, depth: int = 1, largest: int = 2
         raise CasstorError(f"--depth {depth}: must be at least 1")
     settings = settings or store_settings()
     # Each is read by several aggregations: scan the tables once.
-    files = (read_table(spark, META_KS, "files")
+    files = (heads(spark, "size", "blocks", "stored_size", "committed_at")
              .select("id", "size", "blocks", "stored_size", F.unix_millis("committed_at").alias("committed_ms"))
              .persist())
     references = head_references(spark, depth).persist()

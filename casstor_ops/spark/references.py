@@ -1,11 +1,12 @@
 """Which blocks the store holds and which blocks its files point at, as Spark DataFrames.
 
 Every figure comes from the light tables only: ``existing_blocks`` (the
-index), ``files`` (heads) and ``file_blocks`` (block lists). The blob table
+index), ``versions`` (heads and their history) and ``file_blocks`` (block lists). The blob table
 ``blocks`` is read only by :func:`unindexed_blocks`, on request, with
 small pages (a full-page scan of 64 KiB blobs ran a node out of memory).
 
-* a *head* is a file's committed version (``files.id, files.version``);
+* a *head* is a file's committed version: the newest row of its ``versions``
+  partition, unless that is a delete marker;
 * an *inline* head (``blocks`` 0, a size over 0: :mod:`casstor_ops.store.inline`)
   keeps its content in its head row: it has no block list and names no
   block, so it makes no block referenced, missing or kept, and no list of
@@ -38,6 +39,7 @@ from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.spark.session import read_table
@@ -55,19 +57,31 @@ HEAD_PAGE_MAX_ROWS = 1000  # the connector's default page: heads without content
 _UUID_EPOCH_OFFSET = 0x01B21DD213814000
 
 
+def version_ticks(column: str = "version") -> F.Column:
+    """A timeuuid column (the connector reads it as text) as its 100 ns ticks since 1582: its time order."""
+    v = F.col(column)
+    return F.conv(F.concat(F.substring(v, 16, 3), F.substring(v, 10, 4), F.substring(v, 1, 8)), 16, 10).cast(
+        "decimal(20,0)")
+
+
 def version_millis(column: str = "version") -> F.Column:
     """A timeuuid column (the connector reads it as text) as Unix milliseconds.
 
     Pure SQL, so it runs in the JVM without Python round trips.
     """
-    v = F.col(column)
-    ticks = F.conv(F.concat(F.substring(v, 16, 3), F.substring(v, 10, 4), F.substring(v, 1, 8)), 16, 10)
-    return ((ticks.cast("decimal(20,0)") - F.lit(_UUID_EPOCH_OFFSET)) / 10_000).cast("long")
+    return ((version_ticks(column) - F.lit(_UUID_EPOCH_OFFSET)) / 10_000).cast("long")
+
+
+def newest_versions(rows: DataFrame) -> DataFrame:
+    """Of rows of ``versions`` (with ``id``, ``version``, ``deleted``), each ID's newest, delete markers left out."""
+    newest = Window.partitionBy("id").orderBy(version_ticks().desc())
+    return (rows.withColumn("_rank", F.row_number().over(newest))
+            .where((F.col("_rank") == 1) & ~F.coalesce(F.col("deleted"), F.lit(False))).drop("_rank", "deleted"))
 
 
 def heads(spark: SparkSession, *extra: str) -> DataFrame:
-    """``(id, version, *extra)`` of every committed file (``extra``: other columns of ``files``)."""
-    return read_table(spark, META_KS, "files").select("id", "version", *extra)
+    """``(id, version, *extra)`` of every committed file (``extra``: other columns of ``versions``)."""
+    return newest_versions(read_table(spark, META_KS, "versions").select("id", "version", "deleted", *extra))
 
 
 def is_inline() -> F.Column:
@@ -83,9 +97,10 @@ def heads_with_content(spark: SparkSession, inline_max: int) -> DataFrame:
     (content is kept compressed or raw, so never longer than that).
     """
     rows = max(1, min(HEAD_PAGE_MAX_ROWS, HEAD_PAGE_BYTES // max(inline_max, 1)))
-    return (spark.read.format("org.apache.spark.sql.cassandra")
-            .options(keyspace=META_KS, table="files", **{"spark.cassandra.input.fetch.sizeInRows": str(rows)})
-            .load().select("id", "version", "size", "blocks", "hash", "codec", "content"))
+    return newest_versions(
+        spark.read.format("org.apache.spark.sql.cassandra")
+        .options(keyspace=META_KS, table="versions", **{"spark.cassandra.input.fetch.sizeInRows": str(rows)})
+        .load().select("id", "version", "deleted", "size", "blocks", "hash", "codec", "content"))
 
 
 def head_block_lists(spark: SparkSession, *head_columns: str, head_rows: DataFrame | None = None) -> DataFrame:

@@ -27,7 +27,7 @@ driver's address.
 Example::
 
     >>> spark = spark_session("casstor-report")          # doctest: +SKIP
-    >>> read_table(spark, "casstor_meta", "files").count()  # doctest: +SKIP
+    >>> read_table(spark, "casstor_meta", "versions").count()  # doctest: +SKIP
 
 Starts the embedded local node first when ``CASSTOR_NODES`` is unset;
 raises :class:`~casstor_ops.errors.CasstorError` when it cannot.

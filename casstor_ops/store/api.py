@@ -37,7 +37,9 @@ import errno
 import os
 import stat
 import sys
+import uuid
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -53,14 +55,15 @@ from casstor_ops.store.ids import check_id
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult, StoreResult, StoreStats
+from casstor_ops.store.namespace.entries import Namespace
+from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult, StoreResult, StoreStats, VersionInfo
 from casstor_ops.store.restore import Restore
 from casstor_ops.store.trees.destinations import restore_to_path
 from casstor_ops.store.schema import StoreSettings, require_settings
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import Upload
 
-__all__ = ["Store", "StoreResult", "RestoreResult", "FileInfo", "FileAttributes", "StoreStats"]
+__all__ = ["Store", "StoreResult", "RestoreResult", "FileInfo", "FileAttributes", "StoreStats", "VersionInfo"]
 
 Source = str | os.PathLike | BinaryIO
 
@@ -155,6 +158,7 @@ class Store:
         self._restore_options = {"concurrency": read_concurrency} if read_concurrency else {}
         # The non-blocking calls (casstor serve's), on this store's session and statements.
         self.callbacks = StoreCallbacks(session, self.settings, self._st, BlockCodec.parse(self.settings.compression))
+        self.namespace = Namespace.for_session(session, self.settings.directory_rows)
 
     @classmethod
     def open(cls, endpoint: Endpoint | None = None, **options) -> "Store":
@@ -246,13 +250,27 @@ class Store:
         """Remove ``file_id`` (CasstorError if unknown); its blocks stay until reclaim."""
         check_id(file_id)
         with self._lease("rm", lease):
-            return catalog.remove(self.session, self._st, file_id)
+            return catalog.remove(self.session, self._st, self.namespace, file_id)
 
     def list(self, prefix: str = "") -> Iterator[FileInfo]:
-        return iter(catalog.list_files(self.session, self._st, prefix))
+        """The files whose ID starts with ``prefix``, in ID order (read from the directories under it only)."""
+        return catalog.list_files(self.session, self._st, prefix)
 
-    def stat(self, file_id: str) -> FileInfo:
-        return catalog.head(self.session, self._st, check_id(file_id))
+    def stat(self, file_id: str, version: uuid.UUID | None = None, at: datetime | None = None) -> FileInfo:
+        """The head of ``file_id``; or its version ``version``; or the version that was its head at ``at``.
+
+        Failures: NotFoundError (exit 4) for an ID with no such version, or removed (a delete marker) then.
+        """
+        check_id(file_id)
+        if version is not None:
+            return catalog.version(self.session, self._st, file_id, version)
+        if at is not None:
+            return catalog.head_at(self.session, self._st, file_id, at)
+        return catalog.head(self.session, self._st, file_id)
+
+    def versions(self, file_id: str) -> list[VersionInfo]:
+        """Every version of ``file_id`` still kept, newest first, delete markers included."""
+        return catalog.versions(self.session, self._st, check_id(file_id))
 
     def stats(self) -> StoreStats:
         return catalog.stats(self.session, self._st)

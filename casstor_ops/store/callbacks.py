@@ -33,6 +33,7 @@ from cassandra.cluster import Session
 from casstor_ops.store import catalog, inline
 from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.commit import commit_inline_async
+from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.ids import check_id
 from casstor_ops.store.records import FileInfo, StoreResult
@@ -73,7 +74,8 @@ class StoreCallbacks:
         check_id(file_id, storing=True)
         if not self.keeps_inline(len(data)):
             raise ValueError(f"{len(data)} bytes: this store keeps 1 to {self._settings.inline_max} bytes inline")
-        commit_inline_async(self._session, self._st, file_id, data, self._codec, lease.fence, done)
+        commit_inline_async(self._session, self._st, Namespace.for_session(self._session, self._settings.directory_rows),
+                            file_id, data, self._codec, lease.fence, done)
 
     def stat_async(self, file_id: str, done: Callable[[FileInfo | None, Exception | None], None]) -> None:
         """``Store.stat`` without waiting: ``done(head, None)`` or ``done(None, error)`` is called once, on the

@@ -1,36 +1,41 @@
-"""The file catalogue: head rows (``ls``, ``stat``, ``rm``) and store-wide totals (``stats``).
+"""The file catalogue: heads and versions (``ls``, ``stat``, ``rm``) and store-wide totals (``stats``).
 
-Totals are summed in Python over paged scans of the light tables (``files``
-and ``existing_blocks``, never the blob table), so they are exact integers
-however large the store: CQL's ``sum`` of an ``int`` column is 32-bit and
-wraps past 2^31.
+A file's head is the newest row of its ``versions`` partition (one
+partition read); a delete marker there means the file is removed. Listings
+come from the directory index (:mod:`casstor_ops.store.namespace`), never a
+scan of the store. Totals are summed in Python over paged scans of the
+light tables (``versions`` and ``existing_blocks``, never the blob table),
+so they are exact integers however large the store: CQL's ``sum`` of an
+``int`` column is 32-bit and wraps past 2^31.
 
 Example::
 
     >>> head(session, st, "photos/a.jpg").size                 # doctest: +SKIP
     >>> [f.id for f in list_files(session, st, "photos/")]     # doctest: +SKIP
 
-Failures: an unknown ID raises :class:`~casstor_ops.errors.NotFoundError` (a CasstorError).
+Failures: an unknown or removed ID raises :class:`~casstor_ops.errors.NotFoundError` (a CasstorError).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from datetime import datetime, timezone
 
 from cassandra.cluster import Session
+from cassandra.util import max_uuid_from_time, uuid_from_time
 
 from casstor_ops.errors import NotFoundError
-from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreStats, inline_head
+from casstor_ops.store.namespace.entries import Namespace, version_micros
+from casstor_ops.store.namespace.listing import files_under
+from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreStats, VersionInfo, inline_head
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
 
 
 def _info(row, inline: InlineContent | None = None) -> FileInfo:
-    # Null for a stream or a head older than the columns. A casstor that predates them rewrites a head without
-    # touching them: cells older than the head belong to a previous version and are not this one's.
-    attributes = (FileAttributes(row.mode, row.mtime_ns)
-                  if row.mode is not None and row.attributes_written == row.head_written else None)
+    attributes = FileAttributes(row.mode, row.mtime_ns) if row.mode is not None else None
     return FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes, inline)
 
 
@@ -39,39 +44,73 @@ def head(session: Session, st: Statements, file_id: str) -> FileInfo:
     return head_of(file_id, session.execute(st.head, (file_id,), execution_profile=st.named_rows).one())
 
 
-def head_of(file_id: str, row) -> FileInfo:
-    """The head of ``file_id`` from the row ``st.head`` read (None: no row, NotFoundError)."""
-    if row is None:
-        raise NotFoundError(f"no such file in the store: {file_id!r} (see 'casstor ls')")
+def head_at(session: Session, st: Statements, file_id: str, at: datetime) -> FileInfo:
+    """The version of ``file_id`` that was its head at ``at``; NotFoundError if it had none (or was removed)."""
+    row = session.execute(st.head_at, (file_id, max_uuid_from_time(at.timestamp())),
+                          execution_profile=st.named_rows).one()
+    return head_of(file_id, row, f" at {at.isoformat()}")
+
+
+def version(session: Session, st: Statements, file_id: str, wanted: uuid.UUID) -> FileInfo:
+    """The version ``wanted`` of ``file_id``; NotFoundError if it has no such version (or it is a delete marker)."""
+    row = session.execute(st.one_version, (file_id, wanted), execution_profile=st.named_rows).one()
+    return head_of(file_id, row, f" version {wanted}")
+
+
+def head_of(file_id: str, row, when: str = "") -> FileInfo:
+    """The head of ``file_id`` from a row ``st.head`` read (None or a delete marker: NotFoundError)."""
+    if row is None or row.deleted:
+        hint = "it was removed: see 'casstor ls --versions'" if row is not None else "see 'casstor ls'"
+        raise NotFoundError(f"no such file in the store: {file_id!r}{when} ({hint})")
     return _info(row, InlineContent(row.codec, row.content) if row.content is not None else None)
+
+
+def versions(session: Session, st: Statements, file_id: str) -> list[VersionInfo]:
+    """Every version of ``file_id`` kept, newest first, delete markers included; NotFoundError if it has none."""
+    found = [VersionInfo(_info(r), bool(r.deleted), r.stored_size)
+             for r in session.execute(st.file_versions, (file_id,), execution_profile=st.named_rows)]
+    if not found:
+        raise NotFoundError(f"no such file in the store: {file_id!r} (see 'casstor ls')")
+    return found
+
+
+def list_files(session: Session, st: Statements, prefix: str = "") -> Iterator[FileInfo]:
+    """Committed files whose ID starts with ``prefix``, in ID order, read from the directories under it."""
+    return files_under(session, st, prefix)
+
+
+def remove(session: Session, st: Statements, namespace: Namespace, file_id: str) -> FileInfo:
+    """Write a delete marker for ``file_id`` (its versions and blocks are left to forget and reclaim)."""
+    info = head(session, st, file_id)
+    marker = uuid_from_time(datetime.now(timezone.utc).timestamp())
+    stamp = version_micros(marker)
+    session.execute(st.insert_version, (file_id, marker, 0, b"", 0, datetime.now(timezone.utc), None, None,
+                                        None, None, None, True, stamp))
+    gone = FileInfo(file_id, marker, 0, b"", 0, None)
+    namespace.publish(gone, deleted=True)
+    return info
 
 
 def _scan(session: Session, statement) -> Iterator:
     bound = statement.bind(())
     bound.fetch_size = SCAN_PAGE_ROWS
-    return iter(session.execute(bound))
+    return iter(session.execute(bound, execution_profile=Statements.for_session(session).named_rows))
 
 
-def list_files(session: Session, st: Statements, prefix: str = "") -> list[FileInfo]:
-    """Committed files whose ID starts with ``prefix``, sorted by ID.
-
-    A full scan of the head table (IDs are hashed across the ring, so a
-    prefix cannot be a range query).
-    """
-    found = [_info(r) for r in _scan(session, st.all_heads) if r.id.startswith(prefix)]
-    return sorted(found, key=lambda f: f.id)
-
-
-def remove(session: Session, st: Statements, file_id: str) -> FileInfo:
-    """Delete the head of ``file_id`` (its block list and blocks are left to reclaim)."""
-    info = head(session, st, file_id)
-    session.execute(st.delete_head, (file_id,))
-    return info
+def current_heads(rows: Iterator) -> Iterator:
+    """From a scan of ``versions`` (partitions whole, each newest first): each ID's head row, delete markers
+    left out."""
+    last = None
+    for row in rows:
+        if row.id != last:
+            last = row.id
+            if not row.deleted:
+                yield row
 
 
 def stats(session: Session, st: Statements) -> StoreStats:
     files = logical = unique = stored = 0
-    for row in _scan(session, st.all_heads):
+    for row in current_heads(_scan(session, st.all_versions)):
         files += 1
         logical += row.size or 0
         if inline_head(row.blocks, row.size):  # its content is kept once, in its head

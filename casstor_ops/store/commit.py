@@ -13,8 +13,10 @@ Commit protocol (BRIEF; online reclaim relies on it):
 2. the version timeuuid is made when the block list starts being written;
    the list goes to ``file_blocks`` in single-partition batches of
    ``BLOCK_LIST_BATCH_ROWS`` rows;
-3. the head row in ``files`` (with the source's mode and mtime, or nulls
-   when unknown) is written last, unless more than the bound
+3. the version row in ``versions`` (the new head, with the source's mode and
+   mtime, or nulls when unknown) is written last, then the file's entry in
+   its directory (:mod:`casstor_ops.store.namespace`; a listing shows it from
+   then on), unless more than the bound
    has passed since the version's time (then a retry with a new version, and
    finally :class:`~casstor_ops.errors.CasstorError`), and only after the
    writer's lease passed its fence (``fence``, before each attempt): a store
@@ -74,8 +76,9 @@ from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.request_queue import RETRYABLE, RequestQueue
 from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.inline import encode, head_columns, inline_hash, inline_result
-from casstor_ops.store.records import FileAttributes, InlineContent, StoreResult
+from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreResult
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
+from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.statements import Statements
 
@@ -109,9 +112,10 @@ class Commit:
     """The commit of one stored file whose blocks are all verified (not reusable)."""
 
     def __init__(self, session: Session, requests: RequestQueue, statements: Statements, blocks: VerifiedBlocks, *,
-                 attributes: FileAttributes | None = None, fence: Fence = no_fence,
+                 namespace: Namespace, attributes: FileAttributes | None = None, fence: Fence = no_fence,
                  stored: InlineContent | None = None, inline_store: bool = False) -> None:
         self._session = session
+        self._namespace = namespace
         self._requests = requests
         self._st = statements
         self._blocks = blocks
@@ -137,10 +141,18 @@ class Commit:
             acknowledged = self._write_head(file_id, version, started, bound, size, digest)
             if acknowledged is not None:
                 self._check_again_after_late_head(reader, file_id, version, acknowledged, bound)
+                self._namespace.publish(self._committed(file_id, version, size, digest), self._stored_size())
                 return
             bound = float(commit_bound_s(self._session))  # the store's own bound from now on: it may be longer
         raise CasstorError(f"could not commit {file_id!r} within the commit bound ({bound:.0f} s): the cluster is "
                            f"too slow; store it again")
+
+    def _committed(self, file_id: str, version: uuid.UUID, size: int, digest: bytes) -> FileInfo:
+        blocks = 0 if self._stored is not None else len(self._hashes)
+        return FileInfo(file_id, version, size, digest, blocks, datetime.now(timezone.utc), self._attributes)
+
+    def _stored_size(self) -> int | None:
+        return len(self._stored.payload) if self._stored is not None else None
 
     def _first_bound(self) -> float:
         """The bound of the first attempt: the least one any store has, when every verification is younger than
@@ -212,8 +224,8 @@ class Commit:
             self._fence(f"committing {file_id!r}")
             try:
                 blocks = 0 if self._stored is not None else len(self._hashes)
-                self._session.execute(self._st.insert_head, head_row(file_id, version, size, digest, blocks,
-                                                                     self._attributes, self._content_columns))
+                self._session.execute(self._st.insert_version, version_row(file_id, version, size, digest, blocks,
+                                                                           self._attributes, self._content_columns))
                 return time.monotonic()
             except RETRYABLE:
                 attempt += 1
@@ -222,17 +234,20 @@ class Commit:
                 time.sleep(HEAD_RETRY_FIRST_S * 2 ** (attempt - 1))
 
 
-def head_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int,
-             attributes: FileAttributes | None, content_columns: tuple) -> tuple:
-    """The values of ``insert_head`` (``content_columns``: :func:`~casstor_ops.store.inline.head_columns`)."""
+def version_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int,
+                attributes: FileAttributes | None, content_columns: tuple) -> tuple:
+    """The values of ``insert_version`` (``content_columns``: :func:`~casstor_ops.store.inline.head_columns`),
+    stamped with the version's time."""
     mode_mtime = (attributes.mode, attributes.mtime_ns) if attributes else (None, None)
-    return (file_id, version, size, digest, blocks, datetime.now(timezone.utc), *mode_mtime, *content_columns)
+    return (file_id, version, size, digest, blocks, datetime.now(timezone.utc), *mode_mtime, *content_columns,
+            False, version_micros(version))
 
 
-def commit_inline_async(session: Session, st: Statements, file_id: str, data: bytes, codec: BlockCodec,
-                        fence: Fence, done: Callable[[StoreResult | None, Exception | None], None]) -> None:
+def commit_inline_async(session: Session, st: Statements, namespace: Namespace, file_id: str, data: bytes,
+                        codec: BlockCodec, fence: Fence,
+                        done: Callable[[StoreResult | None, Exception | None], None]) -> None:
     """Commit ``data`` as an inline file (:mod:`casstor_ops.store.inline`; the caller checked it fits) without
-    waiting: its head write, after ``fence``. ``done(result, None)`` or ``done(None, error)`` is called once, on
+    waiting: its version row, after ``fence``, then its entry. ``done(result, None)`` or ``done(None, error)`` is called once, on
     the driver's thread. Raises at once what ``fence`` raises. A failed or timed-out write is not retried (the
     caller may store the file again, with a retrying :class:`Commit`): the previous head stays, or this one
     landed whole.
@@ -240,7 +255,13 @@ def commit_inline_async(session: Session, st: Statements, file_id: str, data: by
     started = time.perf_counter()
     stored, digest = encode(codec, data), inline_hash(data)
     fence(f"committing {file_id!r}")
-    row = head_row(file_id, uuid_from_time(time.time()), len(data), digest, 0, None, head_columns(stored, True))
-    future = session.execute_async(st.insert_head, row)
-    future.add_callbacks(lambda _rows: done(inline_result(file_id, len(data), stored, digest, started), None),
+    version = uuid_from_time(time.time())
+    row = version_row(file_id, version, len(data), digest, 0, None, head_columns(stored, True))
+    info = FileInfo(file_id, version, len(data), digest, 0, row[5])
+
+    def listed(error: Exception | None) -> None:
+        done(inline_result(file_id, len(data), stored, digest, started) if error is None else None, error)
+
+    future = session.execute_async(st.insert_version, row)
+    future.add_callbacks(lambda _rows: namespace.publish_async(info, len(stored.payload), listed),
                          lambda error: done(None, error))

@@ -123,6 +123,20 @@ class FileInfo:
 
 
 @dataclass(frozen=True)
+class VersionInfo:
+    """One version of a file, as ``casstor ls --versions`` shows it: ``file`` (its head columns then), and whether
+    it is a delete marker (the file was removed there; ``file`` has no content then). ``stored_size`` is an inline
+    version's content as kept (None otherwise)."""
+
+    file: FileInfo
+    deleted: bool = False
+    stored_size: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.file.as_dict(), "deleted": self.deleted}
+
+
+@dataclass(frozen=True)
 class StoreStats:
     """Store-wide totals; exact integers (summed in Python, never in a 32-bit CQL aggregate).
 

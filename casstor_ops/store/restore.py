@@ -210,13 +210,13 @@ class Restore:
         return _with_offsets(digests, sizes) if digests is not None else self._checked(self._list_rows())
 
     def _unless_changed(self, error: CorruptionError) -> CasstorError:
-        """``error`` if the head still names the version being restored, else FileChangedError.
+        """``error`` if the version being restored is still kept, else FileChangedError.
 
-        Only for what a reclaim does to a superseded version (blocks or block
-        list rows gone); content that fails its hash is corruption whatever the head says.
+        Only for what forget and reclaim do to a version no longer kept (blocks
+        or block list rows gone); content that fails its hash is corruption whatever the versions say.
         """
-        head = self._session.execute(self._st.head, (self._head.id,)).one()
-        if head is not None and head.version == self._head.version:
+        row = self._session.execute(self._st.one_version, (self._head.id, self._head.version)).one()
+        if row is not None and not row.deleted:
             return error
         return FileChangedError(f"{self._head.id!r}: the file changed during restore (overwritten or removed, and "
                                 f"the old version's blocks reclaimed); run again")
@@ -288,8 +288,8 @@ class Restore:
         head = self._head
         if head.inline is not None:
             return head.inline
-        row = self._session.execute(self._st.inline_content, (head.id,)).one()
-        if row is None or row.version != head.version:
+        row = self._session.execute(self._st.inline_content, (head.id, head.version)).one()
+        if row is None:
             raise FileChangedError(f"{head.id!r}: the file changed during restore (overwritten or removed); run again")
         if row.content is None:
             raise CorruptionError(f"{head.id!r}: its head holds no content; the file cannot be restored")

@@ -99,6 +99,7 @@ from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
 from casstor_ops.store.codec import DEFAULT_COMPRESSION, NONE, BlockCodec
 from casstor_ops.store.hashing import BLOCK_HASH, FILE_HASH
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.namespace.upgrade import SCHEMA_4_COLUMNS, copy_heads
 from casstor_ops.store.statements import Statements
 
 # 2: file hashes are BLAKE2b of the block hashes (1 hashed the whole content again).
@@ -106,8 +107,10 @@ from casstor_ops.store.statements import Statements
 #    schema 2 would take a compressed block for a corrupt one, so it must refuse the store instead.
 # 4: a head may hold its file's content (inline files, blocks 0 and no block list). A casstor that reads schema 3
 #    would take such a head for a file whose block list is lost.
-SCHEMA_VERSION = 4
-UPGRADABLE = {2, 3}  # schema versions 'casstor init' upgrades in place (by adding columns)
+# 5: heads are versions (history) and listed from a directory index; schema 4's 'files' is read once, by the
+#    upgrade. A casstor that reads schema 4 would see no file stored after it.
+SCHEMA_VERSION = 5
+UPGRADABLE = {2, 3, 4}  # schema versions 'casstor init' upgrades in place (columns added, heads copied)
 
 # The blocks table's own compression, by whether the store compresses new blocks itself. Its LZ4 cannot
 # shrink zstd output and costs node CPU on every write, compaction and read of it (docs/benchmarks.md), so a
@@ -137,16 +140,19 @@ _TABLES = [
         bucket int, hash blob, writer uuid, PRIMARY KEY (bucket, hash)) WITH gc_grace_seconds = 3600""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.settings (
         name text PRIMARY KEY, value text)""",
-    f"""CREATE TABLE IF NOT EXISTS {META_KS}.files (
-        id text PRIMARY KEY, version timeuuid, size bigint, hash blob, blocks int,
-        committed_at timestamp)""",
-    # Added after the first release: stores created before get them here, with null in their existing heads.
-    f"ALTER TABLE {META_KS}.files ADD IF NOT EXISTS (mode int, mtime_ns bigint)",
-    # Schema 4 (inline files): stores of schema 2 and 3 gain them here; their heads read as null (not inline).
-    f"ALTER TABLE {META_KS}.files ADD IF NOT EXISTS (content blob, codec text, stored_size int)",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.file_blocks (
         id text, version timeuuid, block_offset bigint, hash blob, size int,
         PRIMARY KEY ((id, version), block_offset))""",
+    # Schema 5: versions, the directory index, retention policies and snapshots (casstor_ops.store.namespace).
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.versions (
+        id text, version timeuuid, size bigint, hash blob, blocks int, committed_at timestamp, mode int,
+        mtime_ns bigint, content blob, codec text, stored_size int, deleted boolean,
+        PRIMARY KEY (id, version)) WITH CLUSTERING ORDER BY (version DESC)""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.dir_entries (
+        dir text, bucket int, name text, version timeuuid, size bigint, hash blob, blocks int,
+        committed_at timestamp, mode int, mtime_ns bigint, stored_size int, deleted boolean,
+        PRIMARY KEY ((dir, bucket), name))""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.directories (dir text PRIMARY KEY, generation int)""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.maintenance (
         name text PRIMARY KEY, holder text, mode text, state text, since timestamp)""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.writer_leases (
@@ -201,6 +207,8 @@ class Replication:
         return f"{self.strategy}({', '.join(f'{k}={v}' for k, v in self.factors)})"
 
 
+DIRECTORY_ROWS = 100_000
+
 # The ranges pyfastcdc's FastCDC 2020 accepts (it raises ValueError outside them, at the first store).
 CHUNK_LIMITS = {"chunk_min": (64, 1 << 20), "chunk_avg": (256, 4 << 20), "chunk_max": (1 << 10, 16 << 20)}
 
@@ -224,6 +232,9 @@ class StoreSettings:
     # Files of 1 to inline_max bytes are kept in their head row, not deduplicated (casstor_ops.store.inline);
     # 0: none. At most chunk_min: such a file is one block either way.
     inline_max: int = 0
+    # Entries a directory bucket holds before the directory splits (casstor_ops.store.namespace.layout): at ~120
+    # bytes an entry, ~12 MB a partition, well under Cassandra's 100 MB guidance (docs/schema.md).
+    directory_rows: int = DIRECTORY_ROWS
 
     def __post_init__(self) -> None:
         BlockCodec.parse(self.compression)
@@ -234,6 +245,8 @@ class StoreSettings:
         if not self.chunk_min <= self.chunk_avg <= self.chunk_max:
             raise CasstorError(f"chunk sizes min {self.chunk_min} / avg {self.chunk_avg} / max {self.chunk_max}: "
                                "need min <= avg <= max")
+        if self.directory_rows < 2:
+            raise CasstorError(f"directory rows {self.directory_rows}: at least 2")
         if not 0 <= self.inline_max <= self.chunk_min:
             raise CasstorError(f"inline max {self.inline_max}: takes 0 (no inline files) to the chunk minimum "
                                f"({self.chunk_min} bytes)")
@@ -250,7 +263,9 @@ class StoreSettings:
         """The settings ``rows`` record, typed but not validated (what may be refused is compared first)."""
         # Schema 1 did not record the file hash (whole-content BLAKE2b); schema 2 had no compression; schema 3 no
         # inline files.
-        values: dict[str, int | str] = {"file_hash": "blake2b-256", "compression": NONE, "inline_max": 0}
+        # Schema 4 had no directory index: an upgraded store takes the default bound.
+        values: dict[str, int | str] = {"file_hash": "blake2b-256", "compression": NONE, "inline_max": 0,
+                                        "directory_rows": DIRECTORY_ROWS}
         for f in fields(cls):
             if f.name in rows:
                 values[f.name] = int(rows[f.name]) if f.type in ("int", int) else rows[f.name]
@@ -395,10 +410,22 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
     session.cluster.control_connection.wait_for_schema_agreement()
     st = Statements.for_session(session)
     for name, value in writes.items():  # only an upgrade's schema_version replaces a row
+        if name == "schema_version" and before is not None:
+            _copy_schema_4_heads(session, wanted.directory_rows)
         session.execute(st.write_setting if name in rows else st.record_setting, (name, value))
     rows = _recorded_rows(session)
     rows_to_record(rows, wanted)  # refuses what a concurrent init with other settings recorded first
     return StoreSettings.from_rows(rows)
+
+
+def _copy_schema_4_heads(session: Session, directory_rows: int) -> None:
+    """An upgrade's last step before its ``schema_version``: the heads of ``files`` as versions and entries."""
+    if session.execute(Statements.for_session(session).table_exists, (META_KS, "files")).one() is None:
+        return
+    for ddl in SCHEMA_4_COLUMNS:
+        _ddl(session, ddl)
+    session.cluster.control_connection.wait_for_schema_agreement()
+    copy_heads(session, directory_rows)
 
 
 def rows_to_record(recorded: dict[str, str], wanted: StoreSettings) -> dict[str, str]:

@@ -68,9 +68,10 @@ class _Prepared:
                 registry.__dict__[self.name] = found
             return found
 
-# The write times tell whether mode and mtime_ns were written with this version (see catalog).
-_HEAD_COLUMNS = ("id, version, size, hash, blocks, committed_at, mode, mtime_ns, "
-                 "WRITETIME(version) AS head_written, WRITETIME(mtime_ns) AS attributes_written")
+# A version row as a head: what FileInfo needs, and whether it is a delete marker.
+_VERSION_COLUMNS = "id, version, size, hash, blocks, committed_at, mode, mtime_ns, deleted"
+# A directory entry (casstor_ops.store.namespace): the newest version of a name, summarised; a marker has no version.
+_ENTRY_COLUMNS = "version, size, hash, blocks, committed_at, mode, mtime_ns, stored_size, deleted"
 
 
 class Statements:
@@ -95,15 +96,40 @@ class Statements:
     insert_file_block = _Prepared(
         f"INSERT INTO {META_KS}.file_blocks (id, version, block_offset, hash, size) VALUES (?, ?, ?, ?, ?)")
     file_blocks = _Prepared(f"SELECT block_offset, hash, size FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
-    # mode and mtime_ns are always bound (None for a stream): an unset value would keep the previous version's.
-    # So are content, codec and stored_size in a store with inline files (casstor_ops.store.inline).
-    insert_head = _Prepared(f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, committed_at, mode, "
-                            f"mtime_ns, content, codec, stored_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-    # One head: with an inline file's content (at most inline_max bytes), so a small file's GET is one read.
-    head = _Prepared(f"SELECT {_HEAD_COLUMNS}, codec, content FROM {META_KS}.files WHERE id = ?")
-    all_heads = _Prepared(f"SELECT {_HEAD_COLUMNS}, stored_size FROM {META_KS}.files")
-    inline_content = _Prepared(f"SELECT version, codec, content FROM {META_KS}.files WHERE id = ?")
-    delete_head = _Prepared(f"DELETE FROM {META_KS}.files WHERE id = ?")
+    # -- versions (the heads and their history) and the directory index
+    # mode and mtime_ns are always bound (None for a stream): an unset value would keep a previous write's.
+    # So are content, codec and stored_size in a store with inline files (casstor_ops.store.inline). Stamped with
+    # the version's time, as its entry is: the newest version wins in both tables, whatever order writes land in.
+    insert_version = _Prepared(
+        f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, content, "
+        f"codec, stored_size, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+    # The head: the newest version (with an inline file's content, so a small file's GET is one read).
+    head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content FROM {META_KS}.versions WHERE id = ? LIMIT 1")
+    # The head as it was at a time (bound as the greatest timeuuid of that instant).
+    head_at = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content FROM {META_KS}.versions "
+                        f"WHERE id = ? AND version <= ? LIMIT 1")
+    one_version = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content FROM {META_KS}.versions "
+                            f"WHERE id = ? AND version = ?")
+    file_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, stored_size FROM {META_KS}.versions WHERE id = ?")
+    all_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, stored_size FROM {META_KS}.versions")
+    inline_content = _Prepared(f"SELECT codec, content FROM {META_KS}.versions WHERE id = ? AND version = ?")
+    insert_entry = _Prepared(
+        f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name, {_ENTRY_COLUMNS}) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+    insert_marker = _Prepared(f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name) VALUES (?, ?, ?)")
+    delete_entry_at = _Prepared(
+        f"DELETE FROM {META_KS}.dir_entries USING TIMESTAMP ? WHERE dir = ? AND bucket IN ? AND name = ?")
+    directory_entries = _Prepared(
+        f"SELECT name, {_ENTRY_COLUMNS} FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ? AND name >= ?")
+    bucket_rows = _Prepared(f"SELECT COUNT(*) FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ?")
+    directory_generation = _Prepared(f"SELECT generation FROM {META_KS}.directories WHERE dir = ?")
+    # The key alone: never overwrites a generation a split recorded.
+    make_directory = _Prepared(f"INSERT INTO {META_KS}.directories (dir) VALUES (?)")
+    split_directory = _Prepared(f"UPDATE {META_KS}.directories SET generation = ? WHERE dir = ? IF generation = ?")
+    # Schema 4's heads, read once by the upgrade to schema 5 (casstor_ops.store.schema).
+    schema4_heads = _Prepared(f"SELECT id, version, size, hash, blocks, committed_at, mode, mtime_ns, content, codec, "
+                              f"stored_size, WRITETIME(version) AS head_written, "
+                              f"WRITETIME(mtime_ns) AS attributes_written FROM {META_KS}.files")
 
     # -- settings and replication
     keyspace_replication = _Prepared("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?")

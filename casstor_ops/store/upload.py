@@ -58,6 +58,7 @@ from casstor_ops.store.block_uploads import BlockUploads
 from casstor_ops.store.chunking import Segment, chunks, segments
 from casstor_ops.store.claims import Claims
 from casstor_ops.store.codec import BlockCodec
+from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.commit import Commit, VerifiedBlocks
 from casstor_ops.store.existence import CHECK_BATCH, ExistenceChecks
 from casstor_ops.store.hashing import block_hash, file_hash
@@ -222,6 +223,7 @@ class Upload:
             self._settle()
             blocks = VerifiedBlocks(self._hashes, self._sizes, self._uploads.verified, self._reverify)
             Commit(self._session, self._requests, self._st, blocks, attributes=attributes, fence=self._fence,
+                   namespace=Namespace.for_session(self._session, self._settings.directory_rows),
                    stored=self._stored, inline_store=self._settings.inline_max > 0).run(reader, file_id, size)
         except BaseException:
             self._claims.release()

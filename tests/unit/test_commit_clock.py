@@ -14,7 +14,17 @@ from casstor_ops.store.commit import Commit, VerifiedBlocks
 
 HOUR_S = 3600.0
 BOUND_S = 300
-STATEMENTS = SimpleNamespace(insert_head="insert_head", insert_file_block="insert_file_block")
+STATEMENTS = SimpleNamespace(insert_version="insert_version", insert_file_block="insert_file_block")
+
+
+class FakeNamespace:
+    """Records the entries published after each commit."""
+
+    def __init__(self) -> None:
+        self.published: list = []
+
+    def publish(self, info, stored_size=None) -> None:
+        self.published.append(info.id)
 
 
 class FakeClock:
@@ -56,7 +66,7 @@ class FakeSession:
         self._on_head = on_head
 
     def execute(self, statement, params) -> None:
-        assert statement == "insert_head"
+        assert statement == "insert_version"
         self._on_head()
         self.heads.append(params)
 
@@ -80,8 +90,11 @@ def run_commit(monkeypatch, clock: FakeClock, list_step, head_step=lambda: None)
         list_step()
 
     monkeypatch.setattr(Commit, "_write_block_list", list_then_step)
-    commit = Commit(session, window, STATEMENTS, VerifiedBlocks(list(verified), [10, 20], verified, reverify))
+    namespace = FakeNamespace()
+    commit = Commit(session, window, STATEMENTS, VerifiedBlocks(list(verified), [10, 20], verified, reverify),
+                    namespace=namespace)
     commit.run(SimpleNamespace(seekable=lambda: True), "f", 30)
+    assert namespace.published == ["f"]  # the entry is written once, after the head
     return SimpleNamespace(heads=session.heads, lists=window.lists, rechecked=rechecked)
 
 

@@ -55,7 +55,7 @@ def test_nothing_is_prepared_until_used_then_once() -> None:
     assert session.prepared == []
     first = st.head
     assert st.head is first and Statements.for_session(session).head is first
-    assert session.prepared == [first.cql] and first.cql.endswith("FROM casstor_meta.files WHERE id = ?")
+    assert session.prepared == [first.cql] and first.cql.endswith("FROM casstor_meta.versions WHERE id = ? LIMIT 1")
 
 
 def test_a_store_prepares_only_what_it_uses() -> None:

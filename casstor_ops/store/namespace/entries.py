@@ -1,0 +1,177 @@
+"""Writing the directory index: a file's entry after its version, subdirectory markers, and splits.
+
+A store writes its version row (the commit point) and then its entry
+(:meth:`Namespace.publish`); both carry the version's time as their write
+timestamp (``USING TIMESTAMP``), so whatever order concurrent stores and
+removals of one ID land in, the newest version wins in both tables, and an
+entry never names an older version than the head. A store killed between the
+two leaves a committed file that a listing does not show yet: the next store
+of the ID, or ``casstor verify --repair``, writes the entry.
+
+The first write into a directory makes it: the markers that lead to it from
+the root, then its ``directories`` row (``IF NOT EXISTS``); a row found means
+the markers are there (the row is its key alone, never an LWT: a plain write
+cannot undo a split). A directory's generation is cached per session for
+``GENERATION_CACHE_S``; a writer with a stale one writes into an older
+generation's bucket, which a listing still reads (it reads every generation up
+to the current one), so staleness costs only a little over the bound.
+
+Split: after writing an entry, one write in ``directory_rows / SPLIT_CHECKS``
+(every write in a store whose bound is at most ``SPLIT_CHECKS``) counts the
+bucket it wrote to, and a bucket at the bound moves the directory to the next
+generation with a lightweight transaction (one writer wins; the others read
+the new generation). Counting reads the bucket's keys only: at the default
+bound ~100 rows read per entry written, amortised.
+
+Example::
+
+    >>> ns = Namespace.for_session(session, settings.directory_rows)         # doctest: +SKIP
+    >>> ns.publish(head, stored_size=None)                                    # doctest: +SKIP
+
+Failures: the driver's errors propagate (the version is committed whatever
+the entry write does: see above).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from cassandra.cluster import Session
+
+from casstor_ops.store.namespace.layout import MAX_GENERATION, bucket_of, directory_key, markers, split_id
+from casstor_ops.store.namespace.listing import read_generation
+from casstor_ops.store.records import FileInfo
+from casstor_ops.store.statements import Statements
+
+GENERATION_CACHE_S = 60.0
+SPLIT_CHECKS = 100            # counts per directory_rows entries written: the overshoot past the bound is ~1 %
+_CACHED_DIRECTORIES = 100_000  # generations kept per session (a tree store of more directories reads some again)
+_UUID_EPOCH = 0x01B21DD213814000  # 100 ns intervals between 1582-10-15 and 1970-01-01
+
+
+def version_micros(version: uuid.UUID) -> int:
+    """A timeuuid's time as the microseconds since 1970 that ``USING TIMESTAMP`` takes."""
+    return (version.time - _UUID_EPOCH) // 10
+
+
+def entry_row(info: FileInfo, stored_size: int | None, deleted: bool) -> tuple:
+    """The columns of ``insert_entry`` after its key: what a listing shows of a version."""
+    attributes = info.attributes
+    return (info.version, info.size, info.hash, info.blocks, info.committed_at,
+            attributes.mode if attributes else None, attributes.mtime_ns if attributes else None,
+            stored_size, deleted)
+
+
+class Namespace:
+    """The directory index of one session: generations cached, directories made once."""
+
+    _cache: "weakref.WeakKeyDictionary[Session, Namespace]" = weakref.WeakKeyDictionary()
+    _lock = threading.Lock()
+
+    def __init__(self, session: Session, directory_rows: int) -> None:
+        self._session = weakref.proxy(session)
+        self._st = Statements.for_session(session)
+        self._rows = directory_rows
+        self._generations: dict[str, tuple[int, float]] = {}
+        self._guard = threading.Lock()
+        # The cold path (reads and LWTs) of an asynchronous publish, off the caller's thread: an event loop's.
+        self._cold = ThreadPoolExecutor(2, thread_name_prefix="casstor-namespace")
+
+    @classmethod
+    def for_session(cls, session: Session, directory_rows: int) -> "Namespace":
+        """The session's namespace, made on first use."""
+        with cls._lock:
+            found = cls._cache.get(session)
+            if found is None:
+                found = cls._cache[session] = cls(session, directory_rows)
+            return found
+
+    def generation(self, directory: str) -> int:
+        """The directory's current generation (cached); makes the directory, with its markers, if it is new."""
+        cached = self._generations.get(directory)
+        if cached is not None and time.monotonic() - cached[1] < GENERATION_CACHE_S:
+            return cached[0]
+        row = self._session.execute(self._st.directory_generation, (directory_key(directory),)).one()
+        if row is None:
+            self._make(directory)
+            generation = 0
+        else:
+            generation = row.generation or 0
+        self._remember(directory, generation)
+        return generation
+
+    def _remember(self, directory: str, generation: int) -> None:
+        with self._guard:
+            if len(self._generations) >= _CACHED_DIRECTORIES:
+                self._generations.clear()
+            self._generations[directory] = (generation, time.monotonic())
+
+    def _make(self, directory: str) -> None:
+        """Markers from the parent down, then the directory's row: a row found means its markers are there."""
+        if directory:
+            parent, name = markers(directory)[-1]
+            self._session.execute(self._st.insert_marker,
+                                  (directory_key(parent), bucket_of(name, self.generation(parent)), name))
+        self._session.execute(self._st.make_directory, (directory_key(directory),))
+
+    def publish(self, info: FileInfo, stored_size: int | None = None, deleted: bool = False) -> None:
+        """Write the entry of the version ``info`` (a delete marker when ``deleted``), stamped with its time."""
+        directory, name = split_id(info.id)
+        generation = self.generation(directory)
+        bucket = bucket_of(name, generation)
+        self._session.execute(self._st.insert_entry, (directory_key(directory), bucket, name,
+                                                      *entry_row(info, stored_size, deleted),
+                                                      version_micros(info.version)))
+        self._maybe_split(directory, bucket, generation)
+
+    def publish_async(self, info: FileInfo, stored_size: int | None, done: Callable[[Exception | None], None]) -> None:
+        """:meth:`publish` without waiting: ``done(None)`` or ``done(error)`` once, on a driver or pool thread."""
+        cached = self._generations.get(info.id[:info.id.rfind("/") + 1])
+        if cached is None or time.monotonic() - cached[1] >= GENERATION_CACHE_S or self._rows <= SPLIT_CHECKS:
+            future: Future = self._cold.submit(self.publish, info, stored_size)
+            future.add_done_callback(lambda f: done(f.exception()))
+            return
+        directory, name = split_id(info.id)
+        bucket = bucket_of(name, cached[0])
+        written = self._session.execute_async(self._st.insert_entry, (
+            directory_key(directory), bucket, name, *entry_row(info, stored_size, False), version_micros(info.version)))
+        written.add_callbacks(lambda _rows: self._after_async(directory, bucket, cached[0], done),
+                              lambda error: done(error))
+
+    def _after_async(self, directory: str, bucket: int, generation: int,
+                     done: Callable[[Exception | None], None]) -> None:
+        done(None)
+        if random.random() * self._rows < SPLIT_CHECKS:
+            self._cold.submit(self._maybe_split, directory, bucket, generation)
+
+    def withdraw(self, file_id: str, micros: int) -> None:
+        """Delete the ID's entry from every bucket it may be in, as of ``micros`` (a newer entry survives)."""
+        directory, name = split_id(file_id)
+        generation = self.generation(directory)
+        self._session.execute(self._st.delete_entry_at,
+                              (micros, directory_key(directory), _buckets_of(name, generation), name))
+
+    def _maybe_split(self, directory: str, bucket: int, generation: int) -> None:
+        """One write in ``directory_rows / SPLIT_CHECKS``: move the directory on if ``bucket`` is full."""
+        if random.random() * self._rows >= SPLIT_CHECKS or generation >= MAX_GENERATION:
+            return
+        count = self._session.execute(self._st.bucket_rows, (directory_key(directory), bucket)).one()[0]
+        if count < self._rows:
+            return
+        # Generation 0 is no cell (the row a directory is made with has none): IF generation = null.
+        applied = self._session.execute(self._st.split_directory,
+                                        (generation + 1, directory_key(directory), generation or None)).one()[0]
+        current = generation + 1 if applied else read_generation(self._session, self._st, directory)
+        self._remember(directory, current)
+
+
+def _buckets_of(name: str, generation: int) -> list[int]:
+    """The one bucket per generation so far where ``name`` may have an entry."""
+    return sorted({bucket_of(name, g) for g in range(generation + 1)})
+

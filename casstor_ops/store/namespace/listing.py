@@ -1,0 +1,100 @@
+"""Reading the directory index: a directory's entries in name order, and the files under a prefix.
+
+A directory is read from its buckets only (one partition until it splits:
+:mod:`.layout`), each paged by the driver (``PAGE_ROWS`` a request), merged
+by name; a name found in two generations' buckets (stored again after a
+split) is the entry of its newest version. Entries of removed files (delete
+markers) are skipped. A prefix ``photos/20`` is the names from ``20`` of the
+directory ``photos/``; every subdirectory marker met is walked in turn, which
+yields files in ID order. So ``ls photos/2024/`` costs the requests of what is
+under it, whatever the store holds.
+
+The generation is read fresh for each directory listed (not the writers'
+cache): a listing must read every bucket a split may have started filling.
+
+Example::
+
+    >>> [f.id for f in files_under(session, st, "photos/")]                   # doctest: +SKIP
+    ['photos/2024/a.jpg', 'photos/b.jpg']
+    >>> [e.name for e in directory_entries(session, st, "photos/")]           # doctest: +SKIP
+    ['2024/', 'b.jpg']
+
+Failures: the driver's errors propagate.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from cassandra.cluster import Session
+
+from casstor_ops.store.namespace.layout import buckets, directory_key, split_id
+from casstor_ops.store.records import FileAttributes, FileInfo
+from casstor_ops.store.statements import Statements
+
+PAGE_ROWS = 1000
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One name of a directory: a file's newest version (``file``), or a subdirectory (``file`` None, the name
+    ends in ``/``). ``stored_size`` is an inline file's content as kept (None otherwise)."""
+
+    name: str
+    file: FileInfo | None
+    stored_size: int | None = None
+
+    @property
+    def is_directory(self) -> bool:
+        return self.file is None
+
+
+def read_generation(session: Session, st: Statements, directory: str) -> int:
+    """The directory's generation as recorded now (0 for one not split, or not made)."""
+    row = session.execute(st.directory_generation, (directory_key(directory),)).one()
+    return (row.generation or 0) if row is not None else 0
+
+
+def directory_entries(session: Session, st: Statements, directory: str, start: str = "") -> Iterator[Entry]:
+    """The live entries of ``directory`` whose names are ``start`` or later, in name order."""
+    generation = read_generation(session, st, directory)
+    streams = [_bucket_rows(session, st, directory, bucket, start) for bucket in buckets(generation)]
+    rows = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda r: r.name)
+    for name, same in itertools.groupby(rows, key=lambda r: r.name):
+        newest = max(same, key=lambda r: (r.version is not None, r.version.time if r.version else 0))
+        if newest.version is None:
+            yield Entry(name, None)
+        elif not newest.deleted:
+            yield Entry(name, _file(directory + name, newest), newest.stored_size)
+
+
+def _bucket_rows(session: Session, st: Statements, directory: str, bucket: int, start: str) -> Iterator:
+    bound = st.directory_entries.bind((directory_key(directory), bucket, start))
+    bound.fetch_size = PAGE_ROWS
+    return iter(session.execute(bound, execution_profile=st.named_rows))
+
+
+def _file(file_id: str, row) -> FileInfo:
+    attributes = FileAttributes(row.mode, row.mtime_ns) if row.mode is not None else None
+    return FileInfo(file_id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes)
+
+
+def entries_under(session: Session, st: Statements, prefix: str = "") -> Iterator[Entry]:
+    """Every file entry whose ID starts with ``prefix``, in ID order (names are whole IDs here)."""
+    directory, start = split_id(prefix)
+    for entry in directory_entries(session, st, directory, start):
+        if not entry.name.startswith(start):
+            return
+        if entry.is_directory:
+            yield from entries_under(session, st, directory + entry.name)
+        else:
+            yield entry
+
+
+def files_under(session: Session, st: Statements, prefix: str = "") -> Iterator[FileInfo]:
+    """The files whose ID starts with ``prefix``, in ID order, read from the directories under it only."""
+    for entry in entries_under(session, st, prefix):
+        yield entry.file
