@@ -8,8 +8,11 @@ Vocabulary (used with one meaning everywhere in casstor):
   says "this block is stored" and is written after the content.
 * **block list**: one version of a file as the ordered hashes of its
   blocks (``casstor_meta.file_blocks``, keyed by file ID and version).
-* **head**: a file's committed version (``casstor_meta.files``): written
+* **version**: one store (or removal: a *delete marker*) of an ID, a row of
+  ``casstor_meta.versions``; the **head** is a file's newest version, written
   last, so readers see the old version or the new one, never a mix.
+* **directory**, **entry**: where listings read names from, without a scan
+  (:mod:`.namespace`, which defines its words).
 * **inline file**: in a store made with ``inline_max`` > 0, a file of 1 to
   ``inline_max`` bytes whose content is in its head row: no block, no block
   list, no dedup (:mod:`.inline`).

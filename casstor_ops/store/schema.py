@@ -37,20 +37,28 @@ small, precious rows (files, block lists, settings, the reclaim window).
 
 ``casstor_meta``
 
-* ``files (id text PK, version timeuuid, size bigint, hash blob, blocks int,
-  committed_at timestamp, mode int, mtime_ns bigint)``: the head row, the
-  commit point of a store. A store writes a new version's block list first
-  and then flips the head in one single-partition write, so readers see the
-  old version or the new one, never a mix, and a store killed at any moment
-  leaves the old head. ``mode`` (``st_mode & 0o7777``) and ``mtime_ns`` are
-  the source's, null when it was a stream; a restore to a path applies them.
-  They were added with ``ALTER TABLE ... ADD IF NOT EXISTS`` (run by every
-  ``casstor init``), so older stores gain them and their heads read as null.
-  ``content blob, codec text, stored_size int`` (schema 4) hold an *inline*
-  file's content, in a store initialised with ``inline_max`` > 0: a file of
-  1 to ``inline_max`` bytes is kept in its head row, encoded as a block is
-  (``codec``), with ``blocks`` 0 and no block list, so its store is one
-  write and its read one request (:mod:`casstor_ops.store.inline`).
+* ``versions (id text PK, version timeuuid CK DESC, size bigint, hash blob,
+  blocks int, committed_at timestamp, mode int, mtime_ns bigint, content blob,
+  codec text, stored_size int, deleted boolean)`` (schema 5): every version
+  of a file, newest first; the newest row is the head, read in one partition
+  read. A store writes a new version's block list first and then its row in
+  one single-partition write (the commit point), so readers see the old
+  version or the new one, never a mix, and a store killed at any moment
+  leaves the old head. ``deleted`` marks a *delete marker* (``rm``). Rows are
+  stamped ``USING TIMESTAMP`` with the version's time, as its directory
+  entry is. ``mode`` (``st_mode & 0o7777``) and ``mtime_ns`` are the
+  source's, null when it was a stream; a restore to a path applies them.
+  ``content, codec, stored_size`` hold an *inline* file's content, in a store
+  initialised with ``inline_max`` > 0: a file of 1 to ``inline_max`` bytes is
+  kept in its version row, encoded as a block is (``codec``), with ``blocks``
+  0 and no block list (:mod:`casstor_ops.store.inline`).
+* ``dir_entries ((dir text, bucket int) PK, name text CK, ...)`` and
+  ``directories (dir text PK, generation int)`` (schema 5): the directory
+  index listings read, a row per name of a directory (its newest version
+  summarised, or a subdirectory marker), split into buckets as a directory
+  grows (:mod:`casstor_ops.store.namespace`; ``docs/schema.md`` has the
+  partition arithmetic). Schema 4's ``files`` (one head an ID) is read once,
+  by the upgrade, and left as it was.
 * ``file_blocks ((id, version) PK, block_offset bigint CK, hash blob, size
   int)``: a version's block list, ordered by byte offset, paged on read.
   Keyed by (id, version) so a new version never overwrites the rows of the
