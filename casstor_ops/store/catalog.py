@@ -18,6 +18,7 @@ Failures: an unknown or removed ID raises :class:`~casstor_ops.errors.NotFoundEr
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -29,7 +30,7 @@ from cassandra.util import max_uuid_from_time, uuid_from_time
 
 from casstor_ops.errors import NotFoundError
 from casstor_ops.store.namespace.entries import Namespace, version_micros
-from casstor_ops.store.namespace.listing import entries_under, files_under
+from casstor_ops.store.namespace.listing import PAGE_ROWS, entries_under, files_under
 from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreStats, VersionInfo, inline_head
 from casstor_ops.store.statements import Statements
 
@@ -96,12 +97,15 @@ def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Ite
     version then, or a delete marker, is left out.
     """
     bound = max_uuid_from_time(at.timestamp())
-    names = ((entry.file.id, bound) for entry in entries_under(session, st, prefix, include_deleted=True))
-    for _, rows in execute_concurrent_with_args(session, st.head_at, names, concurrency=AT_CONCURRENCY,
-                                                results_generator=True, execution_profile=st.named_rows):
-        row = rows.one()
-        if row is not None and not row.deleted:
-            yield head_of(row.id, row)
+    names = (entry.file.id for entry in entries_under(session, st, prefix, include_deleted=True))
+    # The listing is read here, a page at a time, never in the driver's callbacks (which pull the next
+    # arguments of execute_concurrent: a blocking read there waits for its own thread).
+    while page := list(itertools.islice(names, PAGE_ROWS)):
+        for _, rows in execute_concurrent_with_args(session, st.head_at, [(i, bound) for i in page],
+                                                    concurrency=AT_CONCURRENCY, execution_profile=st.named_rows):
+            row = rows.one()
+            if row is not None and not row.deleted:
+                yield head_of(row.id, row)
 
 
 def remove(session: Session, st: Statements, namespace: Namespace, file_id: str) -> FileInfo:
