@@ -202,3 +202,14 @@ def test_serve_answers_a_version_or_a_time_and_names_the_version(server: Server,
     for query in ("?at=soon", "?version=v1", f"?version={old}&at=2026-01-01"):
         status, _, body = _get(server, "serve-hist/f", query)
         assert status == 400 and body.count(b"\n") == 1, (query, body)
+
+
+def test_the_demo_history_part_restores_the_first_version(cql, tmp_path: Path, capsys) -> None:
+    from casstor_ops.cli.cmd_demo import HISTORY_ID, _history
+
+    (tmp_path / "sample").mkdir()
+    (tmp_path / "sample" / "f.bin").write_bytes(os.urandom(600_000))
+    _history(Store(cql), tmp_path / "sample")
+    shown = capsys.readouterr().out
+    assert f"casstor ls --versions {HISTORY_ID}" in shown and "the first version, byte-exact" in shown
+    assert len(Store(cql).versions(HISTORY_ID)) >= 2

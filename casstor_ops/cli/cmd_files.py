@@ -109,7 +109,8 @@ def _info_line(info: FileInfo) -> str:
     return f"{info.size:>14}  {when}  {info.id}"
 
 
-def _version_line(found: VersionInfo) -> str:
+def version_line(found: VersionInfo) -> str:
+    """One line of ``casstor ls --versions``: version, commit time, size and hash (or ``deleted``)."""
     info = found.file
     what = "deleted" if found.deleted else f"{info.size:>14}  {info.hash.hex()[:16]}"
     when = f"{info.committed_at:%Y-%m-%d %H:%M:%S.%f}"[:-3] if info.committed_at else "-"
@@ -123,7 +124,7 @@ def _ls_versions(args: argparse.Namespace) -> int:
         _print_json([v.as_dict() for v in found])
     else:
         for version in found:
-            print(_version_line(version))
+            print(version_line(version))
     return 0
 
 
