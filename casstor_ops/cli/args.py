@@ -21,9 +21,12 @@ Sub-command parsers get the same behaviour with
 from __future__ import annotations
 
 import argparse
+import uuid
+from datetime import datetime
 from typing import Any, NoReturn, Sequence
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
+from casstor_ops.store.history import parse_time, parse_version
 from casstor_ops.store.trees.locations import parse_storage_options, read_storage_options_file, secret_keys
 
 
@@ -95,3 +98,19 @@ def positive_int(text: str) -> int:
     if not (text.isascii() and text.isdigit() and int(text) >= 1):
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
     return int(text)
+
+
+def time_argument(text: str) -> datetime:
+    """An argparse ``type``: an ISO 8601 time (no zone: UTC; :func:`~casstor_ops.store.history.parse_time`)."""
+    try:
+        return parse_time(text)
+    except CasstorError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def version_argument(text: str) -> uuid.UUID:
+    """An argparse ``type``: a version as ``casstor ls --versions`` prints it."""
+    try:
+        return parse_version(text)
+    except CasstorError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

@@ -1,5 +1,6 @@
-"""``casstor store | restore | rm | ls | stat | stats``: thin commands over :class:`~casstor_ops.store.api.Store`
-and, for whole trees, :mod:`casstor_ops.store.bulk.tree`.
+"""``casstor store | restore | rm | ls | stat | stats | diff``: thin commands over
+:class:`~casstor_ops.store.api.Store` and, for whole trees, :mod:`casstor_ops.store.bulk.tree`; history through
+:mod:`casstor_ops.store.history`.
 
 Example::
 
@@ -8,6 +9,9 @@ Example::
     $ producer | casstor store --stdin backups/stream.bin
     $ casstor restore photos/2024/photo.jpg - > copy.jpg
     $ casstor restore photos/ ./restored             # an ID ending in /: every file under that prefix
+    $ casstor ls --versions photos/2024/photo.jpg    # newest first, delete markers included
+    $ casstor restore photos/ ./then --at 2026-11-26T14:00:00Z   # the tree as it was (no zone: UTC)
+    $ casstor diff photos/ --from 2026-11-26T14:00:00Z --json
     $ casstor stats --json
 """
 
@@ -18,11 +22,13 @@ import json
 import os
 import sys
 
+from casstor_ops.cli.args import time_argument, version_argument
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.progress import progress_bar
-from casstor_ops.store.records import FileInfo
+from casstor_ops.store.records import FileInfo, VersionInfo
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree import TREE_WORKERS, TreeReport, restore_tree, store_tree
+from casstor_ops.store.history import compare
 
 
 def _print_json(value: object) -> None:
@@ -78,11 +84,13 @@ def _store(args: argparse.Namespace) -> int:
 
 def _restore(args: argparse.Namespace) -> int:
     if args.id.endswith("/"):
+        if args.version is not None:
+            raise CasstorError("restore: --version names one file's version; a prefix takes --at", EXIT_USAGE)
         with Store.open() as store, progress_bar("restore", None, not args.quiet and not args.json) as progress:
-            report = restore_tree(store, args.id, args.dest, args.force, args.workers, progress)
+            report = restore_tree(store, args.id, args.dest, args.force, args.workers, progress, at=args.at)
         return _tree_done(report, args)
     with Store.open() as store:
-        head = store.stat(args.id)
+        head = store.stat(args.id, version=args.version, at=args.at)
         with progress_bar("restore", head.size, not args.quiet) as progress:
             result = store.restore(args.id, args.dest, force=args.force, progress=progress, head=head)
     if args.dest != "-" and not args.quiet:
@@ -101,7 +109,28 @@ def _info_line(info: FileInfo) -> str:
     return f"{info.size:>14}  {when}  {info.id}"
 
 
+def version_line(found: VersionInfo) -> str:
+    """One line of ``casstor ls --versions``: version, commit time, size and hash (or ``deleted``)."""
+    info = found.file
+    what = "deleted" if found.deleted else f"{info.size:>14}  {info.hash.hex()[:16]}"
+    when = f"{info.committed_at:%Y-%m-%d %H:%M:%S.%f}"[:-3] if info.committed_at else "-"
+    return f"{info.version}  {when}  {what}"
+
+
+def _ls_versions(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        found = store.versions(args.prefix)
+    if args.json:
+        _print_json([v.as_dict() for v in found])
+    else:
+        for version in found:
+            print(version_line(version))
+    return 0
+
+
 def _ls(args: argparse.Namespace) -> int:
+    if args.versions:
+        return _ls_versions(args)
     with Store.open() as store:
         files = list(store.list(args.prefix))
     if args.json:
@@ -129,6 +158,20 @@ def _stat(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     with Store.open() as store:
         return _print_record(store.stats().as_dict(), args.json)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    with Store.open() as store:
+        before = {f.id: f for f in store.list(args.prefix, at=args.since)}
+        after = {f.id: f for f in store.list(args.prefix, at=args.until)}
+    diff = compare(before, after)
+    if args.json:
+        _print_json(diff.as_dict())
+    else:
+        for line in diff.lines():
+            print(line)
+        print(diff.summary())
+    return 0
 
 
 def _workers(text: str) -> int:
@@ -163,6 +206,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing DEST (files below it, for a prefix)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
     p.add_argument("--json", action="store_true", help="a prefix: print the result as one JSON object")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--version", type=version_argument, metavar="V",
+                      help="that version of the file (as 'casstor ls --versions' prints it)")
+    when.add_argument("--at", type=time_argument, metavar="TIME",
+                      help="the file (or every file under a prefix) as it was at TIME (ISO 8601; no zone: UTC)")
     _tree_options(p)
     p.set_defaults(func=_restore)
 
@@ -172,8 +220,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("ls", help="list stored files")
     p.add_argument("prefix", metavar="PREFIX", nargs="?", default="", help="only IDs starting with PREFIX")
+    p.add_argument("--versions", action="store_true",
+                   help="PREFIX is one file's ID: its versions, newest first, delete markers included")
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.set_defaults(func=_ls)
+
+    p = sub.add_parser("diff", help="what changed under a prefix between two times: files added, removed, changed")
+    p.add_argument("prefix", metavar="PREFIX", help="only IDs starting with PREFIX ('' for all)")
+    p.add_argument("--from", dest="since", type=time_argument, required=True, metavar="TIME",
+                   help="the earlier time (ISO 8601; no zone: UTC)")
+    p.add_argument("--to", dest="until", type=time_argument, metavar="TIME", help="the later time (default: now)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_diff)
 
     p = sub.add_parser("stat", help="show a stored file's committed version")
     p.add_argument("id", metavar="ID")

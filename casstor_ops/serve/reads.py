@@ -39,13 +39,16 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from functools import partial
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.serve.bridge import answered, on_pool
 from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.metrics import Recorder
@@ -54,10 +57,26 @@ from casstor_ops.serve.status import one_line, status_of
 from casstor_ops.serve.streams import SMALL_BODY_BYTES, BodyWriter
 from casstor_ops.serve.validators import file_headers, not_modified
 from casstor_ops.store.api import FileInfo, Store
+from casstor_ops.store.history import parse_time, parse_version
 
 log = logging.getLogger("casstor.serve")
 
 READ_THREADS = 16
+
+
+def wanted_version(query: Mapping[str, str]) -> tuple[uuid.UUID | None, datetime | None]:
+    """A GET's ``version`` or ``at`` (not both): CasstorError (400) for a bad value or both given.
+
+    Example::
+
+        >>> wanted_version({"at": "2026-11-26T14:00:00"})
+        (None, datetime.datetime(2026, 11, 26, 14, 0, tzinfo=datetime.timezone.utc))
+    """
+    version, at = query.get("version"), query.get("at")
+    if version is not None and at is not None:
+        raise CasstorError("give ?version= or ?at=, not both", EXIT_USAGE)
+    return (parse_version(version) if version is not None else None,
+            parse_time(at) if at is not None else None)
 
 
 class CutShort(Exception):
@@ -77,8 +96,8 @@ class Reads:
         self.pool.shutdown(cancel_futures=True)
 
     async def get(self, request: Request, key: str, send_body: bool) -> Response:
-        """Answer a GET of ``key`` (a HEAD: not ``send_body``)."""
-        head = await self._stat(key)
+        """Answer a GET of ``key`` (a HEAD: not ``send_body``); ``?version=V`` or ``?at=TIME``: that version."""
+        head = await self._stat(key, *wanted_version(request.query_params))
         headers = {**file_headers(head), "accept-ranges": "bytes"}
         if not_modified(request.headers.get("if-none-match"), headers["etag"]):
             return Response(status_code=304, headers=headers)
@@ -107,9 +126,9 @@ class Reads:
             raise
         return StreamingResponse(self._rest(writer, first, key), status_code=status, headers=headers)
 
-    async def _stat(self, key: str) -> FileInfo:
-        """The head of ``key``, read without a worker thread."""
-        return await answered(partial(self._store.callbacks.stat_async, key))
+    async def _stat(self, key: str, version: uuid.UUID | None, at: datetime | None) -> FileInfo:
+        """The head of ``key`` (or the version ``version``, or its head at ``at``), read without a worker thread."""
+        return await answered(partial(self._store.callbacks.stat_async, key, version=version, at=at))
 
     async def _small_content(self, head: FileInfo) -> bytes:
         """The whole content of the small file ``head`` names, every block and the file hash checked: from the

@@ -34,6 +34,8 @@ from email.utils import format_datetime
 from casstor_ops.serve.status import PreconditionFailed
 from casstor_ops.store.records import FileInfo
 
+VERSION_HEADER = "x-casstor-version"  # the version a GET or HEAD answered with (for ?version= to name it again)
+
 
 def etag(file_hash: bytes) -> str:
     """The ETag of a version whose file hash is ``file_hash``."""
@@ -41,8 +43,8 @@ def etag(file_hash: bytes) -> str:
 
 
 def file_headers(head: FileInfo) -> dict[str, str]:
-    """ETag and Last-Modified (when the head has a commit time) of the version ``head`` names."""
-    headers = {"etag": etag(head.hash)}
+    """ETag, X-Casstor-Version and Last-Modified (when the head has a commit time) of the version ``head`` names."""
+    headers = {"etag": etag(head.hash), VERSION_HEADER: str(head.version)}
     if head.committed_at is not None:
         # The driver returns naive datetimes in UTC.
         headers["last-modified"] = format_datetime(head.committed_at.replace(tzinfo=timezone.utc), usegmt=True)

@@ -29,6 +29,8 @@ uninitialised store or an unreachable cluster raise
 from __future__ import annotations
 
 import os
+import uuid
+from datetime import datetime
 from functools import partial
 from operator import itemgetter
 from pathlib import Path
@@ -48,13 +50,13 @@ from casstor_ops.store.bulk.tree_files import files_to_restore, restore_below
 RESTORE_SCHEMA = result_schema()
 
 
-def _describe(item: tuple[str, int]) -> dict[str, Any]:
+def _describe(item: tuple[str, int, uuid.UUID | None]) -> dict[str, Any]:
     return dict(id=item[0], path="")  # the target is known once the id is checked, on the executor
 
 
-def _restore_file(dest_dir: str, force: bool, fs: AbstractFileSystem | None, store: Store, item: tuple[str, int],
-                  row: dict[str, Any], _scope: None) -> None:
-    restore_below(store, dest_dir, item[0], row, force, fs=fs)
+def _restore_file(dest_dir: str, force: bool, fs: AbstractFileSystem | None, at: datetime | None, store: Store,
+                  item: tuple[str, int, uuid.UUID | None], row: dict[str, Any], _scope: None) -> None:
+    restore_below(store, dest_dir, item[0], row, force, fs=fs, version=item[2], at=at)
 
 
 def _destination(dest_dir: str | os.PathLike, storage_options: dict[str, object] | None) -> Location | Path:
@@ -70,8 +72,9 @@ def _destination(dest_dir: str | os.PathLike, storage_options: dict[str, object]
 def restore_many(spark: SparkSession, prefix_or_ids: str | Sequence[str], dest_dir: str | os.PathLike,
                  force: bool = False, parallelism: int | None = None, endpoint: Endpoint | None = None,
                  progress: Callable[[JobProgress], None] | None = None,
-                 storage_options: dict[str, object] | None = None) -> DataFrame:
-    """Restore every file under a prefix (or the listed ids) to ``dest_dir/<id>``, verified.
+                 storage_options: dict[str, object] | None = None, at: datetime | None = None) -> DataFrame:
+    """Restore every file under a prefix (or the listed ids) to ``dest_dir/<id>``, verified; ``at``: as they were
+    then (the driver finds each file's version then, the executors restore exactly that version).
 
     Refuses to overwrite an existing file unless ``force``, as ``casstor
     restore``. ``parallelism``: the number of tasks (default 2 per core).
@@ -89,12 +92,12 @@ def restore_many(spark: SparkSession, prefix_or_ids: str | Sequence[str], dest_d
     """
     endpoint = endpoint or endpoint_from_env()
     dest = _destination(dest_dir, storage_options)
-    files = files_to_restore(driver_store(endpoint), prefix_or_ids)
+    files = files_to_restore(driver_store(endpoint), prefix_or_ids, at)
     if isinstance(dest, Location):
         make_directory(dest)
-        work = partial(_restore_file, dest.path, force, dest.fs)
+        work = partial(_restore_file, dest.path, force, dest.fs, at)
     else:
         dest.mkdir(parents=True, exist_ok=True)
-        work = partial(_restore_file, str(dest), force, None)
+        work = partial(_restore_file, str(dest), force, None, at)
     job = BulkJob("restore", RESTORE_SCHEMA, size=itemgetter(1), describe=_describe, work=work)
     return run_bulk(spark, job, files, endpoint, parallelism, progress)

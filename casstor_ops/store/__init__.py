@@ -34,7 +34,7 @@ Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
 (the two pipelines; the store's parts are :mod:`.existence`, :mod:`.claims`,
 :mod:`.block_uploads` and :mod:`.commit`), :mod:`.callbacks` (the
 facade's non-blocking calls, answered on the driver's thread; :mod:`.small_read` reads a small version so),
-:mod:`.ids` (which IDs can name a file), :mod:`.inline`, :mod:`.codec`, :mod:`.statements`
+:mod:`.ids` (which IDs can name a file), :mod:`.history` (``--at``, ``--version`` and diffs), :mod:`.inline`, :mod:`.codec`, :mod:`.statements`
 (every prepared CQL statement), :mod:`.schema` (tables and recorded
 settings), and their helpers. Three rooms of their own: :mod:`.coordination`
 (leases, the reclaim window, clocks, the safety parameters) and

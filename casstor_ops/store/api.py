@@ -252,8 +252,11 @@ class Store:
         with self._lease("rm", lease):
             return catalog.remove(self.session, self._st, self.namespace, file_id)
 
-    def list(self, prefix: str = "") -> Iterator[FileInfo]:
-        """The files whose ID starts with ``prefix``, in ID order (read from the directories under it only)."""
+    def list(self, prefix: str = "", at: datetime | None = None) -> Iterator[FileInfo]:
+        """The files whose ID starts with ``prefix``, in ID order (read from the directories under it only); ``at``:
+        as they were then (one version read per name: :func:`~casstor_ops.store.catalog.files_at`)."""
+        if at is not None:
+            return catalog.files_at(self.session, self._st, prefix, at)
         return catalog.list_files(self.session, self._st, prefix)
 
     def stat(self, file_id: str, version: uuid.UUID | None = None, at: datetime | None = None) -> FileInfo:
@@ -261,12 +264,7 @@ class Store:
 
         Failures: NotFoundError (exit 4) for an ID with no such version, or removed (a delete marker) then.
         """
-        check_id(file_id)
-        if version is not None:
-            return catalog.version(self.session, self._st, file_id, version)
-        if at is not None:
-            return catalog.head_at(self.session, self._st, file_id, at)
-        return catalog.head(self.session, self._st, file_id)
+        return catalog.stat(self.session, self._st, check_id(file_id), version, at)
 
     def versions(self, file_id: str) -> list[VersionInfo]:
         """Every version of ``file_id`` still kept, newest first, delete markers included."""

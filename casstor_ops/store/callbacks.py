@@ -25,7 +25,9 @@ propagates into the driver's callback and is logged there.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+from datetime import datetime
 from functools import partial
 
 from cassandra.cluster import Session
@@ -77,22 +79,25 @@ class StoreCallbacks:
         commit_inline_async(self._session, self._st, Namespace.for_session(self._session, self._settings.directory_rows),
                             file_id, data, self._codec, lease.fence, done)
 
-    def stat_async(self, file_id: str, done: Callable[[FileInfo | None, Exception | None], None]) -> None:
-        """``Store.stat`` without waiting: ``done(head, None)`` or ``done(None, error)`` is called once, on the
-        driver's thread (it must not block), e.g. to resolve an asyncio future with ``call_soon_threadsafe``.
+    def stat_async(self, file_id: str, done: Callable[[FileInfo | None, Exception | None], None],
+                   version: uuid.UUID | None = None, at: datetime | None = None) -> None:
+        """``Store.stat`` (``version``, ``at`` alike) without waiting: ``done(head, None)`` or ``done(None, error)``
+        is called once, on the driver's thread (it must not block), e.g. to resolve an asyncio future with
+        ``call_soon_threadsafe``.
 
         Raises at once what ``Store.stat`` raises before reading (a bad ID).
         """
+        statement, values, when = catalog.lookup(self._st, check_id(file_id), version, at)
+
         def answered(rows: list) -> None:
             try:
-                head = catalog.head_of(file_id, rows[0] if rows else None)
+                head = catalog.head_of(file_id, rows[0] if rows else None, when)
             except Exception as err:
                 done(None, err)
                 return
             done(head, None)
 
-        future = self._session.execute_async(self._st.head, (check_id(file_id),),
-                                             execution_profile=self._st.named_rows)
+        future = self._session.execute_async(statement, values, execution_profile=self._st.named_rows)
         future.add_callbacks(answered, partial(done, None))
 
     def read_small_async(self, head: FileInfo, done: Answer) -> None:

@@ -18,20 +18,24 @@ Failures: an unknown or removed ID raises :class:`~casstor_ops.errors.NotFoundEr
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
 from cassandra.cluster import Session
+from cassandra.query import PreparedStatement
+from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.util import max_uuid_from_time, uuid_from_time
 
 from casstor_ops.errors import NotFoundError
 from casstor_ops.store.namespace.entries import Namespace, version_micros
-from casstor_ops.store.namespace.listing import files_under
+from casstor_ops.store.namespace.listing import PAGE_ROWS, entries_under, files_under
 from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreStats, VersionInfo, inline_head
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
+AT_CONCURRENCY = 32  # versions read at once for a listing as of a time: one partition read per name
 
 
 def _info(row, inline: InlineContent | None = None) -> FileInfo:
@@ -44,17 +48,22 @@ def head(session: Session, st: Statements, file_id: str) -> FileInfo:
     return head_of(file_id, session.execute(st.head, (file_id,), execution_profile=st.named_rows).one())
 
 
-def head_at(session: Session, st: Statements, file_id: str, at: datetime) -> FileInfo:
-    """The version of ``file_id`` that was its head at ``at``; NotFoundError if it had none (or was removed)."""
-    row = session.execute(st.head_at, (file_id, max_uuid_from_time(at.timestamp())),
-                          execution_profile=st.named_rows).one()
-    return head_of(file_id, row, f" at {at.isoformat()}")
+def lookup(st: Statements, file_id: str, version: uuid.UUID | None = None, at: datetime | None = None
+           ) -> tuple[PreparedStatement, tuple, str]:
+    """The read of ``file_id``'s version ``version``, or of the version that was its head at ``at`` (a version's
+    time is when its block list began), or of its head: statement, values, and the words a NotFoundError adds."""
+    if version is not None:
+        return st.one_version, (file_id, version), f" version {version}"
+    if at is not None:
+        return st.head_at, (file_id, max_uuid_from_time(at.timestamp())), f" at {at.isoformat()}"
+    return st.head, (file_id,), ""
 
 
-def version(session: Session, st: Statements, file_id: str, wanted: uuid.UUID) -> FileInfo:
-    """The version ``wanted`` of ``file_id``; NotFoundError if it has no such version (or it is a delete marker)."""
-    row = session.execute(st.one_version, (file_id, wanted), execution_profile=st.named_rows).one()
-    return head_of(file_id, row, f" version {wanted}")
+def stat(session: Session, st: Statements, file_id: str, version: uuid.UUID | None = None,
+         at: datetime | None = None) -> FileInfo:
+    """The version :func:`lookup` names; NotFoundError if there is none (or it is a delete marker)."""
+    statement, values, when = lookup(st, file_id, version, at)
+    return head_of(file_id, session.execute(statement, values, execution_profile=st.named_rows).one(), when)
 
 
 def head_of(file_id: str, row, when: str = "") -> FileInfo:
@@ -77,6 +86,26 @@ def versions(session: Session, st: Statements, file_id: str) -> list[VersionInfo
 def list_files(session: Session, st: Statements, prefix: str = "") -> Iterator[FileInfo]:
     """Committed files whose ID starts with ``prefix``, in ID order, read from the directories under it."""
     return files_under(session, st, prefix)
+
+
+def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Iterator[FileInfo]:
+    """The files whose ID starts with ``prefix`` as they were at ``at``, in ID order.
+
+    Every name of the directory index under the prefix is read as of ``at``
+    (``head_at``, :data:`AT_CONCURRENCY` at once), removed files' names
+    included: a file removed after ``at`` was there then. A name with no
+    version then, or a delete marker, is left out.
+    """
+    bound = max_uuid_from_time(at.timestamp())
+    names = (entry.file.id for entry in entries_under(session, st, prefix, include_deleted=True))
+    # The listing is read here, a page at a time, never in the driver's callbacks (which pull the next
+    # arguments of execute_concurrent: a blocking read there waits for its own thread).
+    while page := list(itertools.islice(names, PAGE_ROWS)):
+        for _, rows in execute_concurrent_with_args(session, st.head_at, [(i, bound) for i in page],
+                                                    concurrency=AT_CONCURRENCY, execution_profile=st.named_rows):
+            row = rows.one()
+            if row is not None and not row.deleted:
+                yield head_of(row.id, row)
 
 
 def remove(session: Session, st: Statements, namespace: Namespace, file_id: str) -> FileInfo:

@@ -33,7 +33,7 @@ class _FailingStore:
     def stat(self, file_id: str):
         raise self.error
 
-    def stat_async(self, file_id: str, done) -> None:
+    def stat_async(self, file_id: str, done, version=None, at=None) -> None:
         done(None, self.error)  # as the driver's errback would
 
 

@@ -100,10 +100,11 @@ def test_a_token_file_others_may_read_or_that_is_not_a_file_is_refused(tmp_path,
     assert message.endswith("not a regular file" if kind in ("directory", "fifo") else f"run 'chmod 600 {path}'")
 
 
-def test_validators_are_the_file_hash_and_the_commit_time() -> None:
-    head = FileInfo("a", uuid.uuid4(), 3, bytes(range(32)), 1, datetime(2024, 5, 1, 12, 30, 5))
+def test_validators_are_the_file_hash_and_the_commit_time_with_the_version() -> None:
+    head = FileInfo("a", uuid.uuid1(), 3, bytes(range(32)), 1, datetime(2024, 5, 1, 12, 30, 5))
     headers = file_headers(head)
-    assert headers == {"etag": f'"{bytes(range(32)).hex()}"', "last-modified": "Wed, 01 May 2024 12:30:05 GMT"}
+    assert headers == {"etag": f'"{bytes(range(32)).hex()}"', "last-modified": "Wed, 01 May 2024 12:30:05 GMT",
+                       "x-casstor-version": str(head.version)}
     assert not_modified(headers["etag"], headers["etag"])
     assert not_modified(f'"other", W/{headers["etag"]}', headers["etag"])
     assert not_modified("*", headers["etag"])

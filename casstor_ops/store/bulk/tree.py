@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from casstor_ops.cluster.connection import endpoint_of
@@ -173,9 +174,11 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
 
 
 def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: bool = False,
-                 workers: int = TREE_WORKERS, progress: ProgressCallback | None = None) -> TreeReport:
+                 workers: int = TREE_WORKERS, progress: ProgressCallback | None = None,
+                 at: datetime | None = None) -> TreeReport:
     """Restore every committed file whose ID starts with ``prefix`` to ``dest_dir/<the rest of its ID as a path>``,
-    verified.
+    verified; ``at``: the tree as it was then (each file's version then, exactly; files added since left out,
+    files removed since restored).
 
     Example: ``restore_tree(store, "photos/", "/restore").exit_code`` -> ``0``. Failures: see the module
     docstring; an existing file is refused (that file fails) unless ``force``.
@@ -185,9 +188,9 @@ def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: 
     dest = os.path.abspath(dest_dir)
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise CasstorError(f"{dest!r} exists and is not a directory")
-    files = files_to_restore(store, prefix)
+    files = files_to_restore(store, prefix, at)
     os.makedirs(dest, exist_ok=True)
     store = _sharing(store, workers)
     return _run(store, "restore", files, describe=lambda f: _row(f[0], ""),
-                work=lambda f, row: restore_below(store, dest, f[0], row, force, below=prefix),
+                work=lambda f, row: restore_below(store, dest, f[0], row, force, below=prefix, version=f[2]),
                 workers=workers, progress=progress)

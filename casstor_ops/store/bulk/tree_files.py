@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import uuid
+from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Sequence
 
@@ -231,37 +233,49 @@ def restore_target(dest_dir: str, file_id: str, below: str = "") -> str:
 
 
 def restore_below(store: Store, dest_dir: str, file_id: str, row: dict[str, Any], force: bool = False,
-                  below: str = "", fs: AbstractFileSystem | None = None) -> None:
+                  below: str = "", fs: AbstractFileSystem | None = None, version: uuid.UUID | None = None,
+                  at: datetime | None = None) -> None:
     """Restore ``file_id`` to :func:`restore_target` (directories made as needed), verified.
 
     ``fs``: the filesystem of a URL destination (``dest_dir`` is then a path on it), None for a local one.
+    ``version``: that version of the file (:func:`files_to_restore` found it as of ``at``); else, with ``at``, the
+    version it had then (none: the store's NotFoundError); else its head.
     """
     target = restore_target(dest_dir, file_id, below)
+    head = store.stat(file_id, version=version, at=at) if version is not None or at is not None else None
     if fs is not None:
         row["path"] = fs.unstrip_protocol(target)
         with replacing_writer(fs, target, force) as out:
-            result = store.restore(file_id, out)
+            result = store.restore(file_id, out, head=head)
     else:
         row["path"] = path_to_id(target)  # text: an undecodable name shown escaped, as in its ID
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        result = store.restore(file_id, target, force=force)
+        result = store.restore(file_id, target, force=force, head=head)
     row.update(bytes=result.bytes, blocks=result.blocks, status=RESTORED)
 
 
-def files_to_restore(store: Store, prefix_or_ids: str | Sequence[str]) -> list[tuple[str, int]]:
-    """``(id, size)`` of every committed file under a prefix, or of each listed ID (size 0 when unknown: its
-    restore then reports the store's own error); CasstorError when there is nothing to restore."""
+def files_to_restore(store: Store, prefix_or_ids: str | Sequence[str], at: datetime | None = None
+                     ) -> list[tuple[str, int, uuid.UUID | None]]:
+    """``(id, size, version)`` of every committed file under a prefix, or of each listed ID (size 0 when unknown:
+    its restore then reports the store's own error); CasstorError when there is nothing to restore.
+
+    ``at``: the files as they were then, each with the version it had (restored exactly, whatever was stored
+    since); without it the version is None (each file's head when it is restored).
+    """
+    pinned = (lambda info: info.version) if at is not None else (lambda info: None)
     if isinstance(prefix_or_ids, str):
-        found = [(info.id, info.size) for info in store.list(prefix_or_ids)]
+        found = [(info.id, info.size, pinned(info)) for info in store.list(prefix_or_ids, at=at)]
         if not found:
-            raise CasstorError(f"no file in the store has an id starting with {prefix_or_ids!r}")
+            then = f" at {at.isoformat()}" if at is not None else ""
+            raise CasstorError(f"no file in the store has an id starting with {prefix_or_ids!r}{then}")
         return found
     if not prefix_or_ids:
         raise CasstorError("the list of ids to restore is empty")
     listed = []
     for file_id in dict.fromkeys(prefix_or_ids):
         try:
-            listed.append((file_id, store.stat(file_id).size))
+            info = store.stat(file_id, at=at)
+            listed.append((file_id, info.size, pinned(info)))
         except CasstorError:
-            listed.append((file_id, 0))
+            listed.append((file_id, 0, None))
     return listed
