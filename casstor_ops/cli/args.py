@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any, NoReturn, Sequence
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.store.history import parse_time, parse_version
+from casstor_ops.store.points_in_time import parse_time, parse_version
 from casstor_ops.store.trees.locations import parse_storage_options, read_storage_options_file, secret_keys
 
 
@@ -101,7 +101,7 @@ def positive_int(text: str) -> int:
 
 
 def time_argument(text: str) -> datetime:
-    """An argparse ``type``: an ISO 8601 time (no zone: UTC; :func:`~casstor_ops.store.history.parse_time`)."""
+    """An argparse ``type``: an ISO 8601 time (no zone: UTC; :func:`~casstor_ops.store.points_in_time.parse_time`)."""
     try:
         return parse_time(text)
     except CasstorError as err:

@@ -1,6 +1,6 @@
 """``casstor store | restore | rm | ls | stat | stats | diff``: thin commands over
 :class:`~casstor_ops.store.api.Store` and, for whole trees, :mod:`casstor_ops.store.bulk.tree`; history through
-:mod:`casstor_ops.store.history`.
+:mod:`casstor_ops.store.points_in_time`.
 
 Example::
 
@@ -28,7 +28,7 @@ from casstor_ops.store.progress import progress_bar
 from casstor_ops.store.records import FileInfo, VersionInfo
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree import TREE_WORKERS, TreeReport, restore_tree, store_tree
-from casstor_ops.store.history import compare
+from casstor_ops.store.points_in_time import compare
 
 
 def _print_json(value: object) -> None:

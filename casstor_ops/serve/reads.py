@@ -57,7 +57,7 @@ from casstor_ops.serve.status import one_line, status_of
 from casstor_ops.serve.streams import SMALL_BODY_BYTES, BodyWriter
 from casstor_ops.serve.validators import file_headers, not_modified
 from casstor_ops.store.api import FileInfo, Store
-from casstor_ops.store.history import parse_time, parse_version
+from casstor_ops.store.points_in_time import parse_time, parse_version
 
 log = logging.getLogger("casstor.serve")
 
