@@ -37,7 +37,24 @@ def _serve(args: argparse.Namespace) -> int:
     token = read_token(args.token_file) if args.token_file else None
     policy = Policy(token, args.read_only, args.max_body, args.require_length, args.body_timeout)
     return serve(ServeOptions(args.host, args.port, policy, args.lease_reuse, args.workers, args.cert, args.key,
-                              args.access_log, args.metrics_port, args.cache_mb * MB, args.header_timeout))
+                              args.access_log, args.metrics_port, args.cache_mb * MB, args.header_timeout,
+                              _s3_secrets(args)))
+
+
+def _s3_secrets(args: argparse.Namespace) -> dict[str, str] | None:
+    """The S3 users of ``--s3 --s3-credentials FILE`` (None without ``--s3``)."""
+    if not args.s3:
+        if args.s3_credentials:
+            raise CasstorError("serve: --s3-credentials needs --s3", EXIT_USAGE)
+        return None
+    if not args.s3_credentials:
+        raise CasstorError("serve: --s3 needs --s3-credentials FILE (an aws credentials file, chmod 600)",
+                           EXIT_USAGE)
+    if args.token_file:
+        raise CasstorError("serve: --s3 authenticates with --s3-credentials, not --token-file", EXIT_USAGE)
+    from casstor_ops.serve.s3.credentials import read_credentials
+
+    return read_credentials(args.s3_credentials)
 
 
 def _bounded(kind: type, low: float, high: float, what: str):
@@ -92,4 +109,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    default=DEFAULT_CACHE_BYTES // MB, metavar="MIB",
                    help=f"keep up to MIB of recently read files of at most 1 MiB in each worker, so the next GET of "
                         f"one reads only its head (default: {DEFAULT_CACHE_BYTES // MB}; 0: none)")
+    p.add_argument("--s3", action="store_true",
+                   help="speak the S3 API (path-style http://HOST:PORT/BUCKET/KEY, AWS Signature Version 4) "
+                        "instead of PUT/GET/HEAD/DELETE /<ID>; see docs/s3.md")
+    p.add_argument("--s3-credentials", metavar="FILE",
+                   help="the S3 users: an aws CLI credentials file ([name] with aws_access_key_id and "
+                        "aws_secret_access_key), readable only by its owner (chmod 600)")
     p.set_defaults(func=_serve)

@@ -52,7 +52,7 @@ from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.serve.bridge import answered, on_pool
 from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.metrics import Recorder
-from casstor_ops.serve.ranges import Unsatisfiable, parse_range
+from casstor_ops.serve.ranges import ByteRange, Unsatisfiable, parse_range
 from casstor_ops.serve.status import one_line, status_of
 from casstor_ops.serve.streams import SMALL_BODY_BYTES, BodyWriter
 from casstor_ops.serve.validators import file_headers, not_modified
@@ -111,6 +111,13 @@ class Reads:
             headers["content-range"] = wanted.content_range(head.size)
         if not send_body:
             return Response(status_code=200, headers=headers)
+        return await self.content(head, wanted, headers, key)
+
+    async def content(self, head: FileInfo, wanted: ByteRange | None, headers: dict[str, str],
+                      key: str) -> Response:
+        """The 200 (or, for a range ``wanted``, 206) with the content of the version ``head`` and ``headers``: a small
+        file in one piece (from the content cache), a larger one streamed from a read thread."""
+        start, stop = (0, head.size) if wanted is None else (wanted.start, wanted.stop)
         status = 200 if wanted is None else 206
         if head.size <= SMALL_BODY_BYTES:
             content = await self._small_content(head)

@@ -46,6 +46,7 @@ from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES, ContentCache
 from casstor_ops.serve.deadlines import HeaderDeadline
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.observe import observed
+from casstor_ops.serve.s3.app import S3Handlers
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S, SharedLease
 from casstor_ops.serve.streams import HEADER_TIMEOUT_S, SMALL_BODY_BYTES
 from casstor_ops.serve.workers import run_workers
@@ -72,6 +73,7 @@ class ServeOptions:
     metrics_port: int | None = None
     cache_bytes: int = DEFAULT_CACHE_BYTES
     header_timeout_s: float = HEADER_TIMEOUT_S
+    s3_secrets: dict[str, str] | None = field(default=None, repr=False)  # --s3: access key -> secret key
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -128,10 +130,11 @@ def _announce(options: ServeOptions, sockets: list[socket.socket]) -> None:
     policy = options.policy
     workers = f"{options.workers} worker{'s' if options.workers > 1 else ''}"
     metrics = f", metrics on {_url(options, sockets[1], 'metrics')}" if len(sockets) > 1 else ""
+    access = (f"S3, {len(options.s3_secrets)} access key{'s' if len(options.s3_secrets) > 1 else ''}"
+              if options.s3_secrets is not None else "bearer token required" if policy.token else "no token")
     log.info("listening on %s (%s, %s, %s)%s", _url(options, sockets[0]),
-             "read-only" if policy.read_only else "read-write",
-             "bearer token required" if policy.token else "no token", workers, metrics)
-    if policy.token is None and not _is_loopback(options.host):
+             "read-only" if policy.read_only else "read-write", access, workers, metrics)
+    if policy.token is None and options.s3_secrets is None and not _is_loopback(options.host):
         log.warning("%s is not a loopback address and no --token-file was given: anyone who can reach "
                     "it can read and write the store", options.host)
 
@@ -142,7 +145,10 @@ def _handlers(options: ServeOptions, metrics: Metrics, worker: int) -> Iterator[
     with Store.open() as store:
         leases = SharedLease(store.session, options.lease_reuse_s)
         cache = ContentCache(options.cache_bytes, SMALL_BODY_BYTES)
-        handlers = Handlers(store, leases, options.policy, metrics, cache, worker)
+        if options.s3_secrets is not None:
+            handlers = S3Handlers(store, leases, options.policy, metrics, cache, worker, options.s3_secrets)
+        else:
+            handlers = Handlers(store, leases, options.policy, metrics, cache, worker)
         try:
             yield handlers
         finally:

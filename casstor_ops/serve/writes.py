@@ -95,6 +95,10 @@ class Writes:
     def close(self) -> None:
         self._pool.shutdown(cancel_futures=True)
 
+    async def write(self, action: Callable[..., T]) -> T:
+        """What ``action(lease=…)`` returns, run on a write thread under the shared writer lease (S3's writes)."""
+        return await on_pool(self._pool, self._write, action)
+
     def _write(self, action: Callable[..., T]) -> T:
         """Run a store write (on a worker thread) under the shared writer lease."""
         with self._leases.hold() as lease:

@@ -56,7 +56,8 @@ from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.namespace.entries import Namespace
-from casstor_ops.store.records import FileAttributes, FileInfo, RestoreResult, StoreResult, StoreStats, VersionInfo
+from casstor_ops.store.records import (FileAttributes, FileInfo, ObjectMeta, RestoreResult, StoreResult, StoreStats,
+                                      VersionInfo)
 from casstor_ops.store.restore import Restore
 from casstor_ops.store.trees.destinations import restore_to_path
 from casstor_ops.store.schema import StoreSettings, require_settings
@@ -201,13 +202,15 @@ class Store:
 
     def put(self, src: Source, file_id: str, progress: ProgressCallback | None = None,
             lease: WriterLease | bool = True, attributes: FileAttributes | None = None,
-            before_commit: Callable[[], None] | None = None) -> StoreResult:
+            before_commit: Callable[[], None] | None = None,
+            object_meta: Callable[[], ObjectMeta] | None = None) -> StoreResult:
         """Store a file (path or binary file object) under ``file_id``, replacing any previous version atomically.
 
         A path's permission bits and mtime are recorded with it; a file object's are ``attributes`` (none by
         default). ``before_commit`` is called once, when every block is stored and the head is about to be
         written (after the lease's fence): an error it raises propagates and nothing is committed (an HTTP
-        server's ``If-Match`` check, made as late as the store allows).
+        server's ``If-Match`` check, made as late as the store allows). ``object_meta``, when given, is called at
+        the head write (after ``before_commit``) for the S3 attributes to keep in the version row.
         """
         check_id(file_id, storing=True)
         with open_source(src) as (reader, own), self._lease("store", lease) as fence:
@@ -217,7 +220,7 @@ class Store:
             upload = Upload(self.session, self.settings, self._st, progress=progress, fence=fence,
                             **self._upload_options)
             try:
-                return upload.run(reader, file_id, attributes)
+                return upload.run(reader, file_id, attributes, object_meta)
             except OSError as err:
                 raise CasstorError(f"cannot read {getattr(reader, 'name', 'the source')!r}: "
                                    f"{err.strerror or err}") from None

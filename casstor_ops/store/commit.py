@@ -76,7 +76,7 @@ from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.request_queue import RETRYABLE, RequestQueue
 from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.inline import encode, head_columns, inline_hash, inline_result
-from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreResult
+from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreResult
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.coordination.safety import SAFETY
@@ -113,7 +113,8 @@ class Commit:
 
     def __init__(self, session: Session, requests: RequestQueue, statements: Statements, blocks: VerifiedBlocks, *,
                  namespace: Namespace, attributes: FileAttributes | None = None, fence: Fence = no_fence,
-                 stored: InlineContent | None = None, inline_store: bool = False) -> None:
+                 stored: InlineContent | None = None, inline_store: bool = False,
+                 object_meta: Callable[[], ObjectMeta] | None = None) -> None:
         self._session = session
         self._namespace = namespace
         self._requests = requests
@@ -125,6 +126,7 @@ class Commit:
         self._fence = fence
         self._stored = stored  # an inline file's content; its hashes and sizes are still its one block's
         self._content_columns = head_columns(stored, inline_store)
+        self._object_meta = object_meta  # an S3 object's attributes, known once its body was read
 
     def run(self, reader: BinaryIO, file_id: str, size: int) -> None:
         """Commit the file under ``file_id`` (``reader`` is its source, re-read only for vanished blocks)."""
@@ -224,8 +226,13 @@ class Commit:
             self._fence(f"committing {file_id!r}")
             try:
                 blocks = 0 if self._stored is not None else len(self._hashes)
-                self._session.execute(self._st.insert_version, version_row(file_id, version, size, digest, blocks,
-                                                                           self._attributes, self._content_columns))
+                row = version_row(file_id, version, size, digest, blocks, self._attributes, self._content_columns)
+                if self._object_meta is None:
+                    self._session.execute(self._st.insert_version, row)
+                else:
+                    meta = self._object_meta()
+                    self._session.execute(self._st.insert_version_meta,
+                                          (*row[:-1], meta.etag, meta.content_type, meta.user_meta, row[-1]))
                 return time.monotonic()
             except RETRYABLE:
                 attempt += 1

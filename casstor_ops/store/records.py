@@ -123,6 +123,16 @@ class FileInfo:
 
 
 @dataclass(frozen=True)
+class ObjectMeta:
+    """An S3 object's attributes, kept in its version row (``casstor serve --s3``): ``etag`` (the MD5 hex of its
+    bytes), ``content_type``, ``user_meta`` (``x-amz-meta-*`` without the prefix). Other files have none."""
+
+    etag: str
+    content_type: str | None = None
+    user_meta: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class VersionInfo:
     """One version of a file, as ``casstor ls --versions`` shows it: ``file`` (its head columns then), and whether
     it is a delete marker (the file was removed there; ``file`` has no content then). ``stored_size`` is an inline

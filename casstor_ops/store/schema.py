@@ -161,6 +161,11 @@ _TABLES = [
         committed_at timestamp, mode int, mtime_ns bigint, stored_size int, deleted boolean,
         PRIMARY KEY ((dir, bucket), name))""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.directories (dir text PRIMARY KEY, generation int)""",
+    # S3 (casstor_ops.serve.s3): an object's attributes in its version row (null for other files), and buckets.
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS etag text",
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS content_type text",
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS user_meta map<text, text>",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.buckets (name text PRIMARY KEY, created_at timestamp)""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.maintenance (
         name text PRIMARY KEY, holder text, mode text, state text, since timestamp)""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.writer_leases (

@@ -113,6 +113,19 @@ class Statements:
     file_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, stored_size FROM {META_KS}.versions WHERE id = ?")
     all_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, stored_size FROM {META_KS}.versions")
     inline_content = _Prepared(f"SELECT codec, content FROM {META_KS}.versions WHERE id = ? AND version = ?")
+    # An S3 object's version: insert_version's columns, then its S3 attributes (casstor_ops.serve.s3).
+    insert_version_meta = _Prepared(
+        f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, content, "
+        f"codec, stored_size, deleted, etag, content_type, user_meta) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+    object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta "
+                            f"FROM {META_KS}.versions WHERE id = ? LIMIT 1")
+    object_etag = _Prepared(f"SELECT etag, deleted FROM {META_KS}.versions WHERE id = ? AND version = ?")
+    # -- S3 buckets (rare writes: a lightweight transaction makes a second CreateBucket of a name fail)
+    create_bucket = _Prepared(f"INSERT INTO {META_KS}.buckets (name, created_at) VALUES (?, ?) IF NOT EXISTS")
+    read_bucket = _Prepared(f"SELECT name, created_at FROM {META_KS}.buckets WHERE name = ?")
+    all_buckets = _Prepared(f"SELECT name, created_at FROM {META_KS}.buckets")
+    delete_bucket = _Prepared(f"DELETE FROM {META_KS}.buckets WHERE name = ? IF EXISTS")
     insert_entry = _Prepared(
         f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name, {_ENTRY_COLUMNS}) "
         f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")

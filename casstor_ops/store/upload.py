@@ -66,7 +66,7 @@ from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.request_queue import RequestQueue
 from casstor_ops.store.inline import encode, fits, inline_result
 from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.records import FileAttributes, InlineContent, StoreResult
+from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.statements import Statements
 
@@ -214,9 +214,10 @@ class Upload:
     def _take_hashed(self, segment: Segment, digests: Future) -> None:
         self._take(segment, digests.result())
 
-    def run(self, reader: BinaryIO, file_id: str, attributes: FileAttributes | None = None) -> StoreResult:
-        """Store everything ``reader`` yields under ``file_id`` (with the source's ``attributes``, when known);
-        the new head is the commit point."""
+    def run(self, reader: BinaryIO, file_id: str, attributes: FileAttributes | None = None,
+            object_meta: Callable[[], ObjectMeta] | None = None) -> StoreResult:
+        """Store everything ``reader`` yields under ``file_id`` (with the source's ``attributes``, when known, and
+        an S3 object's ``object_meta``); the new head is the commit point."""
         started = time.perf_counter()
         try:
             size = self._read(reader)
@@ -224,7 +225,8 @@ class Upload:
             blocks = VerifiedBlocks(self._hashes, self._sizes, self._uploads.verified, self._reverify)
             Commit(self._session, self._requests, self._st, blocks, attributes=attributes, fence=self._fence,
                    namespace=Namespace.for_session(self._session, self._settings.directory_rows),
-                   stored=self._stored, inline_store=self._settings.inline_max > 0).run(reader, file_id, size)
+                   stored=self._stored, inline_store=self._settings.inline_max > 0,
+                   object_meta=object_meta).run(reader, file_id, size)
         except BaseException:
             self._claims.release()
             raise

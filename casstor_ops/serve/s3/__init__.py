@@ -1,0 +1,28 @@
+"""The S3 face of ``casstor serve`` (``--s3``): the S3 REST API, path-style, on the same engine as the plain server.
+
+Vocabulary (besides :mod:`casstor_ops.serve`'s):
+
+* **bucket**: a top-level directory of the store, recorded in ``buckets``
+  (its creation time; later its versioning state); bucket ``b``'s object
+  ``k`` is the file ID ``b/k``, so ``casstor ls b/`` lists it (:mod:`.buckets`).
+* **object**: a file of a bucket, with the S3 attributes kept in its version
+  row: ``etag`` (the MD5 hex of its bytes), ``content_type``, ``user_meta``
+  (``x-amz-meta-*``) (:mod:`.objects`).
+* **signature**: AWS Signature Version 4, in the ``Authorization`` header or a
+  presigned URL (:mod:`.sigv4`); an aws-chunked body's chunk signatures and
+  trailer (:mod:`.chunked`); the body's digests (:mod:`.checksums`).
+* **credentials**: access key -> secret key, from an aws CLI credentials
+  file only its owner may read (:mod:`.credentials`).
+* **error**: an S3 XML error document with S3's code and status (:mod:`.errors`);
+  responses are S3's XML (:mod:`.xml`).
+
+Modules: :mod:`.app` (the dispatcher: authentication, bucket or object, the
+operation), :mod:`.buckets`, :mod:`.objects`, :mod:`.listing` (ListObjects v1
+and v2 on the directory index), and the ones above.
+
+Example::
+
+    $ casstor serve --s3 --port 9000 --s3-credentials ~/.casstor-s3 &
+    $ aws --endpoint-url http://127.0.0.1:9000 s3 mb s3://photos
+    $ aws --endpoint-url http://127.0.0.1:9000 s3 cp a.jpg s3://photos/2024/a.jpg
+"""

@@ -1,0 +1,213 @@
+"""The S3 dispatcher: :class:`S3Handlers`, the plain server's handlers with S3's requests, signatures and errors.
+
+Every request is authenticated first (:func:`~.sigv4.authenticate`: no
+anonymous access), then routed by path-style address and query:
+
+=====================================  ==========================================
+``GET /``                              ListBuckets
+``PUT|HEAD|DELETE /b``                 CreateBucket, HeadBucket, DeleteBucket
+``GET /b`` (``list-type=2``)           ListObjectsV2, else ListObjects (v1);
+                                       ``?location``, ``?versioning`` answered
+``POST /b?delete``                     DeleteObjects
+``PUT /b/k``                           PutObject, or CopyObject (``x-amz-copy-source``)
+``GET|HEAD /b/k``                      GetObject, HeadObject
+``DELETE /b/k``                        DeleteObject
+=====================================  ==========================================
+
+Anything else (multipart uploads, versions, ACLs, ...) is answered
+NotImplemented (501). The engine is the plain server's (:class:`~..app.Handlers`:
+its read and write pools, shared lease, key locks, body deadlines, metrics).
+
+Example::
+
+    >>> handlers = S3Handlers(store, leases, policy, metrics, cache, secrets={"AK": "SK"})  # doctest: +SKIP
+
+Failures: every refusal is an S3 XML error document with S3's code and status
+(:mod:`.errors`) and one log line; a store error is mapped from its
+:mod:`..status` status (404 NoSuchKey, 503 ServiceUnavailable with
+Retry-After, SlowDown during a reclaim window, 500 InternalError for a bug).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from functools import partial
+from urllib.parse import parse_qsl, unquote
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from casstor_ops.errors import CasstorError
+from casstor_ops.serve.app import Handlers
+from casstor_ops.serve.bridge import on_pool
+from casstor_ops.serve.content_cache import ContentCache
+from casstor_ops.serve.metrics import Metrics
+from casstor_ops.serve.policy import Policy
+from casstor_ops.serve.s3.buckets import Buckets
+from casstor_ops.serve.s3.errors import S3Error, render
+from casstor_ops.serve.s3.listing import Listing, decode_token, encode_token, encoded, max_keys
+from casstor_ops.serve.s3.objects import Objects, s3_time, xml_response
+from casstor_ops.serve.s3.sigv4 import Signed, authenticate
+from casstor_ops.serve.s3.xml import document
+from casstor_ops.serve.shared_lease import SharedLease
+from casstor_ops.serve.status import one_line, status_of
+from casstor_ops.store.api import Store
+
+log = logging.getLogger("casstor.serve")
+
+_BY_STATUS = {400: "InvalidArgument", 404: "NoSuchKey", 408: "RequestTimeout", 411: "MissingContentLength",
+              412: "PreconditionFailed", 413: "EntityTooLarge", 502: "InternalError"}
+
+
+# The label an S3 refusal is counted under in casstor_serve_errors_total (serve.status.KINDS).
+_KIND_BY_STATUS = {401: "unauthorized", 403: "unauthorized", 404: "not_found", 405: "method", 408: "body_timeout",
+                   411: "length_required", 412: "precondition", 304: "precondition", 416: "bad_request",
+                   500: "internal", 501: "method", 503: "unavailable"}
+
+
+class S3Handlers(Handlers):
+    """The S3 face of one server worker (see the module docstring)."""
+
+    def __init__(self, store: Store, leases: SharedLease, policy: Policy, metrics: Metrics, cache: ContentCache,
+                 worker: int = 0, secrets: dict[str, str] | None = None) -> None:
+        super().__init__(store, leases, policy, metrics, cache, worker)
+        self._secrets = secrets or {}
+        self._read_only = policy.read_only
+        self.buckets = Buckets(store)
+        self.objects = Objects(store, self.reads, self.writes, self.buckets, policy)
+        self.listing = Listing(store)
+
+    async def handle(self, request: Request) -> Response:
+        request_id = uuid.uuid4().hex[:16].upper()
+        path = "?"
+        try:
+            path = unquote(request.scope["raw_path"].decode("latin-1"), errors="strict")
+            headers = {name: ",".join(request.headers.getlist(name)) for name in request.headers.keys()}
+            signed = authenticate(request.method, path, request.scope["query_string"].decode("latin-1"), headers,
+                                  self._secrets, time.time())
+            response = await self._route(request, path, signed)
+        except S3Error as err:
+            response = self._error(request.method, path, err, request_id)
+        except ClientDisconnect:
+            log.warning("%s %r: the client disconnected before the end of its body; nothing stored",
+                        request.method, path)
+            self.recorder.error("client_gone")
+            response = Response(status_code=400)
+        except asyncio.CancelledError:
+            return self._cancelled(request.method, path)
+        except Exception as err:  # every failure becomes an S3 error document and one log line (a bug: 500)
+            response = self._error(request.method, path, _s3_error(err), request_id, err)
+        response.headers["x-amz-request-id"] = request_id
+        return response
+
+    def _error(self, method: str, path: str, err: S3Error, request_id: str,
+               cause: Exception | None = None) -> Response:
+        kind = status_of(cause).kind if cause is not None else _KIND_BY_STATUS.get(err.status, "bad_request")
+        self.recorder.error(kind)
+        if err.code == "InternalError" and cause is not None:
+            log.error("%s %r -> 500 (a bug): %s: %s", method, path, type(cause).__name__, one_line(cause))
+            log.debug("traceback of the 500", exc_info=cause)
+        else:
+            log.warning("%s %r -> %d %s: %s", method, path, err.status, err.code, one_line(cause or err))
+        headers = {"retry-after": "5"} if err.status == 503 else {}
+        body = b"" if method == "HEAD" or err.status == 304 else render(err, request_id)
+        return Response(body, status_code=err.status, headers=headers, media_type="application/xml")
+
+    async def _route(self, request: Request, path: str, signed: Signed) -> Response:
+        bucket, _, key = path.lstrip("/").partition("/")
+        query = dict(parse_qsl(request.scope["query_string"].decode("latin-1"), keep_blank_values=True))
+        method = request.method
+        if self._read_only and method in ("PUT", "POST", "DELETE"):
+            raise S3Error("AccessDenied", "This server is read-only.")
+        if not bucket:
+            if method == "GET":
+                return await on_pool(self.reads.pool, self._list_buckets, signed)
+            raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+        unsupported = {"uploads", "uploadId", "versionId", "versions", "acl", "tagging", "policy", "lifecycle",
+                       "cors", "website", "encryption", "object-lock", "retention", "legal-hold"} & query.keys()
+        if unsupported:
+            raise S3Error("NotImplemented", f"?{sorted(unsupported)[0]} is not supported by this server yet.")
+        if not key:
+            return await self._bucket(request, method, bucket, query)
+        if method in ("GET", "HEAD"):
+            return await self.objects.get(request, bucket, key, send_body=method == "GET")
+        if method == "PUT":
+            if "x-amz-copy-source" in request.headers:
+                return await self.objects.copy(request, bucket, key, signed)
+            return await self.objects.put(request, bucket, key, signed)
+        if method == "DELETE":
+            return await self.objects.delete(bucket, key, request.headers)
+        raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+
+    async def _bucket(self, request: Request, method: str, bucket: str, query: dict[str, str]) -> Response:
+        pool = self.reads.pool
+        if method == "PUT":
+            await self.writes.write(lambda lease: self.buckets.create(bucket))
+            return Response(status_code=200, headers={"location": f"/{bucket}"})
+        if method == "HEAD":
+            await on_pool(pool, self.buckets.created, bucket)
+            return Response(status_code=200)
+        if method == "DELETE":
+            await self.writes.write(lambda lease: self.buckets.delete(bucket))
+            return Response(status_code=204)
+        if method == "POST" and "delete" in query:
+            return await self.objects.delete_many(request, bucket)
+        if method != "GET":
+            raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+        await on_pool(pool, self.buckets.created, bucket)
+        if "location" in query:
+            return xml_response(document("LocationConstraint", {}))
+        if "versioning" in query:
+            return xml_response(document("VersioningConfiguration", {}))
+        return await on_pool(pool, partial(self._list_objects, bucket, query))
+
+    def _list_buckets(self, signed: Signed) -> Response:
+        owner = {"ID": signed.access_key, "DisplayName": signed.access_key}
+        buckets = [{"Name": row.name, "CreationDate": s3_time(row.created_at)} for row in self.buckets.all()]
+        return xml_response(document("ListAllMyBucketsResult", {"Owner": owner, "Buckets": {"Bucket": buckets}}))
+
+    def _list_objects(self, bucket: str, query: dict[str, str]) -> Response:
+        v2 = query.get("list-type") == "2"
+        prefix, delimiter, encoding = query.get("prefix", ""), query.get("delimiter", ""), query.get("encoding-type")
+        limit = max_keys(query.get("max-keys"))
+        if v2:
+            token = query.get("continuation-token")
+            after = decode_token(token) if token is not None else query.get("start-after", "")
+        else:
+            after = query.get("marker", "")
+        page = self.listing.page(bucket, prefix, delimiter, after, limit)
+        root = len(bucket) + 1
+        contents = [{"Key": encoded(e.file.id[root:], encoding), "LastModified": s3_time(e.file.committed_at),
+                     "ETag": f'"{page.etags[e.file.id]}"', "Size": e.file.size, "StorageClass": "STANDARD",
+                     "Owner": {"ID": "casstor", "DisplayName": "casstor"} if not v2 or "fetch-owner" in query
+                     and query["fetch-owner"] == "true" else None} for e in page.contents]
+        fields = {"Name": bucket, "Prefix": encoded(prefix, encoding), "Delimiter": encoded(delimiter, encoding)
+                  if delimiter else None, "MaxKeys": limit, "EncodingType": encoding, "IsTruncated": page.truncated}
+        if v2:
+            fields.update({"KeyCount": len(page.contents) + len(page.prefixes),
+                           "ContinuationToken": query.get("continuation-token"),
+                           "NextContinuationToken": encode_token(page.last) if page.truncated else None,
+                           "StartAfter": encoded(query["start-after"], encoding) if "start-after" in query else None})
+        else:
+            fields.update({"Marker": encoded(after, encoding),
+                           "NextMarker": encoded(page.last, encoding) if page.truncated and delimiter else None})
+        fields.update({"Contents": contents,
+                       "CommonPrefixes": [{"Prefix": encoded(p, encoding)} for p in page.prefixes]})
+        root_name = "ListBucketResult"
+        return xml_response(document(root_name, fields))
+
+
+def _s3_error(err: Exception) -> S3Error:
+    """The S3 error a store error becomes (by its plain-server status)."""
+    status = status_of(err)
+    if status.code == 500:
+        return S3Error("InternalError", "We encountered an internal error. Please try again.")
+    if status.code == 503:
+        code = "SlowDown" if status.kind == "window" else "ServiceUnavailable"
+        return S3Error(code, "The store is unavailable now: send the request again later.")
+    if isinstance(err, CasstorError) and status.code == 400 and "1024" in str(err):
+        return S3Error("KeyTooLongError", "Your key is too long")
+    return S3Error(_BY_STATUS.get(status.code, "InternalError"), one_line(err))

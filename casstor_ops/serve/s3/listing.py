@@ -1,0 +1,156 @@
+"""ListObjectsV2 and ListObjects (v1) on the directory index: never a scan of the store.
+
+With the delimiter ``/`` a page is read from one directory
+(``directory_entries`` of ``BUCKET/`` + the prefix's directory, from the
+prefix's name or the marker on): its files are Contents, its subdirectory
+markers CommonPrefixes (a marker whose files were all removed is left out:
+S3 has no empty prefixes). Without a delimiter the walk goes down every marker
+in name order (``directory_entries`` from the marker's component on), which
+yields keys in S3's order, starting where the marker or continuation token
+left off. Another delimiter is grouped from that walk. A page ends at
+``max-keys`` (1000 at most) keys and prefixes; its continuation token is the
+last key (or prefix) returned, base64. ETags of a page are read by ID and
+version, concurrently (S3 ETags are kept in the version rows, not the index).
+
+Example::
+
+    >>> page = Listing(store).page("photos", prefix="2024/", delimiter="/", after="", max_keys=1000)  # doctest: +SKIP
+
+Failures: a max-keys that is not a number, or a token that is not one this
+server made: InvalidArgument. The driver's errors propagate.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import quote_plus
+
+from casstor_ops.serve.s3.errors import invalid_argument
+from casstor_ops.store.api import Store
+from casstor_ops.store.namespace.layout import split_id
+from casstor_ops.store.namespace.listing import Entry, directory_entries, entries_under
+from casstor_ops.store.statements import Statements
+
+MAX_KEYS = 1000
+
+
+@dataclass
+class Page:
+    """One page: the object entries (full IDs) and the common prefixes (bucket-relative), and whether more follow."""
+
+    contents: list[Entry] = field(default_factory=list)
+    prefixes: list[str] = field(default_factory=list)
+    truncated: bool = False
+    last: str = ""
+    etags: dict[str, str] = field(default_factory=dict)
+
+
+def encode_token(key: str) -> str:
+    return base64.urlsafe_b64encode(key.encode("utf-8")).decode("ascii")
+
+
+def decode_token(token: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(token.encode("ascii")).decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError):
+        raise invalid_argument("The continuation token provided is incorrect") from None
+
+
+def max_keys(value: str | None) -> int:
+    try:
+        wanted = MAX_KEYS if value is None else int(value)
+    except ValueError:
+        raise invalid_argument("max-keys must be a number") from None
+    if wanted < 0:
+        raise invalid_argument("max-keys must not be negative")
+    return min(wanted, MAX_KEYS)
+
+
+def encoded(key: str, encoding: str | None) -> str:
+    """A key as the response carries it: URL-encoded when the client asked (``encoding-type=url``)."""
+    return quote_plus(key, safe="/") if encoding == "url" else key
+
+
+class Listing:
+    """The listings of one store's buckets."""
+
+    def __init__(self, store: Store) -> None:
+        self._session = store.session
+        self._st = Statements.for_session(store.session)
+
+    def page(self, bucket: str, prefix: str, delimiter: str, after: str, limit: int) -> Page:
+        """Up to ``limit`` keys and prefixes of ``bucket`` under ``prefix``, after the bucket-relative ``after``."""
+        root = bucket + "/"
+        page = Page()
+        items = (self._one_directory(root, prefix, after) if delimiter == "/"
+                 else self._grouped(root, prefix, delimiter, after))
+        for item in items:
+            if len(page.contents) + len(page.prefixes) == limit:
+                page.truncated = True
+                break
+            if isinstance(item, str):
+                page.prefixes.append(item)
+                page.last = item
+            else:
+                page.contents.append(item)
+                page.last = item.file.id[len(root):]
+        page.etags = self._etags(page.contents)
+        return page
+
+    def _one_directory(self, root: str, prefix: str, after: str) -> Iterator[Entry | str]:
+        directory, start = split_id(root + prefix)
+        relative = directory[len(root):]
+        begin = max(start, after[len(relative):]) if after.startswith(relative) else start
+        for entry in directory_entries(self._session, self._st, directory, begin):
+            if not entry.name.startswith(start):
+                return
+            key = relative + entry.name
+            if key <= after:
+                continue
+            if entry.is_directory:
+                if next(entries_under(self._session, self._st, directory + entry.name), None) is not None:
+                    yield key
+            else:
+                yield entry
+
+    def _walk(self, directory: str, prefix: str, after: str) -> Iterator[Entry]:
+        """The files of ``directory`` whose name starts with ``prefix`` and whose ID is after ``after``, ID order."""
+        begin = prefix
+        if after.startswith(directory):
+            rest = after[len(directory):]
+            component = rest[:rest.find("/") + 1] if "/" in rest else rest
+            begin = max(begin, component)
+        for entry in directory_entries(self._session, self._st, directory, begin):
+            if not entry.name.startswith(prefix):
+                return
+            if entry.is_directory:
+                yield from self._walk(directory + entry.name, "", after)
+            elif entry.file.id > after:
+                yield entry
+
+    def _grouped(self, root: str, prefix: str, delimiter: str, after: str) -> Iterator[Entry | str]:
+        directory, start = split_id(root + prefix)
+        shown = ""
+        for entry in self._walk(directory, start, root + after):
+            key = entry.file.id[len(root):]
+            cut = key.find(delimiter, len(prefix)) if delimiter else -1
+            if cut < 0:
+                yield entry
+                continue
+            common = key[:cut + len(delimiter)]
+            if common != shown and common > after:
+                shown = common
+                yield common
+
+    def _etags(self, entries: list[Entry]) -> dict[str, str]:
+        """Each entry's S3 ETag, read by ID and version concurrently (its 64-hex file hash if none was kept)."""
+        futures = [(entry, self._session.execute_async(self._st.object_etag, (entry.file.id, entry.file.version),
+                                                       execution_profile=self._st.named_rows)) for entry in entries]
+        etags = {}
+        for entry, future in futures:
+            row = future.result().one()
+            etags[entry.file.id] = (row.etag if row is not None and row.etag else None) or entry.file.hash.hex()
+        return etags

@@ -1,0 +1,341 @@
+"""S3 objects: PutObject, GetObject, HeadObject, DeleteObject, DeleteObjects and CopyObject on the store's files.
+
+Bucket ``b``'s key ``k`` is the file ID ``b/k``. A PUT streams its body to
+the store on a write thread (decoding an aws-chunked body on the way,
+:mod:`.chunked`), digesting it as the store reads it (:mod:`.checksums`): the
+MD5 is the ETag; Content-MD5, ``x-amz-content-sha256`` and
+``x-amz-checksum-*`` are checked in the store's ``before_commit`` hook, so a
+body that does not match them commits nothing. The ETag, ``Content-Type`` and
+``x-amz-meta-*`` are kept in the version row (``versions.etag``,
+``content_type``, ``user_meta``). A GET answers from one head read and
+serves the content as the plain server does (:meth:`Reads.content
+<casstor_ops.serve.reads.Reads.content>`), honouring Range, If-Match,
+If-None-Match, If-Modified-Since and If-Unmodified-Since (S3's order). A file
+stored by ``casstor store`` (no MD5 kept) has its 64-hex file hash as ETag,
+which no client takes for an MD5.
+
+CopyObject reads the source and stores it again under the new key: every
+block is found in the store (dedup), so a copy writes no block, only a block
+list and a version row (its bytes do pass through this process once).
+PUTs and DELETEs of a key are ordered by the server's key locks and
+conditional PUTs checked under them, as the plain server's (:mod:`..head_locks`).
+
+Example::
+
+    >>> objects = Objects(store, handlers.reads, handlers.writes, Buckets(store), policy)   # doctest: +SKIP
+    >>> await objects.put(request, "photos", "2024/a.jpg", signed)                          # doctest: +SKIP
+
+Failures: :class:`~.errors.S3Error` (NoSuchBucket, NoSuchKey, PreconditionFailed,
+InvalidRange, BadDigest, EntityTooLarge, ...); the store's errors propagate
+for the dispatcher (:mod:`.app`) to map.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import threading
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from email.utils import format_datetime, parsedate_to_datetime
+from functools import partial
+from urllib.parse import unquote
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from casstor_ops.errors import NotFoundError
+from casstor_ops.serve.bridge import answered, on_pool
+from casstor_ops.serve.policy import Policy
+from casstor_ops.serve.ranges import Unsatisfiable, parse_range
+from casstor_ops.serve.reads import Reads
+from casstor_ops.serve.s3.buckets import Buckets
+from casstor_ops.serve.s3.checksums import Digests
+from casstor_ops.serve.s3.chunked import AwsChunked
+from casstor_ops.serve.s3.errors import S3Error, invalid_argument, no_such_key, precondition_failed
+from casstor_ops.serve.s3.sigv4 import STREAMING, Signed
+from casstor_ops.serve.s3.xml import document, parse
+from casstor_ops.serve.streams import BodyReader
+from casstor_ops.serve.validators import WritePrecondition
+from casstor_ops.serve.writes import Writes
+from casstor_ops.store.api import FileInfo, Store
+from casstor_ops.store.catalog import head_of
+from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.ids import check_id
+from casstor_ops.store.records import ObjectMeta
+from casstor_ops.store.statements import Statements
+
+MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit of one PutObject
+MAX_DELETE_BODY = 2 << 20
+META_PREFIX = "x-amz-meta-"
+DEFAULT_CONTENT_TYPE = "binary/octet-stream"
+
+
+def s3_time(when: datetime | None) -> str:
+    """A time as S3's XML writes it (``2024-05-01T12:00:00.000Z``)."""
+    when = when or datetime.now(timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+def quoted(etag: str) -> str:
+    return f'"{etag}"'
+
+
+class S3Object:
+    """An object's head: the file's version and its S3 attributes."""
+
+    def __init__(self, info: FileInfo, etag: str | None, content_type: str | None,
+                 user_meta: Mapping[str, str] | None) -> None:
+        self.info = info
+        self.etag = quoted(etag or info.hash.hex())
+        self.content_type = content_type or DEFAULT_CONTENT_TYPE
+        self.user_meta = dict(user_meta or {})
+
+    def meta(self, etag: str) -> ObjectMeta:
+        return ObjectMeta(etag, self.content_type, self.user_meta)
+
+    def headers(self) -> dict[str, str]:
+        modified = (self.info.committed_at or datetime.now(timezone.utc)).replace(tzinfo=timezone.utc)
+        return {"etag": self.etag, "last-modified": format_datetime(modified, usegmt=True),
+                "content-type": self.content_type, "accept-ranges": "bytes",
+                **{META_PREFIX + name: value for name, value in self.user_meta.items()}}
+
+
+def user_meta(headers: Mapping[str, str]) -> dict[str, str]:
+    return {name.removeprefix(META_PREFIX): value for name, value in headers.items() if name.startswith(META_PREFIX)}
+
+
+def _when(header: str | None) -> datetime | None:
+    try:
+        return parsedate_to_datetime(header) if header else None
+    except (TypeError, ValueError):
+        return None  # S3 ignores a date it cannot read
+
+
+def check_read_conditions(headers: Mapping[str, str], obj: S3Object) -> None:
+    """S3's order: If-Match, else If-Unmodified-Since (412); If-None-Match, else If-Modified-Since (304)."""
+    modified = (obj.info.committed_at or datetime.now(timezone.utc)).replace(tzinfo=timezone.utc, microsecond=0)
+    if_match, if_none_match = headers.get("if-match"), headers.get("if-none-match")
+    if if_match is not None:
+        if not WritePrecondition.of(if_match, None).holds(obj.etag):
+            raise precondition_failed("If-Match")
+    elif (since := _when(headers.get("if-unmodified-since"))) is not None and modified > since:
+        raise precondition_failed("If-Unmodified-Since")
+    if if_none_match is not None:
+        if not WritePrecondition.of(None, if_none_match).holds(obj.etag):
+            raise S3Error("NotModified", "Not Modified")
+    elif (since := _when(headers.get("if-modified-since"))) is not None and modified <= since:
+        raise S3Error("NotModified", "Not Modified")
+
+
+class Objects:
+    """The object operations of one server (see the module docstring)."""
+
+    def __init__(self, store: Store, reads: Reads, writes: Writes, buckets: Buckets, policy: Policy) -> None:
+        self._store = store
+        self._st = Statements.for_session(store.session)
+        self._reads = reads
+        self._writes = writes
+        self._buckets = buckets
+        self._policy = policy
+
+    async def _require_bucket(self, bucket: str) -> None:
+        await on_pool(self._reads.pool, self._buckets.created, bucket)
+
+    async def head(self, bucket: str, key: str) -> S3Object:
+        """The object's head (one read, on the driver's callbacks); NoSuchKey, or NoSuchBucket."""
+        file_id = f"{bucket}/{key}"
+        row = await answered(partial(_execute, self._store.session, self._st.object_head, (file_id,), self._st))
+        try:
+            info = head_of(file_id, row)
+        except NotFoundError:
+            await self._require_bucket(bucket)
+            raise no_such_key(bucket, key) from None
+        return S3Object(info, row.etag, row.content_type, row.user_meta)
+
+    async def get(self, request: Request, bucket: str, key: str, send_body: bool) -> Response:
+        obj = await self.head(bucket, key)
+        headers = obj.headers()
+        try:
+            check_read_conditions(request.headers, obj)
+        except S3Error as err:
+            if err.code == "NotModified":
+                return Response(status_code=304, headers={k: headers[k] for k in ("etag", "last-modified")})
+            raise
+        size = obj.info.size
+        try:
+            wanted = parse_range(request.headers.get("range"), size)
+        except Unsatisfiable:
+            raise S3Error("InvalidRange", "The requested range is not satisfiable", ActualObjectSize=str(size),
+                          RangeRequested=request.headers.get("range", "")) from None
+        headers["content-length"] = str(size if wanted is None else wanted.stop - wanted.start)
+        if wanted is not None:
+            headers["content-range"] = wanted.content_range(size)
+        if not send_body:
+            return Response(status_code=200 if wanted is None else 206, headers=headers)
+        return await self._reads.content(obj.info, wanted, headers, f"{bucket}/{key}")
+
+    def _body(self, request: Request, signed: Signed) -> Digests:
+        """The request's body as the store will read it: decoded, counted, digested."""
+        headers = request.headers
+        reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body,
+                            deadline_s=self._policy.body_timeout_s)
+        if signed.payload in STREAMING:
+            chunks = AwsChunked(reader, signed)
+            length = headers.get("x-amz-decoded-content-length")
+            return Digests(chunks, headers, length=int(length) if length else None, trailer=lambda: chunks.trailer)
+        length = headers.get("content-length")
+        sha256 = signed.payload if len(signed.payload) == 64 else None
+        return Digests(reader, headers, sha256, int(length) if length else None)
+
+    def _check_size(self, request: Request) -> None:
+        length = request.headers.get("x-amz-decoded-content-length") or request.headers.get("content-length")
+        if length is None:
+            raise S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.")
+        if int(length) > MAX_PUT_BYTES or (self._policy.max_body is not None and int(length) > self._policy.max_body):
+            raise S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size")
+
+    async def put(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
+        file_id = check_id(f"{bucket}/{key}", storing=True)
+        self._check_size(request)
+        await self._require_bucket(bucket)
+        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        body = self._body(request, signed)
+        headers = request.headers
+        meta = S3Object(FileInfo(file_id, None, 0, b"", 0, None), None, headers.get("content-type"),
+                        user_meta(headers))
+        await self._writes.write(partial(self._store_body, body, file_id, condition, meta))
+        return Response(status_code=200, headers={"etag": quoted(body.etag)})
+
+    def _current_etag(self, file_id: str) -> str | None:
+        row = self._store.session.execute(self._st.object_head, (file_id,), execution_profile=self._st.named_rows).one()
+        if row is None or row.deleted:
+            return None
+        return quoted(row.etag or row.hash.hex())
+
+    def _store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object,
+                    lease: WriterLease, check_source=lambda: None) -> None:
+        """The store call of a PUT or copy (write thread): digests and the precondition checked just before the
+        head write, under the key's lock."""
+        def check() -> None:
+            check_source()
+            body.check()
+            if condition is not None and not condition.holds(self._current_etag(file_id)):
+                raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
+
+        with self._writes.head_locks.turn(file_id) as turn:
+            self._store.put(body, file_id, lease=lease, before_commit=turn.then(check),
+                            object_meta=lambda: meta.meta(body.etag))
+
+    async def delete(self, bucket: str, key: str, headers: Mapping[str, str]) -> Response:
+        await self._require_bucket(bucket)
+        condition = WritePrecondition.of(headers.get("if-match"), None)
+        await self._writes.write(partial(self._remove, f"{bucket}/{key}", condition))
+        return Response(status_code=204)
+
+    def _remove(self, file_id: str, condition: WritePrecondition | None, lease: WriterLease) -> None:
+        with self._writes.head_locks.holding(file_id):
+            if condition is not None and not condition.holds(self._current_etag(file_id)):
+                raise precondition_failed("If-Match")
+            try:
+                self._store.remove(file_id, lease=lease)
+            except NotFoundError:
+                pass  # S3 answers 204 for a key that is not there
+
+    async def delete_many(self, request: Request, bucket: str) -> Response:
+        await self._require_bucket(bucket)
+        body = await request.body()
+        if len(body) > MAX_DELETE_BODY:
+            raise S3Error("MalformedXML", "The XML you provided was too large.")
+        try:
+            root = parse(body)
+        except (ValueError, SyntaxError):
+            raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+        quiet = (root.findtext("Quiet") or "").strip().lower() == "true"
+        keys = [element.findtext("Key") or "" for element in root.iter("Object")]
+        if len(keys) > 1000:
+            raise S3Error("MalformedXML", "DeleteObjects takes at most 1000 keys.")
+        deleted, errors = [], []
+        for key in keys:
+            try:
+                check_id(f"{bucket}/{key}")
+                await self._writes.write(partial(self._remove, f"{bucket}/{key}", None))
+                deleted.append({"Key": key})
+            except Exception as err:  # noqa: BLE001 - one key's failure is reported in the result, S3's way
+                errors.append({"Key": key, "Code": getattr(err, "code", "InternalError"), "Message": str(err)})
+        return xml_response(document("DeleteResult", {"Deleted": [] if quiet else deleted, "Error": errors}))
+
+    async def copy(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
+        source_bucket, _, source_key = unquote(request.headers["x-amz-copy-source"]).lstrip("/").partition("/")
+        source_key, _, version = source_key.partition("?")
+        if version:
+            raise S3Error("NotImplemented", "Copying a version (versionId) is not supported yet.")
+        file_id = check_id(f"{bucket}/{key}", storing=True)
+        await self._require_bucket(bucket)
+        source = await self.head(source_bucket, source_key)
+        check_read_conditions({name.removeprefix("x-amz-copy-source-"): value for name, value in
+                               request.headers.items() if name.startswith("x-amz-copy-source-if-")}, source)
+        directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
+        if directive not in ("COPY", "REPLACE"):
+            raise invalid_argument("x-amz-metadata-directive must be COPY or REPLACE")
+        if directive == "COPY" and source.info.id == file_id:
+            raise S3Error("InvalidRequest", "This copy request is illegal because it is trying to copy an object "
+                                            "to itself without changing the object's metadata.")
+        meta = source if directive == "COPY" else S3Object(source.info, None, request.headers.get("content-type"),
+                                                           user_meta(request.headers))
+        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        etag = await self._writes.write(partial(self._copy, source.info, file_id, condition, meta))
+        return xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
+
+    def _copy(self, source: FileInfo, file_id: str, condition: WritePrecondition | None, meta: S3Object,
+              lease: WriterLease) -> str:
+        """Store the version ``source`` again under ``file_id``: its content flows from a read thread through a
+        pipe; every block is found in the store, so none is written. A source read that fails or ends short
+        fails the check before the head write (nothing committed)."""
+        read_end, write_end = os.pipe()
+        outcome: list[BaseException | None] = []
+
+        def produce() -> None:
+            try:
+                with open(write_end, "wb") as out:
+                    self._store.read(source, out)
+                outcome.append(None)
+            except BaseException as err:  # noqa: BLE001 - handed to the check below
+                outcome.append(err)
+
+        def check_source() -> None:
+            reader.join()
+            if outcome[0] is not None:
+                raise outcome[0]
+            if body.size != source.size:
+                raise S3Error("InternalError", "the copy's source changed while it was read; copy it again")
+
+        reader = threading.Thread(target=produce, name="casstor-s3-copy", daemon=True)
+        reader.start()
+        with open(read_end, "rb") as pipe:
+            body = Digests(pipe, {})
+            try:
+                self._store_body(body, file_id, condition, meta, lease, check_source)
+            finally:
+                _drain(pipe)
+                reader.join()
+        return body.etag
+
+
+def _drain(pipe: io.BufferedReader) -> None:
+    """Read what the source thread still writes (a failed store stopped reading), so it can end."""
+    while pipe.read(1 << 20):
+        pass
+
+
+def _execute(session, statement, values: tuple, st: Statements, done) -> None:
+    """``done(row or None, error)`` for one single-row read, on the driver's thread."""
+    future = session.execute_async(statement, values, execution_profile=st.named_rows)
+    future.add_callbacks(lambda rows: done(rows[0] if rows else None, None), lambda error: done(None, error))
+
+
+def xml_response(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type="application/xml")
+
+
