@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade pip
 	@$(PY) -m pip install -q -e '.[test]'
+	@# The aws CLI pins its own botocore (s3fs needs another): a venv of its own, for the S3 tests.
+	@test -x $(VENV)/tools/bin/aws || { $(PYTHON) -m venv $(VENV)/tools && $(VENV)/tools/bin/pip install -q awscli==1.45.11; }
 	@$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $(STAMP)
 

@@ -1,9 +1,9 @@
 """``casstor serve --s3`` driven by real S3 clients against a real server process and the test node.
 
-The clients: botocore (the engine of boto3; boto3 itself is not in the
-project's environment, its ``client("s3")`` is this client) with its default
-request checksums (CRC32 on every PutObject), and the aws CLI (``aws s3 cp``,
-``ls``, ``sync``, ``aws s3api head-object``). Every round trip is compared
+The clients: boto3 with its default request checksums (CRC32 on every
+PutObject), and the aws CLI (``aws s3 cp``, ``ls``, ``sync``, ``aws s3api
+head-object``; ``make setup`` installs it in a venv of its own, since it pins
+another botocore than s3fs). Every round trip is compared
 byte for byte.
 """
 
@@ -17,15 +17,17 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import pytest
 from botocore.client import Config
 from botocore.exceptions import ClientError
-from botocore.session import Session
 
 from casstor_ops.serve.process import ServerProcess
 
 KEY, SECRET = "AKIACASSTORTEST", "casstor-test-secret/key+1"
-AWS = shutil.which("aws")
+# The aws CLI that `make setup` installs (.venv/tools), else one on the PATH.
+AWS = shutil.which("aws", path=os.pathsep.join([str(Path(__file__).resolve().parents[1] / ".venv" / "tools" / "bin"),
+                                                 os.environ.get("PATH", "")]))
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +49,7 @@ def server(cql, credentials: Path) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def s3(server: ServerProcess):
-    return Session().create_client("s3", region_name="us-east-1", endpoint_url=f"http://{server.host}:{server.port}",
+    return boto3.client("s3", region_name="us-east-1", endpoint_url=f"http://{server.host}:{server.port}",
                                    aws_access_key_id=KEY, aws_secret_access_key=SECRET,
                                    config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
                                                  retries={"max_attempts": 1}))
@@ -186,7 +188,7 @@ def test_presigned_get_and_refusals(s3, server):
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(f"http://{server.host}:{server.port}/presigned/p.txt")
     assert err.value.code == 403 and b"<Code>AccessDenied</Code>" in err.value.read()
-    wrong = Session().create_client("s3", region_name="us-east-1", endpoint_url=f"http://{server.host}:{server.port}",
+    wrong = boto3.client("s3", region_name="us-east-1", endpoint_url=f"http://{server.host}:{server.port}",
                                     aws_access_key_id=KEY, aws_secret_access_key="wrong",
                                     config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
                                                  retries={"max_attempts": 1}))
@@ -214,8 +216,8 @@ def _aws(server: ServerProcess, credentials: Path, *args: str) -> subprocess.Com
                           capture_output=True, text=True, timeout=300, check=True)
 
 
-@pytest.mark.skipif(AWS is None, reason="the aws CLI is not installed")
 def test_the_aws_cli_copies_lists_and_syncs_a_tree(server, credentials, tmp_path):
+    assert AWS is not None, "the aws CLI is not installed: run make setup"
     _aws(server, credentials, "s3", "mb", "s3://cli")
     tree = tmp_path / "in"
     (tree / "sub" / "deeper").mkdir(parents=True)
