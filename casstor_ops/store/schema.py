@@ -153,6 +153,11 @@ _TABLES = [
         committed_at timestamp, mode int, mtime_ns bigint, stored_size int, deleted boolean,
         PRIMARY KEY ((dir, bucket), name))""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.directories (dir text PRIMARY KEY, generation int)""",
+    # Keyed by "/" + prefix (as dir_entries' dir: Cassandra refuses an empty key, the whole store's prefix).
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.retention (
+        prefix text PRIMARY KEY, keep_last int, keep_within_s bigint, keep_hourly int, keep_daily int,
+        keep_weekly int, keep_monthly int)""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.snapshots (name text PRIMARY KEY, prefix text, at timestamp)""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.maintenance (
         name text PRIMARY KEY, holder text, mode text, state text, since timestamp)""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.writer_leases (

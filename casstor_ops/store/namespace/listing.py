@@ -41,11 +41,13 @@ PAGE_ROWS = 1000
 @dataclass(frozen=True)
 class Entry:
     """One name of a directory: a file's newest version (``file``), or a subdirectory (``file`` None, the name
-    ends in ``/``). ``stored_size`` is an inline file's content as kept (None otherwise)."""
+    ends in ``/``). ``stored_size`` is an inline file's content as kept (None otherwise); ``deleted``: a removed
+    file's entry (listed only when asked for)."""
 
     name: str
     file: FileInfo | None
     stored_size: int | None = None
+    deleted: bool = False
 
     @property
     def is_directory(self) -> bool:
@@ -58,8 +60,10 @@ def read_generation(session: Session, st: Statements, directory: str) -> int:
     return (row.generation or 0) if row is not None else 0
 
 
-def directory_entries(session: Session, st: Statements, directory: str, start: str = "") -> Iterator[Entry]:
-    """The live entries of ``directory`` whose names are ``start`` or later, in name order."""
+def directory_entries(session: Session, st: Statements, directory: str, start: str = "",
+                      include_deleted: bool = False) -> Iterator[Entry]:
+    """The live entries of ``directory`` whose names are ``start`` or later, in name order; with
+    ``include_deleted``, removed files' too (their ``file`` is the delete marker's, ``deleted`` set)."""
     generation = read_generation(session, st, directory)
     streams = [_bucket_rows(session, st, directory, bucket, start) for bucket in buckets(generation)]
     rows = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda r: r.name)
@@ -67,8 +71,8 @@ def directory_entries(session: Session, st: Statements, directory: str, start: s
         newest = max(same, key=lambda r: (r.version is not None, r.version.time if r.version else 0))
         if newest.version is None:
             yield Entry(name, None)
-        elif not newest.deleted:
-            yield Entry(name, _file(directory + name, newest), newest.stored_size)
+        elif include_deleted or not newest.deleted:
+            yield Entry(name, _file(directory + name, newest), newest.stored_size, bool(newest.deleted))
 
 
 def _bucket_rows(session: Session, st: Statements, directory: str, bucket: int, start: str) -> Iterator:
@@ -82,14 +86,16 @@ def _file(file_id: str, row) -> FileInfo:
     return FileInfo(file_id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes)
 
 
-def entries_under(session: Session, st: Statements, prefix: str = "") -> Iterator[Entry]:
-    """Every file entry whose ID starts with ``prefix``, in ID order (names are whole IDs here)."""
+def entries_under(session: Session, st: Statements, prefix: str = "",
+                  include_deleted: bool = False) -> Iterator[Entry]:
+    """Every file entry whose ID starts with ``prefix``, in ID order (names are whole IDs here); with
+    ``include_deleted``, removed files' too."""
     directory, start = split_id(prefix)
-    for entry in directory_entries(session, st, directory, start):
+    for entry in directory_entries(session, st, directory, start, include_deleted):
         if not entry.name.startswith(start):
             return
         if entry.is_directory:
-            yield from entries_under(session, st, directory + entry.name)
+            yield from entries_under(session, st, directory + entry.name, include_deleted)
         else:
             yield entry
 
