@@ -120,16 +120,19 @@ def test_a_removed_file_without_policy_goes_entirely(store, monkeypatch) -> None
 
 
 def test_a_store_landing_during_forget_keeps_its_entry(store, monkeypatch) -> None:
-    """Injects a store of the ID between forget's reading of its versions and the withdrawal of its entry (a
-    removed file dropped whole). Checks that the new version's entry survives (the withdrawal is stamped with
-    the dropped marker's time, not forget's) and the file is listed and restores."""
+    """Injects a store of the ID whose version was started a second before forget withdraws the entry of the
+    removed file it drops whole, and that commits just before the withdrawal. Checks that the new version's
+    entry survives (the withdrawal is stamped with the dropped marker's time; stamped with forget's clock it
+    shadowed the entry) and the file is listed and restores."""
     put_at(store, monkeypatch, "r/x", 0, 1)
     remove_at(store, monkeypatch, "r/x", H)
     fresh = random.Random(9).randbytes(50 * KiB)
     real_withdraw = entries_module.Namespace.withdraw
 
     def store_first(self, file_id, micros):
-        put(store, file_id, fresh)
+        with monkeypatch.context() as patch:
+            patch.setattr(commit_module, "uuid_from_time", lambda now: uuid_from_time(now - 1))
+            put(store, file_id, fresh)
         real_withdraw(self, file_id, micros)
 
     monkeypatch.setattr(entries_module.Namespace, "withdraw", store_first)
