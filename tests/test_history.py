@@ -11,14 +11,16 @@ import json
 import random
 import time
 from datetime import datetime, timezone
+from types import SimpleNamespace
 
 import pytest
 from cassandra.util import uuid_from_time
 
-from casstor_ops.errors import NotFoundError
+from casstor_ops.errors import CasstorError, NotFoundError
 from casstor_ops.store import catalog, commit as commit_module
 from casstor_ops.store.api import Store
 from casstor_ops.store.history.forget import forget
+from casstor_ops.store.history import snapshots as snapshots_module
 from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace import entries as entries_module
@@ -217,3 +219,14 @@ def test_retention_and_snapshot_commands(store) -> None:
     assert [s["prefix"] for s in listed] == ["photos/", "docs/"] and listed[1]["name"].endswith("Z")
     assert run_casstor("snapshot", "rm", "n1").returncode == 0
     assert [s["name"] for s in json.loads(run_casstor("snapshots", "--json").stdout)] == [listed[1]["name"]]
+
+
+def test_a_slow_snapshot_is_not_kept(store, monkeypatch) -> None:
+    """Injects a snapshot row acknowledged longer than the commit bound after the snapshot's instant (the
+    monotonic clock jumps by an hour across the insert), so a forget may have read the snapshots before it and
+    dropped what it pins. Checks it fails with one line and leaves no snapshot behind."""
+    ticks = iter([0.0, 3600.0])
+    monkeypatch.setattr(snapshots_module, "time", SimpleNamespace(time=time.time, monotonic=lambda: next(ticks)))
+    with pytest.raises(CasstorError, match="took longer than the commit bound"):
+        store.snapshot("s/", name="slow")
+    assert store.snapshots() == []
