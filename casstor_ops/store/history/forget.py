@@ -1,8 +1,9 @@
 """``casstor forget [--dry-run] [PREFIX]``: drop the versions no policy, snapshot or grace keeps.
 
 For each ID (under PREFIX: read from the directory index, removed files'
-entries included, never a scan; without one: a paged scan of ``versions``,
-whose partitions come whole, newest first), its versions are read and
+entries included, never a scan, so an ID whose entry a killed store never
+wrote is left for a forget without PREFIX; without one: a paged scan of
+``versions``, whose partitions come whole, newest first), its versions are read and
 :func:`~casstor_ops.store.history.policy.kept` decides with the ID's policy
 (:mod:`.retention`), the snapshots over it (:mod:`.snapshots`) and the
 grace, 2 x the commit bound. Each other version goes, oldest first: its
