@@ -25,7 +25,7 @@ from .support import INLINE_MAX, SESSION_SETTINGS, TEST_PORTS, THREE_NODE_PORTS
 
 # Every table a test may fill (emptied by ``empty_store``).
 _TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_claims"), (META_KS, "versions"),
-           (META_KS, "dir_entries"), (META_KS, "directories"),
+           (META_KS, "dir_entries"), (META_KS, "directories"), (META_KS, "retention"), (META_KS, "snapshots"),
            (META_KS, "file_blocks"), (META_KS, "maintenance"), (META_KS, "writer_leases")]
 
 

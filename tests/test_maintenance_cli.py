@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import random
 import re
+import time
 from pathlib import Path
 
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_USAGE
 from casstor_ops.store.api import Store
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import DATA_KS
 
 from .support import flip_block, put, restored, run_casstor
@@ -44,23 +47,29 @@ def test_verify_is_clean_then_exit_3_on_a_damaged_block(empty_store, tmp_path: P
 
 
 def test_reclaim_dry_run_deletes_nothing_then_reclaim_deletes_the_garbage(empty_store) -> None:
-    """Checks: `casstor reclaim --dry-run` prints the plan and leaves every index row; `casstor reclaim` then
-    deletes exactly the blocks of the overwritten version, and the file still restores."""
+    """Checks: `casstor reclaim --dry-run` prints what forget would drop and the plan, and leaves every index
+    row; `casstor reclaim` then forgets the overwritten version (no policy: the newest is kept, once the grace of
+    2 x the commit bound has passed) and deletes exactly its blocks, and the file still restores."""
     store = Store(empty_store)
     put(store, "r/a", random.Random(2).randbytes(300_000))
     old = index_rows(empty_store)
     data = random.Random(3).randbytes(200_000)
     put(store, "r/a", data)
     before = index_rows(empty_store)
-    code, out, err = casstor_job("reclaim", "--dry-run")
-    assert code == 0, err[-2000:]
-    assert "dry run: nothing deleted" in out and re.search(rf"garbage: to delete +{len(old):,} ", out)
-    assert index_rows(empty_store) == before
+    set_commit_bound(empty_store, 1)
+    time.sleep(2.5)
+    try:
+        code, out, err = casstor_job("reclaim", "--dry-run")
+        assert code == 0, err[-2000:]
+        assert "would drop 1 " in out and f"would free {len(old)} blocks" in out
+        assert "dry run: nothing deleted" in out and index_rows(empty_store) == before
 
-    code, out, err = casstor_job("reclaim")
-    assert code == 0, err[-2000:]
-    assert "reclaim done" in out and index_rows(empty_store) == before - old
-    assert restored(store, "r/a") == data
+        code, out, err = casstor_job("reclaim")
+        assert code == 0, err[-2000:]
+        assert "reclaim done" in out and index_rows(empty_store) == before - old
+        assert restored(store, "r/a") == data
+    finally:
+        set_commit_bound(empty_store, SAFETY.commit_bound_s)
 
 
 def test_report_writes_the_report_files(empty_store, tmp_path: Path) -> None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from casstor_ops.cli import cmd_cluster, cmd_demo, cmd_files, cmd_init, cmd_maintenance, cmd_serve
+from casstor_ops.cli import cmd_cluster, cmd_demo, cmd_files, cmd_history, cmd_init, cmd_maintenance, cmd_serve
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.errors import run_reporting_errors
 
 # In the order their sub-commands are listed by 'casstor --help'.
-COMMAND_MODULES = [cmd_cluster, cmd_init, cmd_files, cmd_maintenance, cmd_serve, cmd_demo]
+COMMAND_MODULES = [cmd_cluster, cmd_init, cmd_files, cmd_history, cmd_maintenance, cmd_serve, cmd_demo]
 
 
 def build_parser() -> argparse.ArgumentParser:

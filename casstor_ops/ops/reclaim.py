@@ -6,10 +6,15 @@ because other files may share it. Reclaim does, in restic's prune shape:
 tables, see :mod:`casstor_ops.spark.references`), ``plan.table()`` prints what
 would be deleted and kept, and :func:`execute` deletes, returning
 :class:`ReclaimStats`. :func:`reclaim` runs the whole thing inside the
-reclaim window.
+reclaim window, after forget (restic's ``forget --prune``): forget drops the
+version rows no retention policy or snapshot keeps
+(:mod:`casstor_ops.store.history`), and reclaim keeps whatever a remaining
+version row names. So below, a *head* is any *retained* version: a version
+row that is not a delete marker (:func:`~casstor_ops.spark.references.retained_versions`),
+the newest of an ID or an older one forget left.
 
 * *candidates* = stored blocks (index rows; with ``scan_blocks`` also content
-  rows without one) that no head's block list names;
+  rows without one) that no retained version's block list names;
 * *missing* = blocks a head names that are not stored. Each is checked by
   key: content still there with its index row lost (a crash between
   reclaim's two deletes) is *repairable* (the index row is rewritten);
@@ -183,10 +188,14 @@ from casstor_ops.store.request_queue import RequestQueue
 from casstor_ops.store.coordination.leases import wait_for_writers
 from casstor_ops.store.coordination.reclaim_window import (RESUME_HINT, ReclaimWindow, WindowHold, WindowMode,
                                                          WindowState)
-from casstor_ops.spark.references import (block_inventory, head_block_lists, heads, is_garbage, is_missing,
-                                          referenced_blocks, stale_block_lists, stored_blocks, unindexed_blocks)
+from casstor_ops.spark.references import (block_inventory, head_block_lists, is_garbage, is_missing,
+                                          referenced_blocks, retained_versions, stale_block_lists, stored_blocks,
+                                          unindexed_blocks)
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.history.forget import forget
+from casstor_ops.store.namespace.entries import Namespace
+from casstor_ops.store.schema import require_settings
 from casstor_ops.store.statements import Statements
 
 REQUESTS_PER_TASK = 32    # deletes in flight per Spark task
@@ -346,7 +355,7 @@ def make_plan(spark: SparkSession, session: Session, mode: WindowMode = WindowMo
     # One reading of the heads for the referenced blocks and the stale block lists: with two, a version
     # overwritten in between kept its blocks as a head's and lost its list as stale, so nothing showed any more
     # why those blocks outlived the plan.
-    head_rows = heads(spark).localCheckpoint()
+    head_rows = retained_versions(spark).localCheckpoint()
     referenced = referenced_blocks(spark, lists=head_block_lists(spark, head_rows=head_rows))
     joined = block_inventory(stored, referenced).localCheckpoint()
     is_stored, is_referenced = F.col("size").isNotNull(), F.col("refs").isNotNull()
@@ -451,7 +460,7 @@ def execute(spark: SparkSession, session: Session, plan: ReclaimPlan, window: Wi
         log(f"waiting {wait_s:.0f} s (commit bound + margin) for stores that relied on those blocks")
         time.sleep(wait_s)
         # One reading of the heads for the blocks and the lists alike, as the plan does.
-        head_rows = heads(spark).localCheckpoint()
+        head_rows = retained_versions(spark).localCheckpoint()
         fresh = _in_use_again(spark, head_rows)
         rescued = plan.candidate_rows.join(fresh, "hash", "left_semi").localCheckpoint()
         doomed = plan.candidate_rows.join(fresh, "hash", "left_anti").localCheckpoint()
@@ -482,7 +491,7 @@ class ReclaimOutcome:
 def reclaim(spark: SparkSession, session: Session, online: bool = False, dry_run: bool = False,
             force: bool = False, scan_blocks: bool = False, log: Callable[[str], None] = print,
             warn: Callable[[str], None] = lambda msg: print(f"casstor: {msg}", file=sys.stderr)) -> ReclaimOutcome:
-    """Plan, print and (unless ``dry_run``) execute inside the reclaim window.
+    """Forget, plan, print and (unless ``dry_run``) execute inside the reclaim window.
 
     ``exit_code`` of the outcome is 0, or :data:`~casstor_ops.errors.EXIT_CORRUPT`
     when blocks are missing (deleting anyway only with ``force``; without it
@@ -493,10 +502,13 @@ def reclaim(spark: SparkSession, session: Session, online: bool = False, dry_run
     a lapsed lease raises LeaseLapsedError, whose one line already says so.
     """
     mode = WindowMode.ONLINE if online else WindowMode.OFFLINE
+    namespace = Namespace.for_session(session, require_settings(session).directory_rows)
     if dry_run:
+        log(forget(session, namespace, dry_run=True).table())
         plan = make_plan(spark, session, mode, scan_blocks)
         log(plan.table())
-        log("dry run: nothing deleted" + (" (stores are running: the figures may move)" if online else ""))
+        log("dry run: nothing deleted (the plan is before forget: what forget would free comes on top)"
+            + (" (stores are running: the figures may move)" if online else ""))
         return ReclaimOutcome(plan, None)
     if online:
         log(check_clock_skew(session, SAFETY.clock_skew_s))
@@ -512,6 +524,8 @@ def reclaim(spark: SparkSession, session: Session, online: bool = False, dry_run
                 window.set_state(WindowState.WAITING_FOR_WRITERS)
                 wait_for_writers(session, SAFETY.writers_timeout_s, log=log)
             window.set_state(WindowState.PLANNING)
+            # Forget first, inside the window: it removes references only, so it needs no wait of its own.
+            log(forget(session, namespace).table())
             plan = make_plan(spark, session, mode, scan_blocks)
             log(plan.table())
             if not plan.missing.blocks or force:

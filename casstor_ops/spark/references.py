@@ -11,7 +11,9 @@ small pages (a full-page scan of 64 KiB blobs ran a node out of memory).
   keeps its content in its head row: it has no block list and names no
   block, so it makes no block referenced, missing or kept, and no list of
   it is ever stale (reclaim neither frees nor needs anything of it);
-* a block is *referenced* when the block list of some head names it;
+* a *retained* version is any version row but a delete marker (:func:`retained_versions`): heads, and the
+  older versions forget left because a policy or snapshot keeps them;
+* a block is *referenced* when the block list of some head names it (reclaim: of some retained version);
 * *stored* blocks are the index rows; *garbage* = stored - referenced;
   *missing* = referenced - stored (a corruption, or an index row lost
   by a crashed reclaim: :mod:`casstor_ops.ops.reclaim` tells the two apart).
@@ -82,6 +84,13 @@ def newest_versions(rows: DataFrame) -> DataFrame:
 def heads(spark: SparkSession, *extra: str) -> DataFrame:
     """``(id, version, *extra)`` of every committed file (``extra``: other columns of ``versions``)."""
     return newest_versions(read_table(spark, META_KS, "versions").select("id", "version", "deleted", *extra))
+
+
+def retained_versions(spark: SparkSession, *extra: str) -> DataFrame:
+    """``(id, version, *extra)`` of every version row that is not a delete marker: heads and the older versions
+    forget left (:mod:`casstor_ops.store.history`), which reclaim keeps the blocks and block lists of."""
+    rows = read_table(spark, META_KS, "versions").select("id", "version", "deleted", *extra)
+    return rows.where(~F.coalesce(F.col("deleted"), F.lit(False))).drop("deleted")
 
 
 def is_inline() -> F.Column:

@@ -39,7 +39,8 @@ facade's non-blocking calls, answered on the driver's thread; :mod:`.small_read`
 settings), and their helpers. Three rooms of their own: :mod:`.coordination`
 (leases, the reclaim window, clocks, the safety parameters) and
 :mod:`.trees` (listings, path IDs, URLs, path destinations) below the
-engine, :mod:`.bulk` (whole trees through the ``Store`` facade) above it.
+engine, :mod:`.bulk` (whole trees through the ``Store`` facade) above it; :mod:`.history` (retention
+policies, snapshots, forget) beside the engine, on :mod:`.namespace`.
 Lower layer: :mod:`casstor_ops.cluster` (connections); nothing here imports
 Spark, the lab or the CLI.
 

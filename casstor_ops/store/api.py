@@ -56,6 +56,10 @@ from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.namespace.entries import Namespace
+from casstor_ops.store.history import retention, snapshots
+from casstor_ops.store.history.forget import ForgetReport, forget
+from casstor_ops.store.history.policy import Policy
+from casstor_ops.store.history.snapshots import Snapshot
 from casstor_ops.store.records import (FileAttributes, FileInfo, ObjectMeta, RestoreResult, StoreResult, StoreStats,
                                       VersionInfo)
 from casstor_ops.store.restore import Restore
@@ -275,3 +279,32 @@ class Store:
 
     def stats(self) -> StoreStats:
         return catalog.stats(self.session, self._st)
+
+    # -- history: what is kept (casstor_ops.store.history)
+
+    def set_retention(self, prefix: str, policy: Policy) -> Policy:
+        """Make ``policy`` the retention policy of the IDs under ``prefix`` (replacing its previous one)."""
+        return retention.set_policy(self.session, self._st, prefix, policy)
+
+    def retention(self) -> dict[str, Policy]:
+        """Every retention policy, by prefix."""
+        return retention.policies(self.session, self._st)
+
+    def remove_retention(self, prefix: str) -> None:
+        """Drop the policy of ``prefix`` (NotFoundError if it has none)."""
+        retention.remove_policy(self.session, self._st, prefix)
+
+    def snapshot(self, prefix: str, name: str | None = None) -> Snapshot:
+        """Pin the heads under ``prefix`` as they are now, against forget."""
+        return snapshots.take(self.session, self._st, prefix, name)
+
+    def snapshots(self) -> list[Snapshot]:
+        return snapshots.snapshots(self.session, self._st)
+
+    def remove_snapshot(self, name: str) -> None:
+        """Unpin the snapshot ``name`` (NotFoundError if there is none)."""
+        snapshots.remove(self.session, self._st, name)
+
+    def forget(self, prefix: str | None = None, dry_run: bool = False) -> ForgetReport:
+        """Drop the versions under ``prefix`` (None: all) that no policy, snapshot or grace keeps."""
+        return forget(self.session, self.namespace, prefix, dry_run)

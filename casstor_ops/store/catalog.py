@@ -120,7 +120,8 @@ def remove(session: Session, st: Statements, namespace: Namespace, file_id: str)
     return info
 
 
-def _scan(session: Session, statement) -> Iterator:
+def scan(session: Session, statement) -> Iterator:
+    """The rows of a prepared statement without parameters (a table scan), paged by ``SCAN_PAGE_ROWS``."""
     bound = statement.bind(())
     bound.fetch_size = SCAN_PAGE_ROWS
     return iter(session.execute(bound, execution_profile=Statements.for_session(session).named_rows))
@@ -139,14 +140,14 @@ def current_heads(rows: Iterator) -> Iterator:
 
 def stats(session: Session, st: Statements) -> StoreStats:
     files = logical = unique = stored = 0
-    for row in current_heads(_scan(session, st.all_versions)):
+    for row in current_heads(scan(session, st.all_versions)):
         files += 1
         logical += row.size or 0
         if inline_head(row.blocks, row.size):  # its content is kept once, in its head
             unique += row.size
             stored += row.stored_size or 0
     blocks = 0
-    for row in _scan(session, st.existing_sizes):
+    for row in scan(session, st.existing_sizes):
         blocks += 1
         unique += row.size or 0
         stored += row.stored_size if row.stored_size is not None else (row.size or 0)  # null: kept raw (schema 2)

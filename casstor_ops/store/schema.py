@@ -166,6 +166,11 @@ _TABLES = [
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS content_type text",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS user_meta map<text, text>",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.buckets (name text PRIMARY KEY, created_at timestamp)""",
+    # Keyed by "/" + prefix (as dir_entries' dir: Cassandra refuses an empty key, the whole store's prefix).
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.retention (
+        prefix text PRIMARY KEY, keep_last int, keep_within_s bigint, keep_hourly int, keep_daily int,
+        keep_weekly int, keep_monthly int)""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.snapshots (name text PRIMARY KEY, prefix text, at timestamp)""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.maintenance (
         name text PRIMARY KEY, holder text, mode text, state text, since timestamp)""",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.writer_leases (

@@ -139,6 +139,20 @@ class Statements:
     # The key alone: never overwrites a generation a split recorded.
     make_directory = _Prepared(f"INSERT INTO {META_KS}.directories (dir) VALUES (?)")
     split_directory = _Prepared(f"UPDATE {META_KS}.directories SET generation = ? WHERE dir = ? IF generation = ?")
+    # -- history (casstor_ops.store.history): forget deletes a version row as of the version's own time (the row's
+    # write time), so the delete removes that row and can shadow nothing a later store writes.
+    delete_version_at = _Prepared(f"DELETE FROM {META_KS}.versions USING TIMESTAMP ? WHERE id = ? AND version = ?")
+    all_block_list_hashes = _Prepared(f"SELECT id, version, hash FROM {META_KS}.file_blocks")
+    set_retention = _Prepared(
+        f"INSERT INTO {META_KS}.retention (prefix, keep_last, keep_within_s, keep_hourly, keep_daily, keep_weekly, "
+        f"keep_monthly) VALUES (?, ?, ?, ?, ?, ?, ?)")
+    retention_policies = _Prepared(
+        f"SELECT prefix, keep_last, keep_within_s, keep_hourly, keep_daily, keep_weekly, keep_monthly "
+        f"FROM {META_KS}.retention")
+    delete_retention = _Prepared(f"DELETE FROM {META_KS}.retention WHERE prefix = ? IF EXISTS")
+    insert_snapshot = _Prepared(f"INSERT INTO {META_KS}.snapshots (name, prefix, at) VALUES (?, ?, ?) IF NOT EXISTS")
+    all_snapshots = _Prepared(f"SELECT name, prefix, at FROM {META_KS}.snapshots")
+    delete_snapshot = _Prepared(f"DELETE FROM {META_KS}.snapshots WHERE name = ? IF EXISTS")
     # Schema 4's heads, read once by the upgrade to schema 5 (casstor_ops.store.schema).
     schema4_heads = _Prepared(f"SELECT id, version, size, hash, blocks, committed_at, mode, mtime_ns, content, codec, "
                               f"stored_size, WRITETIME(version) AS head_written, "
