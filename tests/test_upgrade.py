@@ -22,7 +22,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 
 from casstor_ops.errors import EXIT_NOT_INITIALISED, MaintenanceError
 from casstor_ops.store.api import Store
-from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.coordination.leases import WriterLease, active_writers
 from casstor_ops.store.coordination.reclaim_window import WindowState, current_window
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.schema import read_settings
@@ -53,8 +53,6 @@ class Schema4:
         self.cql = cql
         self.contents: dict[str, bytes] = {}
         self._heads: dict[bytes, tuple] = {}
-        self._insert_head = cql.prepare(INSERT_HEAD)
-        self._insert_block = cql.prepare(INSERT_BLOCK)
         with Store(cql) as store:
             for size in SIZES:
                 data = os.urandom(size)
@@ -66,6 +64,8 @@ class Schema4:
         for ddl in SCHEMA_4_FILES:
             cql.execute(ddl)
         cql.cluster.control_connection.wait_for_schema_agreement()
+        self._insert_head = cql.prepare(INSERT_HEAD)
+        self._insert_block = cql.prepare(INSERT_BLOCK)
         _truncate_schema_5(cql)  # the blocks and block lists stay: the heads move to `files`
 
     def write(self, ids: list[str]) -> None:
@@ -179,6 +179,7 @@ def test_an_upgrade_waits_for_running_schema_4_writers_and_stops_new_ones(schema
             if window is not None and window.state == WindowState.WAITING_FOR_WRITERS:
                 break
             time.sleep(0.1)
+        assert active_writers(cql) == 1, (current_window(cql), init.poll())
         with pytest.raises(MaintenanceError, match="writes are refused"):
             with WriterLease(cql, "store"):
                 pass
