@@ -44,6 +44,7 @@ bench: setup
 	@$(PY) -m bench.chunk_sizes
 	@$(PY) -m bench.cluster_scaling
 	@$(PY) -m bench.row_costs
+	@$(PY) -m bench.listing
 
 experiments: setup
 	@$(PY) -m casstor_ops.cli.experiments

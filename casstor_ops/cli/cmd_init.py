@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from casstor_ops.cluster.connection import connect
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
@@ -26,7 +27,8 @@ def _init(args: argparse.Namespace) -> int:
     wanted = StoreSettings(**sizes, compression=compression or DEFAULT_COMPRESSION) if sizes else None
     session = connect()
     try:
-        settings = init_store(session, data, meta, wanted)
+        # An upgrade's progress on stderr: stdout keeps the settings lines scripts read.
+        settings = init_store(session, data, meta, wanted, log=lambda msg: print(msg, file=sys.stderr, flush=True))
         if compression and settings.compression != compression:  # an existing store, or a new one made without sizes
             settings = set_compression(session, compression)
         for ks in (DATA_KS, META_KS):

@@ -96,6 +96,8 @@ before it writes anything (an upgrade included).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, fields, replace
 
 from cassandra import ConsistencyLevel, InvalidRequest
@@ -107,7 +109,7 @@ from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
 from casstor_ops.store.codec import DEFAULT_COMPRESSION, NONE, BlockCodec
 from casstor_ops.store.hashing import BLOCK_HASH, FILE_HASH
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.namespace.upgrade import SCHEMA_4_COLUMNS, copy_heads
+from casstor_ops.store.namespace.upgrade import SCHEMA_4_COLUMNS, copy_heads, upgrade_window
 from casstor_ops.store.statements import Statements
 
 # 2: file hashes are BLAKE2b of the block hashes (1 hashed the whole content again).
@@ -398,7 +400,8 @@ def require_settings(session: Session) -> StoreSettings:
 
 
 def init_store(session: Session, data: Replication | None = None, meta: Replication | None = None,
-               settings: StoreSettings | None = None) -> StoreSettings:
+               settings: StoreSettings | None = None,
+               log: Callable[[str], None] = lambda msg: None) -> StoreSettings:
     """Create keyspaces and tables and record the settings; idempotent.
 
     ``data``/``meta`` None means "the default for this cluster" and never
@@ -416,7 +419,10 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
     checked before the first write (a refused upgrade leaves the store as it
     was), and ``schema_version`` is written last (an upgrade cut short leaves
     the old version, which this casstor refuses until a re-run of ``casstor
-    init`` completes it).
+    init`` completes it). The upgrade runs in the offline maintenance window,
+    so writers of the older schema can neither race its copy nor start until
+    it is recorded (:mod:`casstor_ops.store.namespace.upgrade`); ``log`` gets
+    its progress lines.
     """
     rows = _recorded_rows(session)
     before = _settings_in(rows)
@@ -427,23 +433,26 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
         _ddl(session, ddl.replace("{node_compression}", _node_compression(wanted.compression)))
     session.cluster.control_connection.wait_for_schema_agreement()
     st = Statements.for_session(session)
-    for name, value in writes.items():  # only an upgrade's schema_version replaces a row
-        if name == "schema_version" and before is not None:
-            _copy_schema_4_heads(session, wanted.directory_rows)
-        session.execute(st.write_setting if name in rows else st.record_setting, (name, value))
+    upgrading = before is not None and "schema_version" in writes
+    with upgrade_window(session, log) if upgrading else nullcontext() as window:
+        for name, value in writes.items():  # only an upgrade's schema_version replaces a row
+            if name == "schema_version" and upgrading:
+                _copy_schema_4_heads(session, wanted.directory_rows, log)
+                window.fence(f"recording schema {SCHEMA_VERSION}")
+            session.execute(st.write_setting if name in rows else st.record_setting, (name, value))
     rows = _recorded_rows(session)
     rows_to_record(rows, wanted)  # refuses what a concurrent init with other settings recorded first
     return StoreSettings.from_rows(rows)
 
 
-def _copy_schema_4_heads(session: Session, directory_rows: int) -> None:
+def _copy_schema_4_heads(session: Session, directory_rows: int, log: Callable[[str], None]) -> None:
     """An upgrade's last step before its ``schema_version``: the heads of ``files`` as versions and entries."""
     if session.execute(Statements.for_session(session).table_exists, (META_KS, "files")).one() is None:
         return
     for ddl in SCHEMA_4_COLUMNS:
         _ddl(session, ddl)
     session.cluster.control_connection.wait_for_schema_agreement()
-    copy_heads(session, directory_rows)
+    copy_heads(session, directory_rows, log)
 
 
 def rows_to_record(recorded: dict[str, str], wanted: StoreSettings) -> dict[str, str]:

@@ -7,7 +7,9 @@ reclaims can never run at once. An *offline* window also stops writers
 waits for the running ones); an *online* one only excludes other reclaims
 (online reclaim is safe beside writers, see :mod:`casstor_ops.ops.reclaim`).
 ``verify --repair-index`` holds an online window too (:class:`RepairWindow`),
-so that no reclaim deletes what it repairs.
+so that no reclaim deletes what it repairs, and ``casstor init`` an offline
+one while it upgrades a store's schema (:class:`UpgradeWindow`), so that no
+writer of the older schema writes what the upgrade has already copied.
 
 A running reclaim also refreshes a TTL heartbeat row of its own
 (``name='reclaim.alive:<holder>'``, a :class:`~casstor_ops.store.coordination.heartbeat.Heartbeat`).
@@ -76,6 +78,7 @@ class WindowState(StrEnum):
     DELETING_INDEX = "deleting-index"
     WAITING_FOR_COMMITS = "waiting-for-commits"
     DELETING_CONTENT = "deleting-content"
+    UPGRADING = "upgrading"  # casstor init's (UpgradeWindow): copying heads to the new schema
 
 
 RESUME_HINT = ("re-run 'spark-submit jobs/reclaim.py' to resume it, or clear it with "
@@ -189,7 +192,9 @@ class ReclaimWindow(LeaseHolder):
 
     # A reclaim resumes a crashed window, and leaves its own for the next one to resume.
     resumable = True
+    left_open_on_failure = True
     kind = "reclaim"
+    lapse_advice = f"nothing more was deleted; unless another reclaim took the window over, {RESUME_HINT}"
 
     def __init__(self, session: Session, mode: WindowMode) -> None:
         self._session = session
@@ -214,14 +219,17 @@ class ReclaimWindow(LeaseHolder):
         existing = current_window(self._session)
         if existing is None:
             open_window(self._session, self.holder, self.mode)
-        elif not self.resumable or holder_alive(self._session, existing):
+        elif not self._resumes(existing) or holder_alive(self._session, existing):
             raise MaintenanceError(self._refusal(existing))
         else:
             self._take_over(existing)
         self._heartbeat = Heartbeat(
-            self._beat, "casstor-reclaim-window", f"the reclaim window's lease ({self.holder})",
-            f"nothing more was deleted; unless another reclaim took the window over, {RESUME_HINT}")
+            self._beat, "casstor-reclaim-window", f"the reclaim window's lease ({self.holder})", self.lapse_advice)
         return self
+
+    def _resumes(self, crashed: Window) -> bool:
+        """Whether this holder may take over ``crashed`` once its holder's heartbeat has lapsed."""
+        return self.resumable
 
     def _refusal(self, existing: Window) -> str:
         return f"another reclaim is running: {existing.describe()}"
@@ -242,7 +250,7 @@ class ReclaimWindow(LeaseHolder):
             self._heartbeat.stop()
         # A plain delete, like the heartbeat's writes: an LWT's timestamp need not order after them.
         self._session.execute(self._st.delete_window_row, (_alive_row(self.holder),))
-        if exc_type is None or not self.resumable:
+        if exc_type is None or not self.left_open_on_failure:
             close_window(self._session, self.holder)
 
 
@@ -258,6 +266,7 @@ class RepairWindow(ReclaimWindow):
     """
 
     resumable = False
+    left_open_on_failure = False
     kind = "verify"
 
     def __init__(self, session: Session) -> None:
@@ -266,3 +275,33 @@ class RepairWindow(ReclaimWindow):
     def _refusal(self, existing: Window) -> str:
         return (f"verify --repair-index refuses to run during the {existing.describe()}: reclaim deletes index rows "
                 f"on purpose and a repair would undo it; run it afterwards")
+
+
+class UpgradeWindow(ReclaimWindow):
+    """The offline window ``casstor init`` holds while it upgrades a store's schema: writers of the older schema
+    (which honour it) refuse to start, and those running are waited for (by the caller), so none writes a head
+    the copy has passed.
+
+    It resumes only a crashed upgrade's window (an ``init`` killed with -9 leaves it open: older writers stay
+    stopped until a re-run completes the upgrade) and refuses any other open window, a crashed reclaim's
+    included (that one is a reclaim's to resume). It closes on every exit the process lives to see: an upgrade
+    that failed has copied nothing that a re-run does not copy again. Example: ``with UpgradeWindow(session):
+    ...``; MaintenanceError (exit 5, one line) when another window is open.
+    """
+
+    left_open_on_failure = False
+    kind = "upgrade"
+    lapse_advice = "the new schema was not recorded: run 'casstor init' again"
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session, WindowMode.OFFLINE)
+
+    def _resumes(self, crashed: Window) -> bool:
+        return crashed.holder.startswith(f"{self.kind}@")
+
+    def _refusal(self, existing: Window) -> str:
+        if self._resumes(existing):
+            return (f"another 'casstor init' is upgrading the store ({existing.describe()}); if it was killed, run "
+                    f"'casstor init' again in {lease_timing().ttl_s} s")
+        return (f"'casstor init' cannot upgrade the store during the {existing.describe()}: let it finish (if it "
+                f"crashed, {RESUME_HINT}), then run 'casstor init' again")

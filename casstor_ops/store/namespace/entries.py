@@ -147,8 +147,8 @@ class Namespace:
     def _after_async(self, directory: str, bucket: int, generation: int,
                      done: Callable[[Exception | None], None]) -> None:
         done(None)
-        if random.random() * self._rows < SPLIT_CHECKS:
-            self._cold.submit(self._maybe_split, directory, bucket, generation)
+        if random.random() * self._rows < SPLIT_CHECKS:  # sampled here once: _split_if_full does not sample again
+            self._cold.submit(self._split_if_full, directory, bucket, generation)
 
     def withdraw(self, file_id: str, micros: int) -> None:
         """Delete the ID's entry from every bucket it may be in, as of ``micros`` (a newer entry survives)."""
@@ -159,7 +159,12 @@ class Namespace:
 
     def _maybe_split(self, directory: str, bucket: int, generation: int) -> None:
         """One write in ``directory_rows / SPLIT_CHECKS``: move the directory on if ``bucket`` is full."""
-        if random.random() * self._rows >= SPLIT_CHECKS or generation >= MAX_GENERATION:
+        if random.random() * self._rows < SPLIT_CHECKS:
+            self._split_if_full(directory, bucket, generation)
+
+    def _split_if_full(self, directory: str, bucket: int, generation: int) -> None:
+        """Count ``bucket`` and move the directory to the next generation if it holds the bound."""
+        if generation >= MAX_GENERATION:
             return
         count = self._session.execute(self._st.bucket_rows, (directory_key(directory), bucket)).one()[0]
         if count < self._rows:

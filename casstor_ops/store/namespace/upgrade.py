@@ -5,26 +5,46 @@ its version's time, and its entry written, exactly as a store writes them.
 The copy is idempotent (the same rows, the same timestamps), so an upgrade
 killed at any point is completed by running ``casstor init`` again: the
 settings' ``schema_version`` is written after the copy, and until then this
-casstor refuses the store and an older one keeps reading ``files``. The
-table ``files`` is left as it was (an older casstor's last state; nothing
-reads it after the upgrade).
+casstor refuses the store. The table ``files`` is left as it was (an older
+casstor's last state; nothing reads it after the upgrade).
+
+Writers of schema 4 keep writing ``files`` while the store reads as schema 4,
+so the whole upgrade, from the copy's first read to the ``schema_version``
+write, runs inside :func:`upgrade_window`: the offline maintenance window
+(which schema-4 writers honour: they refuse to start), entered only once the
+writers already running have finished. A head a copy has passed can then not
+change under it. An upgrade killed with -9 leaves the window open (older
+writers stay stopped); the re-run takes it over once its heartbeat has lapsed
+(``CASSTOR_LEASE_TTL_S``, 60 s by default) and copies again.
 
 Stores of schema 2 and 3 gain schema 4's columns first, as before.
 
 Example::
 
-    >>> copy_heads(session, settings)     # doctest: +SKIP
-    5626
+    >>> with upgrade_window(session, log=print) as window:     # doctest: +SKIP
+    ...     copy_heads(session, settings.directory_rows, log=print)
+    ...     window.fence("recording schema 5")
+    upgrade: 10000 heads copied (2211 a second)
+    upgrade: 12034 heads copied to versions and the directory index in 5.6 s
 
-Failures: the driver's errors propagate; nothing is lost (the source rows are
-only read).
+Failures: the driver's errors propagate, and MaintenanceError (exit 5, one
+line) when another window is open or writers still run after
+``SAFETY.writers_timeout_s``; nothing is lost (the source rows are only read).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent_with_args
 
+from casstor_ops.store.coordination.leases import wait_for_writers
+from casstor_ops.store.coordination.reclaim_window import UpgradeWindow, WindowState
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.records import FileAttributes, FileInfo
@@ -32,39 +52,62 @@ from casstor_ops.store.statements import Statements
 
 COPY_PAGE_ROWS = 500
 COPY_CONCURRENCY = 32
+PUBLISH_THREADS = 8     # entries are written by Namespace.publish, one request (and a cached generation) each
+PROGRESS_HEADS = 10_000  # a progress line per this many heads copied
 
 # Columns schema 2 and 3 lacked (they are what the schema-4 read selects).
 SCHEMA_4_COLUMNS = [f"ALTER TABLE {META_KS}.files ADD IF NOT EXISTS (mode int, mtime_ns bigint)",
                     f"ALTER TABLE {META_KS}.files ADD IF NOT EXISTS (content blob, codec text, stored_size int)"]
 
 
-def copy_heads(session: Session, directory_rows: int) -> int:
+@contextmanager
+def upgrade_window(session: Session, log: Callable[[str], None] = lambda msg: None) -> Iterator[UpgradeWindow]:
+    """Hold the offline window for an upgrade, once the running writers have finished (see the module docstring)."""
+    with UpgradeWindow(session) as window:
+        if window.resumed is not None:
+            log(f"upgrade: resuming the upgrade killed in the {window.resumed.describe()}")
+        window.set_state(WindowState.WAITING_FOR_WRITERS)
+        wait_for_writers(session, SAFETY.writers_timeout_s, log=lambda msg: log(f"upgrade: {msg}"))
+        window.set_state(WindowState.UPGRADING)
+        yield window
+
+
+def copy_heads(session: Session, directory_rows: int, log: Callable[[str], None] = lambda msg: None) -> int:
     """Copy every head of ``files`` into ``versions`` and the directory index; the number copied."""
     st = Statements.for_session(session)
     namespace = Namespace.for_session(session, directory_rows)
     bound = st.schema4_heads.bind(())
     bound.fetch_size = COPY_PAGE_ROWS
     result = session.execute(bound, execution_profile=st.named_rows)
-    copied = 0
-    while True:
-        rows = list(result.current_rows)
-        _copy_page(session, st, namespace, rows)
-        copied += len(rows)
-        if not result.has_more_pages:
-            return copied
-        result.fetch_next_page()
+    copied, started = 0, time.monotonic()
+    with ThreadPoolExecutor(PUBLISH_THREADS, thread_name_prefix="casstor-upgrade") as pool:
+        while True:
+            rows = list(result.current_rows)
+            _copy_page(session, st, namespace, pool, rows)
+            if (copied + len(rows)) // PROGRESS_HEADS > copied // PROGRESS_HEADS:
+                log(f"upgrade: {copied + len(rows)} heads copied "
+                    f"({(copied + len(rows)) / (time.monotonic() - started):.0f} a second)")
+            copied += len(rows)
+            if not result.has_more_pages:
+                break
+            result.fetch_next_page()
+    log(f"upgrade: {copied} heads copied to versions and the directory index in {time.monotonic() - started:.1f} s")
+    return copied
 
 
-def _copy_page(session: Session, st: Statements, namespace: Namespace, rows: list) -> None:
+def _copy_page(session: Session, st: Statements, namespace: Namespace, pool: ThreadPoolExecutor,
+               rows: list) -> None:
+    """A page's versions, then their entries (an entry never names a version that is not there)."""
     versions = [(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), r.content, r.codec,
                  r.stored_size, False, version_micros(r.version)) for r in rows]
     for ok, outcome in execute_concurrent_with_args(session, st.insert_version, versions,
                                                     concurrency=COPY_CONCURRENCY, raise_on_first_error=True):
         assert ok, outcome
-    for row, values in zip(rows, versions):
-        attributes = FileAttributes(*values[6:8]) if values[6] is not None else None
-        namespace.publish(FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at,
-                                   attributes), row.stored_size)
+    heads = [(FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at,
+                       FileAttributes(*values[6:8]) if values[6] is not None else None), row.stored_size)
+             for row, values in zip(rows, versions)]
+    for _ in pool.map(lambda head: namespace.publish(*head), heads):  # raises the first failure
+        pass
 
 
 def _attributes(row) -> tuple:
