@@ -110,19 +110,27 @@ def stop_process(process: subprocess.Popen, timeout: float = 30) -> None:
 
 def flip_block(cql, digest: bytes) -> None:
     """Flip the lowest bit of the first stored byte of block ``digest`` (a damaged block, as a node returns it)."""
-    _flip_content(cql, f"{DATA_KS}.blocks", "hash", digest)
+    _flip_content(cql, f"{DATA_KS}.blocks", {"hash": digest})
 
 
 def flip_inline(cql, file_id: str) -> None:
-    """Flip the lowest bit of the first stored byte of inline file ``file_id``'s content, in its head row."""
-    _flip_content(cql, f"{META_KS}.files", "id", file_id)
+    """Flip the lowest bit of the first stored byte of inline file ``file_id``'s content, in its head's version
+    row."""
+    _flip_content(cql, f"{META_KS}.versions", {"id": file_id, "version": head_version(cql, file_id)})
 
 
-def _flip_content(cql, table: str, key_column: str, key: object) -> None:
-    """Flip the lowest bit of the first byte of the ``content`` of ``table``'s row ``key_column = key``."""
-    content = cql.execute(cql.prepare(f"SELECT content FROM {table} WHERE {key_column} = ?"), (key,)).one().content
-    cql.execute(cql.prepare(f"UPDATE {table} SET content = ? WHERE {key_column} = ?"),
-                (bytes([content[0] ^ 1]) + content[1:], key))
+def head_version(cql, file_id: str):
+    """The version (timeuuid) of ``file_id``'s newest row in ``versions``."""
+    return cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.versions WHERE id = ? LIMIT 1"),
+                       (file_id,)).one().version
+
+
+def _flip_content(cql, table: str, key: dict) -> None:
+    """Flip the lowest bit of the first byte of the ``content`` of ``table``'s row with the primary ``key``."""
+    where = " AND ".join(f"{column} = ?" for column in key)
+    content = cql.execute(cql.prepare(f"SELECT content FROM {table} WHERE {where}"), tuple(key.values())).one().content
+    cql.execute(cql.prepare(f"UPDATE {table} SET content = ? WHERE {where}"),
+                (bytes([content[0] ^ 1]) + content[1:], *key.values()))
 
 
 def write_tree(root: Path, files: dict[str, bytes]) -> None:
