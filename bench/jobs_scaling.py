@@ -10,7 +10,8 @@ The jobs (their library calls, in one SparkSession):
 
 Each pass gets a fresh synthetic store written with prepared statements
 (a window of requests in flight, with retries): N small intact blocks with their index rows,
-80% of them named by files of 8 blocks, 20% garbage for reclaim to delete.
+80% of them named by files of 8 blocks (each with its version row and directory entry), 20% garbage
+for reclaim to delete.
 A warm-up pass (untimed; ``--quick`` skips it) runs every job once
 first, so JIT and Python worker start-up are not charged to N; each
 scale runs ``--repeat`` passes and counts each job's fastest (the
@@ -38,7 +39,7 @@ import os
 import sys
 import time
 import uuid
-from datetime import datetime, timezone
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -48,7 +49,12 @@ from bench.common import bench_session, publish, wait_for_quiet_nodes
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.errors import CasstorError, run_reporting_errors
+from casstor_ops.store.commit import version_row
 from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.inline import head_columns
+from casstor_ops.store.namespace.entries import Namespace
+from casstor_ops.store.records import FileInfo
+from casstor_ops.store.schema import require_settings
 from casstor_ops.store.request_queue import RequestQueue
 from casstor_ops.cluster.paths import project_root
 from casstor_ops.store.coordination.reclaim_window import ReclaimWindow, WindowMode
@@ -67,7 +73,8 @@ GARBAGE_SHARE = 0.2
 WRITES_IN_FLIGHT = 64
 GOAL = 2.2
 JOBS = ("stats", "verify", "reclaim plan", "reclaim execute")
-_TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (META_KS, "files"), (META_KS, "file_blocks")]
+_TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (META_KS, "versions"), (META_KS, "dir_entries"),
+           (META_KS, "directories"), (META_KS, "file_blocks")]
 
 
 def require_empty(session: Session) -> None:
@@ -103,9 +110,13 @@ def write_store(session: Session, blocks: int) -> None:
     versions = [uuid.uuid1() for _ in files]
     run(st.insert_file_block, [(f"bench-jobs/{n:07}", versions[n], i * BLOCK_BYTES, k, BLOCK_BYTES)
                                for n, file in enumerate(files) for i, k in enumerate(file)])
-    now = datetime.now(timezone.utc)
-    run(st.insert_head, [(f"bench-jobs/{n:07}", versions[n], len(file) * BLOCK_BYTES, file_hash(file),
-                          len(file), now) for n, file in enumerate(files)])
+    rows = [version_row(f"bench-jobs/{n:07}", versions[n], len(file) * BLOCK_BYTES, file_hash(file), len(file), None,
+                        head_columns(None, False)) for n, file in enumerate(files)]
+    run(st.insert_version, rows)
+    # A namespace of its own: the one cached for the session remembers directories an earlier pass's wipe removed.
+    namespace = Namespace(session, require_settings(session).directory_rows)
+    with ThreadPoolExecutor(WRITES_IN_FLIGHT // 4) as pool:
+        list(pool.map(namespace.publish, [FileInfo(*row[:6]) for row in rows]))
 
 
 def time_jobs(spark, session: Session, blocks: int) -> dict[str, float]:

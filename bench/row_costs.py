@@ -5,7 +5,8 @@ scratch node (:mod:`casstor_ops.lab.scratch_cluster`, RF 1, never the
 user's node), write N blocks with ``bench.jobs_scaling.write_store`` (the
 store's prepared statements: N ``blocks`` rows of 256-byte random content,
 N ``existing_blocks`` rows, the ``file_blocks`` rows of files of 8 blocks
-naming 80% of them, one ``files`` head per file), ``nodetool flush``, wait
+naming 80% of them, one ``versions`` row and one ``dir_entries`` entry per
+file, and one entry marking their directory), ``nodetool flush``, wait
 for compactions, then divide each table's live SSTable bytes
 (``nodetool tablestats``, "Space used (live)") and its bloom filter's
 off-heap bytes by its row count. A ``blocks`` row costs its content as
@@ -42,14 +43,16 @@ from casstor_ops.store.schema import Replication, init_store
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "row_costs.json"
 DEFAULT_BLOCKS = 200_000
 QUICK_BLOCKS = 5_000
-TABLES = ((DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (META_KS, "file_blocks"), (META_KS, "files"))
+TABLES = ((DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (META_KS, "file_blocks"), (META_KS, "versions"),
+          (META_KS, "dir_entries"))
 
 
 def row_counts(blocks: int) -> dict[str, int]:
     """Rows ``write_store(session, blocks)`` writes to each table."""
     referenced = int(blocks * (1 - GARBAGE_SHARE))
-    return {"blocks": blocks, "existing_blocks": blocks, "file_blocks": referenced,
-            "files": -(-referenced // BLOCKS_PER_FILE)}
+    files = -(-referenced // BLOCKS_PER_FILE)
+    return {"blocks": blocks, "existing_blocks": blocks, "file_blocks": referenced, "versions": files,
+            "dir_entries": files + 1}  # and the marker of their directory, in the root's
 
 
 def table_bytes(cluster: LocalCluster, keyspace: str, table: str) -> dict[str, int]:

@@ -8,12 +8,18 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Iterator, Protocol, TypeVar
 
 from casstor_ops.cluster.launcher import ClusterPorts
+from casstor_ops.store.commit import version_row
+from casstor_ops.store.inline import head_columns
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.namespace.entries import Namespace
+from casstor_ops.store.records import FileInfo
 from casstor_ops.store.schema import StoreSettings
+from casstor_ops.store.statements import Statements
 
 # CASSTOR_TEST_PORT_OFFSET lets several test sessions run side by side on one machine.
 _OFFSET = int(os.environ.get("CASSTOR_TEST_PORT_OFFSET", "0"))
@@ -110,19 +116,43 @@ def stop_process(process: subprocess.Popen, timeout: float = 30) -> None:
 
 def flip_block(cql, digest: bytes) -> None:
     """Flip the lowest bit of the first stored byte of block ``digest`` (a damaged block, as a node returns it)."""
-    _flip_content(cql, f"{DATA_KS}.blocks", "hash", digest)
+    _flip_content(cql, f"{DATA_KS}.blocks", {"hash": digest})
 
 
 def flip_inline(cql, file_id: str) -> None:
-    """Flip the lowest bit of the first stored byte of inline file ``file_id``'s content, in its head row."""
-    _flip_content(cql, f"{META_KS}.files", "id", file_id)
+    """Flip the lowest bit of the first stored byte of inline file ``file_id``'s content, in its head's version
+    row."""
+    _flip_content(cql, f"{META_KS}.versions", {"id": file_id, "version": head_version(cql, file_id)})
 
 
-def _flip_content(cql, table: str, key_column: str, key: object) -> None:
-    """Flip the lowest bit of the first byte of the ``content`` of ``table``'s row ``key_column = key``."""
-    content = cql.execute(cql.prepare(f"SELECT content FROM {table} WHERE {key_column} = ?"), (key,)).one().content
-    cql.execute(cql.prepare(f"UPDATE {table} SET content = ? WHERE {key_column} = ?"),
-                (bytes([content[0] ^ 1]) + content[1:], key))
+def head_version(cql, file_id: str):
+    """The version (timeuuid) of ``file_id``'s newest row in ``versions``."""
+    return cql.execute(cql.prepare(f"SELECT version FROM {META_KS}.versions WHERE id = ? LIMIT 1"),
+                       (file_id,)).one().version
+
+
+def _flip_content(cql, table: str, key: dict) -> None:
+    """Flip the lowest bit of the first byte of the ``content`` of ``table``'s row with the primary ``key``."""
+    where = " AND ".join(f"{column} = ?" for column in key)
+    content = cql.execute(cql.prepare(f"SELECT content FROM {table} WHERE {where}"), tuple(key.values())).one().content
+    cql.execute(cql.prepare(f"UPDATE {table} SET content = ? WHERE {where}"),
+                (bytes([content[0] ^ 1]) + content[1:], *key.values()))
+
+
+def write_head(cql, file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int) -> FileInfo:
+    """Commit ``version`` of ``file_id`` directly, as a store's commit does: its version row, then its directory
+    entry (its block list, if any, is the caller's to write first). Returns the head written."""
+    row = version_row(file_id, version, size, digest, blocks, None, head_columns(None, False))
+    cql.execute(Statements.for_session(cql).insert_version, row)
+    info = FileInfo(file_id, version, size, digest, blocks, row[5])
+    Namespace.for_session(cql, SESSION_SETTINGS.directory_rows).publish(info)
+    return info
+
+
+def head_rows(cql, columns: str = "id, version") -> list:
+    """``columns`` of every file's head: each ID's newest row of ``versions``, unless it is a delete marker."""
+    return [row for row in cql.execute(f"SELECT {columns}, deleted FROM {META_KS}.versions PER PARTITION LIMIT 1")
+            if not row.deleted]
 
 
 def write_tree(root: Path, files: dict[str, bytes]) -> None:

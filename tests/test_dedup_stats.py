@@ -20,7 +20,7 @@ from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.api import Store
 
-from .support import spark_submit
+from .support import head_rows, spark_submit, write_head
 
 ZERO_FILE = 8 << 20   # zeros chunk at the maximum size: 32 identical 256 KiB blocks
 COPIES = 260          # 261 x 8 MiB = 2.04 GiB logical, past 2^31
@@ -34,9 +34,8 @@ def copy_head(session, source_id: str, new_ids: list[str]) -> None:
     execute_concurrent_with_args(session, st.insert_file_block, [
         (file_id, head.version, b.block_offset, b.hash, b.size) for file_id in new_ids for b in blocks],
         concurrency=64, raise_on_first_error=True)
-    execute_concurrent_with_args(session, st.insert_head, [
-        (file_id, head.version, head.size, head.hash, head.blocks, head.committed_at) for file_id in new_ids],
-        concurrency=64, raise_on_first_error=True)
+    for file_id in new_ids:
+        write_head(session, file_id, head.version, head.size, head.hash, head.blocks)
 
 
 def test_totals_past_2_gib_match_the_files_and_the_index(empty_store, spark, tmp_path: Path) -> None:
@@ -106,7 +105,7 @@ def brute_force(session, depth: int, heads_only: bool = True) -> dict:
 
     ``heads_only=False`` counts every block list, superseded ones too: what the report must NOT do.
     """
-    heads = {r.id: r for r in session.execute("SELECT id, version, size, committed_at FROM casstor_meta.files")}
+    heads = {r.id: r for r in head_rows(session, "id, version, size, committed_at")}
     lists = defaultdict(list)
     for r in session.execute("SELECT id, version, hash, size FROM casstor_meta.file_blocks"):
         if r.id in heads and (heads[r.id].version == r.version or not heads_only):

@@ -7,11 +7,12 @@ import io
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
+from cassandra.util import uuid_from_time
 
-from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
 from casstor_ops.spark.bulk_ingest import ingest
 from casstor_ops.spark.bulk_restore import restore_many
 from casstor_ops.store.api import Store
@@ -104,41 +105,55 @@ def test_cli_round_trips_mode_and_mtime(cql, tmp_path):
     assert (shown["mode"], shown["mtime_ns"]) == (None, None)
 
 
-def test_head_from_before_the_columns_restores_with_default_permissions(cql, tmp_path):
-    """Injects a store made before the columns existed (they are dropped from casstor_meta.files under a head
-    stored from a 0600 file, and the store's recorded schema set back to 2, as such a store has it); checks the
-    store is refused as not initialised until 'casstor init' adds them back, and the old head then has no
-    attributes and restores with the umask's permissions."""
+def test_the_upgrade_from_schema_4_keeps_attributes_only_when_written_with_the_head(store, cql, tmp_path):
+    """Injects a schema-4 store: a ``files`` table with two heads naming a stored file's block lists, one written
+    with its mode and mtime, one rewritten the way a casstor without those columns writes it (its INSERT leaves
+    the previous version's cells), and schema_version 4; checks the upgrade gives the first its attributes and
+    the second none (not the previous version's), and both restore byte-exact."""
     source = _sources(tmp_path / "src")["private"]
-    Store(cql).put(source, "attrs/old-head")
-    cql.execute(f"ALTER TABLE {META_KS}.files DROP (mode, mtime_ns)")
-    cql.execute(Statements.for_session(cql).write_setting, ("schema_version", "2"))
+    store.put(source, "attrs/v4/source")
+    head = store.stat("attrs/v4/source")
+    cql.execute(SCHEMA_4_FILES)
+    with_attributes = cql.prepare(f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, committed_at, "
+                                  f"mode, mtime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+    without = cql.prepare(f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, committed_at) "
+                          f"VALUES (?, ?, ?, ?, ?, ?)")
     try:
-        with pytest.raises(CasstorError, match="run 'casstor init'") as caught:
-            Store(cql)
-        assert caught.value.exit_code == EXIT_NOT_INITIALISED
-        init = run_casstor("init")
-        assert init.returncode == 0, init.stderr
-    finally:
-        init_store(cql)  # whatever happened, the store the other tests use has its columns back
-    store = Store(cql)
-    assert store.stat("attrs/old-head").attributes is None
-    with _umask(0o022):
-        store.restore("attrs/old-head", tmp_path / "out")
-    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o644
-    assert (tmp_path / "out").read_bytes() == source.read_bytes()
+        kept, rewritten = (_copy_block_list(cql, head, f"attrs/v4/{name}") for name in ("kept", "rewritten"))
+        attributes = (head.attributes.mode, head.attributes.mtime_ns)
+        cql.execute(with_attributes, (*_head_values(head, kept), *attributes))
+        cql.execute(with_attributes, (*_head_values(head, rewritten), *attributes))
+        cql.execute(without, _head_values(head, _copy_block_list(cql, head, rewritten[0])))
+        cql.execute(Statements.for_session(cql).write_setting, ("schema_version", "4"))
+        init_store(cql)
+    finally:  # whatever happened, the store the other tests use is a schema-5 store again
+        cql.execute(f"DROP TABLE IF EXISTS {META_KS}.files")
+        init_store(cql)
+    assert store.stat("attrs/v4/kept").attributes == head.attributes
+    assert store.stat("attrs/v4/rewritten").attributes is None
+    for name in ("kept", "rewritten"):
+        store.restore(f"attrs/v4/{name}", tmp_path / name)
+        assert (tmp_path / name).read_bytes() == source.read_bytes()
 
 
-def test_head_rewritten_by_an_older_casstor_keeps_no_stale_attributes(store, cql, tmp_path):
-    """Injects a head rewritten the way a casstor without the columns writes it (its INSERT leaves mode and
-    mtime_ns alone); checks the previous version's cells are not taken for this version's."""
-    source = _sources(tmp_path / "src")["private"]
-    store.put(source, "attrs/rewritten")
-    head = store.stat("attrs/rewritten")
-    old_insert = cql.prepare(f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, committed_at) "
-                             f"VALUES (?, ?, ?, ?, ?, ?)")
-    cql.execute(old_insert, (head.id, head.version, head.size, head.hash, head.blocks, head.committed_at))
-    assert store.stat("attrs/rewritten").attributes is None
+# Schema 4's head table, as its casstor made it (schema 5 has none).
+SCHEMA_4_FILES = (f"CREATE TABLE IF NOT EXISTS {META_KS}.files (id text PRIMARY KEY, version timeuuid, size bigint, "
+                  f"hash blob, blocks int, committed_at timestamp, mode int, mtime_ns bigint, content blob, "
+                  f"codec text, stored_size int)")
+
+
+def _copy_block_list(cql, head, file_id: str) -> tuple:
+    """``head``'s block list copied under ``file_id`` and a new version: ``(file_id, version)``."""
+    version = uuid_from_time(time.time())
+    st = Statements.for_session(cql)
+    for row in cql.execute(st.file_blocks, (head.id, head.version)):
+        cql.execute(st.insert_file_block, (file_id, version, row.block_offset, row.hash, row.size))
+    return file_id, version
+
+
+def _head_values(head, key: tuple) -> tuple:
+    """The schema-4 head of ``key`` (id, version) for ``head``'s content."""
+    return (*key, head.size, head.hash, head.blocks, head.committed_at)
 
 
 def test_bulk_ingest_and_restore_keep_mode_and_mtime(spark, store, tmp_path):

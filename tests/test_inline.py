@@ -70,7 +70,7 @@ def test_overwrites_between_inline_and_blocks_clear_the_old_content(inline_store
     store.put(io.BytesIO(big), "inline/flip")
     head = store.stat("inline/flip")
     assert head.inline is None and not head.is_inline and restored(store, "inline/flip") == big
-    row = inline_store.execute(Statements.for_session(inline_store).inline_content, ("inline/flip",)).one()
+    row = inline_store.execute(Statements.for_session(inline_store).inline_content, ("inline/flip", head.version)).one()
     assert row.content is None
     store.put(io.BytesIO(small), "inline/flip")
     assert store.stat("inline/flip").is_inline and restored(store, "inline/flip") == small
@@ -105,15 +105,21 @@ def test_damaged_inline_content_is_corruption_never_served(inline_store, tmp_pat
 
 
 def test_a_listed_head_reads_its_content_and_sees_a_change(inline_store) -> None:
-    """A head from a listing carries no content. Checks a restore from it reads the content; and, injecting an
-    overwrite between the listing and the restore, that the restore says the file changed (exit 12), never
-    returns the new bytes under the old head's hash."""
+    """A head from a listing carries no content. Checks a restore from it reads the content; injecting an
+    overwrite between the listing and the restore, that it still reads the listed version's bytes (its row is
+    kept until forget), never the new bytes under the old head's hash; and, injecting that version's row
+    deleted (what forget does), that the restore says the file changed (exit 12)."""
     store = Store(inline_store)
     store.put(io.BytesIO(b"first"), "inline/listed")
     listed = next(iter(store.list("inline/")))
     assert listed.is_inline and listed.inline is None
     assert store.read(listed, io.BytesIO()).bytes == 5
     store.put(io.BytesIO(b"second"), "inline/listed")
+    out = io.BytesIO()
+    store.read(listed, out)
+    assert out.getvalue() == b"first"
+    inline_store.execute(inline_store.prepare(f"DELETE FROM {META_KS}.versions WHERE id = ? AND version = ?"),
+                         (listed.id, listed.version))
     with pytest.raises(FileChangedError):
         store.read(listed, io.BytesIO())
 

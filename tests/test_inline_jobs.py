@@ -25,7 +25,7 @@ from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.statements import Statements
 
-from .support import INLINE_MAX, flip_inline, put, restored
+from .support import INLINE_MAX, flip_inline, head_rows, put, restored
 from .test_dedup_stats import _ms, _prefix, brute_force
 
 KiB = 1024
@@ -34,15 +34,14 @@ TEXT = b"a small file kept in its head row compresses like a block " * 100  # ~5
 
 def inline_heads(cql) -> dict[str, tuple[int, int]]:
     """``{id: (size, stored_size)}`` of the inline heads, read with the driver."""
-    return {r.id: (r.size, r.stored_size) for r in cql.execute(
-        f"SELECT id, size, blocks, stored_size FROM {META_KS}.files") if r.stored_size is not None}
+    return {r.id: (r.size, r.stored_size) for r in head_rows(cql, "id, size, blocks, stored_size")
+            if r.stored_size is not None}
 
 
 def garbage(cql) -> set[bytes]:
     """Index rows no head's block list names, read with the driver (independently of references.py)."""
     lists = cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
-    named = {r.hash for head in cql.execute(f"SELECT id, version FROM {META_KS}.files")
-             for r in cql.execute(lists, (head.id, head.version))}
+    named = {r.hash for head in head_rows(cql) for r in cql.execute(lists, (head.id, head.version))}
     return {r.hash for r in cql.execute(f"SELECT hash FROM {DATA_KS}.existing_blocks")} - named
 
 
@@ -71,7 +70,8 @@ def test_verify_reports_damaged_inline_content_and_repairs_nothing(inline_store,
     assert heads["bad/zstd"].inline.codec == "zstd" and heads["bad/raw"].inline.codec is None
     flip_inline(cql, "bad/raw")
     flip_inline(cql, "bad/zstd")
-    cql.execute(cql.prepare(f"UPDATE {META_KS}.files SET content = null WHERE id = ?"), ("bad/absent",))
+    cql.execute(cql.prepare(f"UPDATE {META_KS}.versions SET content = null WHERE id = ? AND version = ?"),
+                ("bad/absent", heads["bad/absent"].version))
 
     report = verify(spark, repair_index=True)
     assert report.problems == {**{kind: 0 for kind in report.problems}, "corrupt_inline_files": 3}
@@ -144,7 +144,7 @@ def expected_with_inline(cql, depth: int) -> dict:
     """:func:`tests.test_dedup_stats.brute_force`'s figures, with each inline head's content added as the rule
     says: unique and exclusive bytes of its prefix, growth at its commit, new bytes of its top-level prefix."""
     expected = brute_force(cql, depth)
-    heads = {r.id: r for r in cql.execute(f"SELECT id, size, stored_size, committed_at FROM {META_KS}.files")}
+    heads = {r.id: r for r in head_rows(cql, "id, size, stored_size, committed_at")}
     times = [_ms(h.committed_at) for h in heads.values()]
     width = bin_width_ms(min(times), max(times))
     new = {p: Counter({"new_blocks": c["new_blocks"], "new_bytes": c["new_bytes"],

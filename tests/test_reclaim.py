@@ -24,7 +24,7 @@ from casstor_ops.store.hashing import block_hash
 from casstor_ops.store import commit as commit_module
 from casstor_ops.store.statements import Statements
 
-from .support import put, restored, run_casstor, spark_submit
+from .support import head_rows, put, restored, run_casstor, spark_submit
 
 KiB = 1024
 
@@ -49,8 +49,7 @@ def content_keys(cql) -> set[bytes]:
 def head_references(cql) -> set[bytes]:
     """Blocks named by the current heads, read with the driver (independently of references.py)."""
     lists = cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
-    return {r.hash for head in cql.execute(f"SELECT id, version FROM {META_KS}.files")
-            for r in cql.execute(lists, (head.id, head.version))}
+    return {r.hash for head in head_rows(cql) for r in cql.execute(lists, (head.id, head.version))}
 
 
 def shared_corpus(seed: int = 1) -> dict[str, bytes]:
@@ -100,7 +99,7 @@ def test_plan_then_execute_removes_exactly_the_garbage(store, spark, capsys) -> 
     assert "reclaim done" in capsys.readouterr().out
     assert set(index_rows(cql)) == referenced == content_keys(cql)
     assert cql.execute(f"SELECT count(*) FROM {META_KS}.file_blocks").one()[0] == \
-        sum(r.blocks for r in cql.execute(f"SELECT blocks FROM {META_KS}.files"))
+        sum(r.blocks for r in head_rows(cql, "blocks"))
     assert current_window(cql) is None
     for file_id, data in files.items():
         assert restored(store, file_id) == data
@@ -345,12 +344,12 @@ def test_a_late_head_write_checks_its_blocks_again(store, spark, monkeypatch, si
     store.remove("old")
     blocks = set(index_rows(cql))
     set_commit_bound(cql, 1)
-    insert_head = Statements.for_session(cql).insert_head
+    insert_version = Statements.for_session(cql).insert_version
     held, released = threading.Event(), threading.Event()
     real_execute = cql.execute
 
     def hold_head_write(statement, *args, **kwargs):
-        if statement is insert_head and threading.current_thread().name == "late-head":
+        if statement is insert_version and threading.current_thread().name == "late-head":
             held.set()
             released.wait(120)
         return real_execute(statement, *args, **kwargs)
@@ -392,13 +391,13 @@ def test_a_head_write_held_past_the_plan_keeps_its_block_list(store, spark, monk
     data = random.Random(41).randbytes(200 * KiB)
     put(store, "keeper", data)
     set_commit_bound(cql, 1)
-    insert_head = Statements.for_session(cql).insert_head
+    insert_version = Statements.for_session(cql).insert_version
     held, released = threading.Event(), threading.Event()
     real_execute, real_apply = cql.execute, reclaim_module._apply
     failures: list[BaseException] = []
 
     def hold_head_write(statement, *args, **kwargs):
-        if statement is insert_head and threading.current_thread().name == "late-list":
+        if statement is insert_version and threading.current_thread().name == "late-list":
             held.set()
             released.wait(120)
         return real_execute(statement, *args, **kwargs)

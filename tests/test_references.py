@@ -11,6 +11,8 @@ from casstor_ops.spark.references import (garbage_blocks, head_block_lists, miss
                                     stale_block_lists, stored_blocks, unindexed_blocks, version_millis)
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 
+from .support import write_head
+
 
 def h(n: int) -> bytes:
     return bytes([n]) * 32
@@ -32,9 +34,7 @@ def write_version(cql, file_id: str, blocks: list[tuple[int, int]], age_s: float
         cql.execute(insert, (file_id, version, offset, h(n), size))
         offset += size
     if head:
-        cql.execute(cql.prepare(f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, committed_at) "
-                                f"VALUES (?, ?, ?, ?, ?, ?)"),
-                    (file_id, version, offset, h(0), len(blocks), datetime.now(timezone.utc)))
+        write_head(cql, file_id, version, offset, h(0), len(blocks))
     return version
 
 

@@ -24,8 +24,8 @@ def test_init_is_idempotent_and_records_settings(cql) -> None:
     assert first == again == SESSION_SETTINGS
     assert read_settings(cql).hash == "blake2b-256"
     tables = set(cql.cluster.metadata.keyspaces[DATA_KS].tables) | set(cql.cluster.metadata.keyspaces[META_KS].tables)
-    assert {"blocks", "existing_blocks", "files", "file_blocks", "settings", "maintenance",
-            "writer_leases"} <= tables
+    assert {"blocks", "existing_blocks", "versions", "dir_entries", "directories", "file_blocks", "settings",
+            "maintenance", "writer_leases"} <= tables
 
 
 def test_cli_init_prints_replication_and_settings(cql) -> None:
@@ -150,7 +150,7 @@ def _as_schema_3(cql) -> dict[str, str]:
 def test_a_refused_upgrade_leaves_the_store_as_it_was(cql, tmp_path) -> None:
     """Injects `casstor init --inline-max 65536` (as the README suggests) on a schema-3 store of 16 KiB chunk
     minimum; checks it exits 1 with one line and leaves every settings row as it was, so `casstor ls` still asks
-    for an upgrade, a plain `casstor init` upgrades it (schema 4, no inline files), and a file then stores and
+    for an upgrade, a plain `casstor init` upgrades it (schema 5, no inline files), and a file then stores and
     restores. Before the fix the refused init had recorded schema 4 and inline_max 65536 first: every command
     after it failed with "inline max 65536: takes 0 ..."."""
     original = _as_schema_3(cql)
@@ -163,7 +163,8 @@ def test_a_refused_upgrade_leaves_the_store_as_it_was(cql, tmp_path) -> None:
         listed = run_casstor("ls")
         assert listed.returncode == EXIT_NOT_INITIALISED and b"has schema 3: run 'casstor init'" in listed.stderr
         out = run_casstor("init")
-        assert out.returncode == 0 and b"schema v4" in out.stdout and b"no inline files" in out.stdout, out
+        upgraded = f"schema v{SCHEMA_VERSION}".encode()
+        assert out.returncode == 0 and upgraded in out.stdout and b"no inline files" in out.stdout, out
         data = tmp_path / "a.bin"
         data.write_bytes(os.urandom(100_000))
         assert run_casstor("store", str(data), "upgraded/a.bin", "--quiet").returncode == 0

@@ -83,8 +83,8 @@ def test_init_with_inline_max_makes_a_store_that_keeps_small_files_in_their_head
     small, large = os.urandom(SMALL), os.urandom(LARGE)
     assert server.request("PUT", "kept/small", small)[0] == 200
     assert server.request("PUT", "kept/large", large)[0] == 200
-    heads = {row.id: row for row in session.execute(f"SELECT id, blocks, content FROM {META_KS}.files "
-                                                "WHERE id IN ('kept/small', 'kept/large')")}
+    heads = {row.id: row for row in session.execute(f"SELECT id, blocks, content FROM {META_KS}.versions "
+                                                "WHERE id IN ('kept/small', 'kept/large') PER PARTITION LIMIT 1")}
     assert (heads["kept/small"].blocks, heads["kept/small"].content is not None) == (0, True)
     assert heads["kept/large"].blocks >= 1 and heads["kept/large"].content is None
     assert server.request("GET", "kept/small")[2] == small

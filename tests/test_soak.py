@@ -46,6 +46,7 @@ from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
 
 from .faults import BackgroundJob, sha256
+from .support import head_rows
 
 WRITERS = 3
 # A write carries the client's clock from when the driver sent it; under load a write sent just before a
@@ -92,7 +93,7 @@ def _last_states(entries: list[dict]) -> dict[str, str]:
 
 def _garbage_left(session, entries: list[dict], cutoff: datetime) -> tuple[dict[str, int], list[str]]:
     """Counts of the garbage left by reason, and the blocks no reason explains (hex), given the last cut-off."""
-    heads = {(r.id, r.version) for r in session.execute(f"SELECT id, version FROM {META_KS}.files")}
+    heads = {(r.id, r.version) for r in head_rows(session)}
     lists: dict[bytes, list] = {}
     for row in session.execute(f"SELECT id, version, hash FROM {META_KS}.file_blocks"):
         lists.setdefault(row.hash, []).append((row.id, row.version))
