@@ -155,8 +155,9 @@ class _ChangedMidway(Restore):
 
 @pytest.mark.parametrize("change", ["overwrite", "remove"])
 def test_a_file_changed_and_reclaimed_during_restore_is_reported_as_changed(store, cql, tmp_path, change):
-    """Injects, between reading the block list and reading the blocks, an overwrite (or removal) of the file and
-    the deletion of the old version's blocks (what an online reclaim does to a superseded version); checks
+    """Injects, between reading the block list and reading the blocks, an overwrite (or removal) of the file, the
+    deletion of the old version's row (what forget does to a version no policy keeps) and of its blocks (what a
+    reclaim then does); checks
     FileChangedError (exit 12, one line, 'the file changed during restore; run again'), not CorruptionError,
     nothing left at DEST, and that running again restores the new version."""
     file_id = f"changing/{change}"
@@ -171,6 +172,8 @@ def test_a_file_changed_and_reclaimed_during_restore_is_reported_as_changed(stor
             store.put(io.BytesIO(new), file_id)
         else:
             store.remove(file_id)
+        cql.execute(cql.prepare(f"DELETE FROM {META_KS}.versions WHERE id = ? AND version = ?"),
+                    (file_id, old_head.version))
         for digest in old_blocks:
             cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (digest,))
 
@@ -194,3 +197,17 @@ def test_a_block_row_without_content_is_missing(store, cql, tmp_path):
     with pytest.raises(CorruptionError, match=f"block {victim.hash.hex()} at offset {victim.block_offset} is missing"):
         store.restore("damaged/no-content", tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_kept_older_version_with_a_block_missing_is_corruption(store, cql, tmp_path):
+    """Injects the loss of a block that only an older, still kept version names (its row is there: no forget
+    dropped it); checks that restoring that version reports corruption (exit 3) naming the block, not 'the file
+    changed' (exit 12): reclaim keeps every block a version row names, so nothing but damage removes it."""
+    _stored(store, "damaged/older")
+    older = store.stat("damaged/older")
+    victim = _nth_block(cql, "damaged/older", 1)
+    _stored(store, "damaged/older", 500_000)
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (victim.hash,))
+    with pytest.raises(CorruptionError, match=f"block {victim.hash.hex()} at offset {victim.block_offset}") as caught:
+        store.restore("damaged/older", tmp_path / "out", head=store.stat("damaged/older", version=older.version))
+    assert caught.value.exit_code == 3 and list(tmp_path.iterdir()) == []

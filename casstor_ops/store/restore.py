@@ -210,17 +210,17 @@ class Restore:
         return _with_offsets(digests, sizes) if digests is not None else self._checked(self._list_rows())
 
     def _unless_changed(self, error: CorruptionError) -> CasstorError:
-        """``error`` if the version being restored is still the file's head, else FileChangedError.
+        """``error`` if the version being restored is still kept, else FileChangedError.
 
-        Only for what reclaim does to a version no longer the head (superseded or removed: its blocks or block
-        list rows gone while its row waits for forget); content that fails its hash is corruption whatever the
-        versions say.
+        Only for what forget and reclaim do to a version no longer kept (its row dropped by forget, then its
+        blocks or block list rows by reclaim): reclaim keeps every block a version row names, so a kept version
+        with a block missing is damaged. Content that fails its hash is corruption whatever the versions say.
         """
-        row = self._session.execute(self._st.head, (self._head.id,)).one()
-        if row is not None and not row.deleted and row.version == self._head.version:
+        row = self._session.execute(self._st.one_version, (self._head.id, self._head.version)).one()
+        if row is not None and not row.deleted:
             return error
         return FileChangedError(f"{self._head.id!r}: the file changed during restore (overwritten or removed, and "
-                                f"the old version's blocks reclaimed); run again")
+                                f"the old version forgotten and its blocks reclaimed); run again")
 
     def _fetched(self, group: list[tuple[bytes, int, int]], rows) -> None:
         # A row without content (a cell deleted under it) is missing, as no row is.
