@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,9 +20,11 @@ from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.api import Store
-from casstor_ops.ops.verify import INDEX, verify
+from casstor_ops.ops.verify import INDEX, _Checks, verify
+from casstor_ops.store.history.forget import forget
+from casstor_ops.store.history.policy import Policy
 
-from .support import spark_submit
+from .support import put, spark_submit
 
 
 def block_list(session, file_id: str) -> list:
@@ -58,8 +62,12 @@ def test_finds_each_problem_and_repairs_only_the_index(empty_store, spark, tmp_p
                               "block_without_index": 1, "index_size_mismatch": 1}
     assert found.examples["corrupt_blocks"] == [rot.hex()] and found.examples["missing_blocks"] == [lost.hex()]
     assert found.examples["block_without_index"] == [unindexed.hex()]
-    assert sorted(found.examples["broken_block_lists"]) == ["v/broken", "v/swapped"]
-    assert found.damaged_files == 2 and found.damaged_examples == ["v/lost", "v/rot"]
+    version = {n: cql.execute(Statements.for_session(cql).head, (f"v/{n}",)).one().version
+               for n in ("broken", "swapped", "lost", "rot")}
+    assert sorted(found.examples["broken_block_lists"]) == [f"v/broken@{version['broken']}",
+                                                            f"v/swapped@{version['swapped']}"]
+    assert found.damaged_files == 2
+    assert found.damaged_examples == [f"v/lost@{version['lost']}", f"v/rot@{version['rot']}"]
     assert found.repaired == {} and found.exit_code == EXIT_CORRUPT
     assert "corrupt_blocks" in found.table() and "CORRUPTION" in found.table()
 
@@ -133,3 +141,46 @@ def test_reclaim_is_refused_while_a_repair_runs(empty_store, spark, monkeypatch)
     stored = {r.hash for r in cql.execute(f"SELECT hash FROM {DATA_KS}.blocks")}
     assert indexed and indexed <= stored
     assert current_window(cql) is None  # the repair's window is gone with it
+
+
+def test_checks_every_retained_version_not_only_heads(inline_store, spark) -> None:
+    """Injects damage into versions that are no longer heads but are retained (a ``--keep-last 2`` policy keeps
+    them), with every head intact: two rows of an older version's block list swapped, the content row of a block
+    only an older version names deleted, and a byte of an older inline version's content changed. Checks that
+    verify reports each one with its version (``ID@VERSION``): one broken list, one missing block (and its index
+    row without a block), one corrupt inline version, one damaged version; and that the executors' re-read
+    confirms an older version while it is retained and drops it once forget has. The heads-only verify reported
+    none of the three corruptions."""
+    cql, store = inline_store, Store(inline_store)
+    store.set_retention("h/", Policy(keep_last=2))
+    for file_id in ("h/swapped", "h/lost"):
+        for _ in range(2):
+            put(store, file_id, os.urandom(600_000))  # over 2 x chunk_max: at least 3 blocks
+    put(store, "h/inline", b"the old small version")
+    put(store, "h/inline", b"the new small version")
+    old = {file_id: store.versions(file_id)[1].file.version for file_id in ("h/swapped", "h/lost", "h/inline")}
+    first, second = list(cql.execute(Statements.for_session(cql).file_blocks, ("h/swapped", old["h/swapped"])))[:2]
+    swap = cql.prepare(f"UPDATE {META_KS}.file_blocks SET hash = ?, size = ? WHERE id = ? AND version = ? "
+                       f"AND block_offset = ?")
+    cql.execute(swap, (second.hash, second.size, "h/swapped", old["h/swapped"], first.block_offset))
+    cql.execute(swap, (first.hash, first.size, "h/swapped", old["h/swapped"], second.block_offset))
+    lost = next(iter(cql.execute(Statements.for_session(cql).file_blocks, ("h/lost", old["h/lost"])))).hash
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (lost,))
+    cql.execute(cql.prepare(f"UPDATE {META_KS}.versions SET content = ? WHERE id = ? AND version = ?"),
+                (b"the odd small version", "h/inline", old["h/inline"]))
+
+    found = verify(spark)
+    assert found.problems == {**{kind: 0 for kind in found.problems}, "missing_blocks": 1, "broken_block_lists": 1,
+                              "corrupt_inline_files": 1, "index_without_block": 1}
+    assert found.examples["broken_block_lists"] == [f"h/swapped@{old['h/swapped']}"]
+    assert found.examples["corrupt_inline_files"] == [f"h/inline@{old['h/inline']}"]
+    assert found.examples["missing_blocks"] == [lost.hex()]
+    assert found.damaged_files == 1 and found.damaged_examples == [f"h/lost@{old['h/lost']}"]
+    assert found.exit_code == EXIT_CORRUPT and "CORRUPTION" in found.table()
+
+    checks = _Checks(cql)
+    scanned = SimpleNamespace(kind="broken_block_lists", id="h/swapped", version=str(old["h/swapped"]))
+    assert checks.still_differs(scanned)
+    store.remove_retention("h/")
+    forget(cql, store.namespace, "h/", now=time.time() + 10 * SAFETY.commit_bound_s)  # past the grace
+    assert not checks.still_differs(scanned)

@@ -73,6 +73,12 @@ SECTIONS = [
     Section("Blocks", "The stored blocks' sizes, and the blocks most files name.", ("block_sizes",),
             ("most_shared_blocks", "block_sizes")),
     Section("Largest files", "", ("largest_files",), ("largest_files",)),
+    Section("What would forgetting free?",
+            "The versions casstor forget would drop now (all of them, then per retention policy), and per snapshot "
+            "the versions only that snapshot keeps (what removing it and a forget would drop). Exclusive bytes are "
+            "blocks no other retained version names: forget and a reclaim free them; an inline version's "
+            "content counts as exclusive bytes, no block.",
+            (), ("forgetting",)),
 ]
 
 LABELS = {
@@ -123,7 +129,7 @@ def format_table(report: DedupReport, rows: int = 10) -> str:
     lines = ["casstor dedup report", ""]
     lines += [f"  {r.figure:<46} {r.value}" for r in totals_table(report).itertuples()]
     with pd.option_context("display.width", 200, "display.max_colwidth", 48):
-        for name in ("prefixes", "sharing", "new_bytes_by_prefix", "largest_files"):
+        for name in ("prefixes", "sharing", "new_bytes_by_prefix", "largest_files", "forgetting"):
             table = report.tables[name]
             title = f"{name.replace('_', ' ')} (depth {report.depth})" if name == "prefixes" else \
                 name.replace("_", " ")

@@ -38,6 +38,10 @@ COLUMNS: dict[str, list[str]] = {
     "block_sizes": ["from_bytes", "to_bytes", "blocks", "bytes"],
     "most_shared_blocks": ["hash", "size", "refs"],
     "largest_files": ["id", "size", "blocks", "committed_at"],
+    # What forget would drop, per policy and per snapshot, and the bytes only those versions name; see
+    # dedup_forgetting.
+    "forgetting": ["scope", "name", "prefix", "rule", "versions", "logical_bytes", "exclusive_blocks",
+                   "exclusive_bytes", "exclusive_stored_bytes"],
 }
 TABLES = tuple(COLUMNS)
 

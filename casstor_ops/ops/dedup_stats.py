@@ -44,7 +44,9 @@ exclusive and shared bytes per prefix at ``depth``, the reference-count
 classes), ``growth``, ``new_bytes_by_prefix`` and ``new_bytes_over_time``
 (:mod:`~casstor_ops.ops.dedup_growth`: the live data by commit time),
 ``block_sizes`` (histogram of stored block sizes), ``most_shared_blocks``
-(top blocks by reference count), ``largest_files``.
+(top blocks by reference count), ``largest_files``, ``forgetting``
+(:mod:`~casstor_ops.ops.dedup_forgetting`: what forget would drop and free,
+per retention policy and per snapshot).
 
 Example::
 
@@ -61,15 +63,19 @@ the Spark action as the connector's error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import TypeVar
 
 import pandas as pd
+from cassandra.cluster import Session
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from casstor_ops.cluster.connection import connect, endpoint_from_env
 from casstor_ops.errors import CasstorError
 from casstor_ops.ops.dedup_blocks import block_facts, count_if, head_references, inline_facts, long_sum
+from casstor_ops.ops.dedup_forgetting import ForgetRules, forgetting_table, read_rules
 from casstor_ops.ops.dedup_growth import growth_tables
 from casstor_ops.ops.dedup_report import COLUMNS, DedupReport
 from casstor_ops.ops.dedup_sharing import prefix_table, sharing_table
@@ -78,13 +84,19 @@ from casstor_ops.store.records import StoreStats
 from casstor_ops.store.schema import StoreSettings, require_settings
 
 HISTOGRAM_BINS = 16
+T = TypeVar("T")
 
 
 def store_settings() -> StoreSettings:
     """The recorded settings of the store the environment names; CasstorError if it is not initialised."""
+    return _read(require_settings)
+
+
+def _read(reader: Callable[[Session], T]) -> T:
+    """``reader``'s answer on a driver session to the store the environment names."""
     session = connect(endpoint_from_env(), start=False)
     try:
-        return require_settings(session)
+        return reader(session)
     finally:
         session.cluster.shutdown()
 
@@ -132,18 +144,20 @@ def _largest_files(files: DataFrame, largest: int) -> pd.DataFrame:
 
 
 def compute(spark: SparkSession, top: int = 20, depth: int = 1, largest: int = 20,
-            settings: StoreSettings | None = None) -> DedupReport:
+            settings: StoreSettings | None = None, rules: ForgetRules | None = None) -> DedupReport:
     """Run the report's aggregations (module docstring); collects only small tables.
 
     ``depth``: path components of a file ID that make its prefix in the
     ``prefixes`` table; ``top`` / ``largest``: rows of ``most_shared_blocks``
-    and ``largest_files``.
+    and ``largest_files``; ``rules``: what the ``forgetting`` table assumes forget decides by (default: the
+    store's policies, snapshots and grace, now).
     """
     if top < 1 or largest < 1:
         raise CasstorError(f"--top {top} / --largest {largest}: must be at least 1")
     if depth < 1:
         raise CasstorError(f"--depth {depth}: must be at least 1")
     settings = settings or store_settings()
+    rules = rules or _read(read_rules)
     # Each is read by several aggregations: scan the tables once.
     files = (heads(spark, "size", "blocks", "stored_size", "committed_at")
              .select("id", "size", "blocks", "stored_size", F.unix_millis("committed_at").alias("committed_ms"))
@@ -157,7 +171,8 @@ def compute(spark: SparkSession, top: int = 20, depth: int = 1, largest: int = 2
         tables = {"prefixes": prefix_table(files, references, contents, depth), "sharing": sharing_table(facts),
                   **growth_tables(files, contents),
                   "block_sizes": _block_sizes(facts, max(1, settings.chunk_max // HISTOGRAM_BINS)),
-                  "most_shared_blocks": _most_shared(facts, top), "largest_files": _largest_files(files, largest)}
+                  "most_shared_blocks": _most_shared(facts, top), "largest_files": _largest_files(files, largest),
+                  "forgetting": forgetting_table(spark, rules)}
     finally:
         for df in (files, references, facts):
             df.unpersist()

@@ -1,4 +1,5 @@
-"""fsck for the store: re-hash every block, resolve every committed block list and inline file, diff the index.
+"""fsck for the store: re-hash every block, resolve every retained version's block list or inline content, diff
+the index.
 
 Shaped like Cassandra's row-level repair: find exactly the rows that
 differ, then fix only those. :func:`verify` reads the blob table through
@@ -16,17 +17,25 @@ Corruption (exit :data:`~casstor_ops.errors.EXIT_CORRUPT`, never repaired here):
 * ``corrupt_blocks``: content that does not decode (by its codec,
   :mod:`casstor_ops.store.codec`) to exactly its ``size`` bytes, or whose
   plaintext's BLAKE2b-256 is not its key (bit rot, a torn write);
-* ``missing_blocks``: blocks a committed version names that have no content row;
-* ``broken_block_lists``: committed versions whose block list does not add
-  up to the head's block count and size, or does not hash to the head's
+Every *retained* version is checked, not only heads: each version row that is
+not a delete marker (:func:`~casstor_ops.spark.references.retained_versions`:
+the older versions a retention policy or snapshot keeps are restorable, so
+they must be intact too). A version is named ``ID@VERSION`` in the examples.
+
+* ``missing_blocks``: blocks a retained version names that have no content row;
+* ``broken_block_lists``: retained versions whose block list does not add
+  up to the version row's block count and size, or does not hash to its
   file hash (:func:`~casstor_ops.store.hashing.file_hash`: a row altered, lost
   or reordered), checked without reading a block. A version's list is
   gathered in one executor (~40 bytes a block: 25 MB for a 30 GB file).
-  An inline head (``blocks`` 0, a size over 0) has no list: it is checked as below;
-* ``corrupt_inline_files``: inline heads (:mod:`casstor_ops.store.inline`)
-  whose content is absent, does not decode to the head's size, or does not
-  hash to its file hash. The content is in the head row and nowhere else:
+  An inline version (``blocks`` 0, a size over 0) has no list: it is checked as below;
+* ``corrupt_inline_files``: inline versions (:mod:`casstor_ops.store.inline`)
+  whose content is absent, does not decode to the version's size, or does not
+  hash to its file hash. The content is in the version row and nowhere else:
   there is no other copy in the store to repair it from.
+
+``damaged_files`` counts the retained versions whose list names a missing or
+corrupt block (``damaged_examples``: the first few, ``ID@VERSION``).
 
 Index (``existing_blocks`` vs ``blocks``; fixed by ``repair_index``):
 
@@ -93,8 +102,8 @@ from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inline import plaintext
 from casstor_ops.store.coordination.reclaim_window import RepairWindow
 from casstor_ops.store.records import InlineContent
-from casstor_ops.spark.references import (block_rows, head_block_lists, heads_with_content, is_inline, missing_blocks,
-                                          referenced_blocks, stored_blocks)
+from casstor_ops.spark.references import (block_rows, head_block_lists, is_inline, missing_blocks, referenced_blocks,
+                                          retained_versions, retained_with_content, stored_blocks)
 from casstor_ops.store.schema import require_settings
 from casstor_ops.store.statements import Statements
 
@@ -157,7 +166,7 @@ class VerifyReport:
             lines.append(f"  {kind:26} {self.problems[kind]:>10,} {repaired:>10}  "
                          f"{', '.join(self.examples.get(kind, []))}")
         if self.damaged_files:
-            lines.append(f"  files referencing missing or corrupt blocks: {self.damaged_files:,} "
+            lines.append(f"  file versions referencing missing or corrupt blocks: {self.damaged_files:,} "
                          f"(e.g. {', '.join(self.damaged_examples)})")
         if self.exit_code == 0:
             lines.append("  no problems" if not any(self.problems.values()) else "  index repaired; no corruption")
@@ -186,9 +195,9 @@ def is_intact(key: bytes, size: int | None, codec: str | None, content: bytes | 
 
 
 def inline_problem(size: int | None, digest: bytes | None, codec: str | None, content: bytes | None) -> str | None:
-    """What is wrong with an inline head's content (:func:`casstor_ops.store.inline.plaintext`); None: intact.
+    """What is wrong with an inline version's content (:func:`casstor_ops.store.inline.plaintext`); None: intact.
 
-    Run in the executors twice: over the scanned heads (a Python UDF) and on the point re-read that confirms one.
+    Run in the executors twice: over the scanned versions (a Python UDF) and on the point re-read that confirms one.
     """
     if content is None:
         return "it has no content"
@@ -239,14 +248,14 @@ def _candidates(spark: SparkSession, status: DataFrame, inline_max: int) -> Data
     both = index.unionByName(blocks).groupBy("hash").agg(
         *[F.max(c).alias(c) for c in ("index_size", "indexed", "length", "stored", "intact")])
     has_block, indexed = F.col("intact").isNotNull(), F.col("indexed").isNotNull()
-    lists = (head_block_lists(spark).groupBy("id", "version")
+    lists = (retained_block_lists(spark).groupBy("id", "version")
              .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("size").cast("long")).alias("bytes"),
                   F.sort_array(F.collect_list(F.struct("block_offset", "hash"))).alias("entries")))
-    heads = heads_with_content(spark, inline_max)
-    # An inline head has no list: its content is checked instead (decoded and hashed in a Python UDF).
+    versions = retained_with_content(spark, inline_max)
+    # An inline version has no list: its content is checked instead (decoded and hashed in a Python UDF).
     problem = F.udf(inline_problem, T.StringType())
-    corrupt_inline = heads.where(is_inline()).where(problem("size", "hash", "codec", "content").isNotNull())
-    broken = heads.where(~is_inline()).select("id", "version", "size", "blocks", "hash").join(
+    corrupt_inline = versions.where(is_inline()).where(problem("size", "hash", "codec", "content").isNotNull())
+    broken = versions.where(~is_inline()).select("id", "version", "size", "blocks", "hash").join(
         lists, ["id", "version"], "left").where(
         (F.coalesce("n", F.lit(0)) != F.coalesce("blocks", F.lit(0)))
         | (F.coalesce("bytes", F.lit(0)) != F.coalesce("size", F.lit(0)))
@@ -257,10 +266,15 @@ def _candidates(spark: SparkSession, status: DataFrame, inline_max: int) -> Data
             .when(~indexed & F.col("intact"), Problem.BLOCK_WITHOUT_INDEX)
             .when(indexed & ~F.col("index_size").eqNullSafe(F.col("length")), Problem.INDEX_SIZE_MISMATCH))
     index_diffs = both.select(kind.alias("kind"), "hash", "length", "stored").where(F.col("kind").isNotNull())
-    return (_as_candidates(Problem.MISSING_BLOCKS, missing_blocks(status, referenced_blocks(spark)))
+    return (_as_candidates(Problem.MISSING_BLOCKS, missing_blocks(status, referenced_blocks(spark, lists=retained_block_lists(spark))))
             .unionByName(_as_candidates(Problem.BROKEN_BLOCK_LISTS, broken))
             .unionByName(_as_candidates(Problem.CORRUPT_INLINE_FILES, corrupt_inline))
             .unionByName(_as_candidates(None, index_diffs)))
+
+
+def retained_block_lists(spark: SparkSession) -> DataFrame:
+    """The block lists of every retained version (each checked, as reclaim keeps each)."""
+    return head_block_lists(spark, head_rows=retained_versions(spark))
 
 
 @F.udf(T.BinaryType())
@@ -282,23 +296,25 @@ class _Checks:
     def _block(self, key: bytes):
         return self.session.execute(self.st.block_row, (key,)).one()
 
-    def _same_head(self, row):
-        """``row``'s head re-read, or None when it was overwritten or removed since the scan (then its old list
-        or content is not a head's any more: nothing to report)."""
-        head = self.session.execute(self.st.head, (row.id,)).one()
-        return head if head is not None and str(head.version) == row.version else None
+    def _still_retained(self, row):
+        """``row``'s version re-read, or None when forget dropped it since the scan (then its list or content is
+        no version's any more: nothing to report). Forget deletes the row before the list, so a list read
+        while the row is still there is whole or being dropped with a row that is gone by the next read."""
+        found = self.session.execute(self.st.one_version, (row.id, uuid.UUID(row.version))).one()
+        return found if found is not None and not found.deleted else None
 
     def _list_differs(self, row) -> bool:
-        head = self._same_head(row)
-        if head is None:
+        version = self._still_retained(row)
+        if version is None:
             return False
         rows = list(self.session.execute(self.st.file_blocks, (row.id, uuid.UUID(row.version))))
-        return ((len(rows), sum(r.size for r in rows)) != (head.blocks or 0, head.size or 0)
-                or file_hash(r.hash for r in rows) != head.hash)
+        return ((len(rows), sum(r.size for r in rows)) != (version.blocks or 0, version.size or 0)
+                or file_hash(r.hash for r in rows) != version.hash)
 
     def _inline_differs(self, row) -> bool:
-        head = self._same_head(row)
-        return head is not None and inline_problem(head.size, head.hash, head.codec, head.content) is not None
+        version = self._still_retained(row)
+        return version is not None and inline_problem(version.size, version.hash, version.codec,
+                                                      version.content) is not None
 
     def still_differs(self, row) -> bool:
         if row.kind == Problem.BROKEN_BLOCK_LISTS:
@@ -357,7 +373,7 @@ def _confirm(endpoint: Endpoint, repair: bool) -> Callable[[Iterable], Iterator[
             tally.found += 1
             tally.repaired += int(repair and row.kind in INDEX and checks.fix(row))
             if len(tally.examples) < EXAMPLES:
-                tally.examples.append(row.id if row.id is not None else bytes(row.hash).hex())
+                tally.examples.append(f"{row.id}@{row.version}" if row.id is not None else bytes(row.hash).hex())
         yield summary
 
     return run
@@ -402,10 +418,11 @@ def _verify(spark: SparkSession, endpoint: Endpoint, repair: bool, inline_max: i
                               repaired={k: merged.get(k, Tally()).repaired for k in INDEX} if repair else {})
         if problems[Problem.CORRUPT_BLOCKS] or problems[Problem.MISSING_BLOCKS]:
             bad = corrupt.select("hash").unionByName(
-                missing_blocks(status, referenced_blocks(spark)).select("hash"))
-            damaged = head_block_lists(spark).join(bad, "hash", "left_semi").select("id").distinct()
+                missing_blocks(status, referenced_blocks(spark, lists=retained_block_lists(spark))).select("hash"))
+            damaged = retained_block_lists(spark).join(bad, "hash", "left_semi").select("id", "version").distinct()
             report.damaged_files = damaged.count()
-            report.damaged_examples = [r.id for r in damaged.orderBy("id").limit(EXAMPLES).collect()]
+            report.damaged_examples = [f"{r.id}@{r.version}"
+                                       for r in damaged.orderBy("id", "version").limit(EXAMPLES).collect()]
         return report
     finally:
         status.unpersist()

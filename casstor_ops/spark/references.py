@@ -13,7 +13,8 @@ small pages (a full-page scan of 64 KiB blobs ran a node out of memory).
   it is ever stale (reclaim neither frees nor needs anything of it);
 * a *retained* version is any version row but a delete marker (:func:`retained_versions`): heads, and the
   older versions forget left because a policy or snapshot keeps them;
-* a block is *referenced* when the block list of some head names it (reclaim: of some retained version);
+* a block is *referenced* when the block list of some head names it (reclaim and verify: of some retained
+  version);
 * *stored* blocks are the index rows; *garbage* = stored - referenced;
   *missing* = referenced - stored (a corruption, or an index row lost
   by a crashed reclaim: :mod:`casstor_ops.ops.reclaim` tells the two apart).
@@ -89,7 +90,10 @@ def heads(spark: SparkSession, *extra: str) -> DataFrame:
 def retained_versions(spark: SparkSession, *extra: str) -> DataFrame:
     """``(id, version, *extra)`` of every version row that is not a delete marker: heads and the older versions
     forget left (:mod:`casstor_ops.store.history`), which reclaim keeps the blocks and block lists of."""
-    rows = read_table(spark, META_KS, "versions").select("id", "version", "deleted", *extra)
+    return _without_markers(read_table(spark, META_KS, "versions").select("id", "version", "deleted", *extra))
+
+
+def _without_markers(rows: DataFrame) -> DataFrame:
     return rows.where(~F.coalesce(F.col("deleted"), F.lit(False))).drop("deleted")
 
 
@@ -98,18 +102,23 @@ def is_inline() -> F.Column:
     return (F.coalesce(F.col("blocks"), F.lit(0)) == 0) & (F.coalesce(F.col("size"), F.lit(0)) > 0)
 
 
-def heads_with_content(spark: SparkSession, inline_max: int) -> DataFrame:
-    """``(id, version, size, blocks, hash, codec, content)`` of every head: an inline file's content with it.
+def _versions_with_content(spark: SparkSession, inline_max: int) -> DataFrame:
+    """Every row of ``versions`` with ``deleted``, ``size``, ``blocks``, ``hash``, ``codec`` and ``content``.
 
     Pages are sized so that one holds at most :data:`HEAD_PAGE_BYTES` of
     content in a store keeping files of up to ``inline_max`` bytes inline
     (content is kept compressed or raw, so never longer than that).
     """
     rows = max(1, min(HEAD_PAGE_MAX_ROWS, HEAD_PAGE_BYTES // max(inline_max, 1)))
-    return newest_versions(
-        spark.read.format("org.apache.spark.sql.cassandra")
-        .options(keyspace=META_KS, table="versions", **{"spark.cassandra.input.fetch.sizeInRows": str(rows)})
-        .load().select("id", "version", "deleted", "size", "blocks", "hash", "codec", "content"))
+    return (spark.read.format("org.apache.spark.sql.cassandra")
+            .options(keyspace=META_KS, table="versions", **{"spark.cassandra.input.fetch.sizeInRows": str(rows)})
+            .load().select("id", "version", "deleted", "size", "blocks", "hash", "codec", "content"))
+
+
+def retained_with_content(spark: SparkSession, inline_max: int) -> DataFrame:
+    """``(id, version, size, blocks, hash, codec, content)`` of every retained version (:func:`retained_versions`):
+    an inline version's content with it."""
+    return _without_markers(_versions_with_content(spark, inline_max))
 
 
 def head_block_lists(spark: SparkSession, *head_columns: str, head_rows: DataFrame | None = None) -> DataFrame:

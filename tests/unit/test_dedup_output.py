@@ -80,6 +80,10 @@ def _report() -> DedupReport:
         "most_shared_blocks": pd.DataFrame([["ab" * 32, 65536, 4]], columns=COLUMNS["most_shared_blocks"]),
         "largest_files": pd.DataFrame([[f"{LONG}/file-{i}.bin", 5 << 30, 100, bins[0]] for i in range(20)],
                                       columns=COLUMNS["largest_files"]),
+        "forgetting": pd.DataFrame([["forget", "(all)", "", "", 3, 3 << 20, 2, 2 << 20, 1 << 20],
+                                    ["policy", "a/", "a/", "--keep-last 2", 3, 3 << 20, 2, 2 << 20, 1 << 20],
+                                    ["snapshot", "before", "a/", "2024-03-01T10:00:00.000Z", 0, 0, 0, 0, 0]],
+                                   columns=COLUMNS["forgetting"]),
     }
     totals = {"files": 4, "logical_bytes": 4 << 30, "unique_blocks": 400, "unique_bytes": 1 << 30,
               "stored_bytes": 1 << 29, "dedup_ratio": 4.0, "compression_ratio": 2.0, "referenced_blocks": 400,
