@@ -69,8 +69,8 @@ from bench.source_corpus import release_tars
 
 CASSTOR = str(Path(sys.executable).with_name("casstor"))
 MODES = ("none", DEFAULT_COMPRESSION)
-TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_claims"), (META_KS, "files"),
-          (META_KS, "file_blocks"), (META_KS, "writer_leases")]
+TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_claims"), (META_KS, "versions"),
+          (META_KS, "dir_entries"), (META_KS, "directories"), (META_KS, "file_blocks"), (META_KS, "writer_leases")]
 SPEEDS = ("store", "restore", "tree_store", "tree_restore")
 
 
