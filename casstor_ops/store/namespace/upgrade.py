@@ -56,7 +56,7 @@ def copy_heads(session: Session, directory_rows: int) -> int:
 
 
 def _copy_page(session: Session, st: Statements, namespace: Namespace, rows: list) -> None:
-    versions = [(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), r.content, r.codec,
+    versions = [(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), None, None, r.content, r.codec,
                  r.stored_size, False, version_micros(r.version)) for r in rows]
     for ok, outcome in execute_concurrent_with_args(session, st.insert_version, versions,
                                                     concurrency=COPY_CONCURRENCY, raise_on_first_error=True):
