@@ -11,6 +11,7 @@ version; the next store of the tree must write them
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 from casstor_ops.store.api import Store
@@ -23,10 +24,14 @@ PREFIX = "tree-kill/"
 
 
 def _write(src: Path, tag: str) -> dict[str, bytes]:
+    """Each file rewritten with ``tag``'s content of the same size, its mtime set back (as ``cp -p`` would): only
+    the change time tells the new content from the old."""
     contents = {}
     for n in range(FILES):
-        data = f"{tag} {n} ".encode() * (50 + n % 40)
-        (src / f"f{n:04d}.txt").write_bytes(data)
+        path, data = src / f"f{n:04d}.txt", f"{tag} {n} ".encode() * (50 + n % 40)
+        then = path.stat().st_mtime_ns if path.exists() else 1_700_000_000 * 10**9
+        path.write_bytes(data)
+        os.utime(path, ns=(then, then))
         contents[f"{PREFIX}f{n:04d}.txt"] = data
     return contents
 
@@ -43,8 +48,9 @@ def _versions(cql) -> int:
 
 def test_tree_store_killed_before_its_entry_flush_is_old_or_new_and_the_rerun_lists_every_file(cql, tmp_path: Path
                                                                                                ) -> None:
-    """Injects: SIGKILL of `casstor store DIR PREFIX` re-storing 600 changed files of one directory, once some new
-    versions are committed (entries wait for a batch of 64 per directory). Checks: the kill hit the window (some
+    """Injects: SIGKILL of `casstor store DIR PREFIX` re-storing 600 files of one directory rewritten with content of
+    the same size and their mtimes set back, once some new versions are committed (entries wait for a batch of
+    64 per directory). Checks: the kill hit the window (some
     head is not the version its listing names); every file's head is its old or its new content, never another;
     the re-run exits 0, and afterwards every file is listed with its head's version and restores as the new
     content."""

@@ -238,6 +238,13 @@ class ListedHeads:
             self._directories.move_to_end(directory)
             return names.get(name)
 
+    def as_listed(self, file_id: str, size: int, attributes: FileAttributes | None) -> bool:
+        """Whether ``file_id`` is listed with this size and these attributes: only then may it be unchanged. The
+        listing names the head, or a version older than the head that a killed store left: a file that differs
+        from it is stored (again, at worst: its blocks are found, none uploaded) without reading the head."""
+        listed = self.get(file_id)
+        return listed is not None and listed.file.size == size and listed.file.attributes == attributes
+
     def relist(self, head: FileInfo, attributes: FileAttributes | None) -> None:
         """Write the entry of ``head`` (found unchanged by its hash, ``attributes`` the source's now) if the listing
         misses it or names another version: what a store killed between a version and its entry left."""
@@ -289,7 +296,8 @@ def store_unless_unchanged(store: Store, entry: SourceFile, row: dict[str, Any],
             if max_file_bytes is not None and size > max_file_bytes:
                 raise CasstorError(f"{size} bytes: larger than the limit of {max_file_bytes} bytes")
             # A chmod or touch alone is a change too: the head must carry the source's mode and mtime.
-            head = _head(store, entry.file_id)
+            head = _head(store, entry.file_id) if listed is None or listed.as_listed(entry.file_id, size, attributes) \
+                else None
             if head is not None and head.size == size and head.attributes == attributes \
                     and source_file_hash(reader, store.settings) == head.hash:
                 row.update(blocks=head.blocks, status=SKIPPED)
