@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from pathlib import Path
 
 from casstor_ops.store.api import Store
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 
 from .faults import BackgroundJob, wait_until
 from .support import CASSTOR, run_casstor
 
 FILES = 600
+NO_UI = {"PYSPARK_SUBMIT_ARGS": "--conf spark.ui.enabled=false pyspark-shell"}  # as tests/test_maintenance_cli.py
 PREFIX = "tree-kill/"
 
 
@@ -46,14 +50,17 @@ def _versions(cql) -> int:
     return cql.execute("SELECT COUNT(*) FROM casstor_meta.versions").one()[0]
 
 
-def test_tree_store_killed_before_its_entry_flush_is_old_or_new_and_the_rerun_lists_every_file(cql, tmp_path: Path
+def test_tree_store_killed_before_its_entry_flush_is_old_or_new_and_the_rerun_lists_every_file(empty_store,
+                                                                                               tmp_path: Path
                                                                                                ) -> None:
     """Injects: SIGKILL of `casstor store DIR PREFIX` re-storing 600 files of one directory rewritten with content of
     the same size and their mtimes set back, once some new versions are committed (entries wait for a batch of
-    64 per directory). Checks: the kill hit the window (some
-    head is not the version its listing names); every file's head is its old or its new content, never another;
-    the re-run exits 0, and afterwards every file is listed with its head's version and restores as the new
-    content."""
+    64 per directory). Checks: the kill hit the window (some head is not the version its listing names); every
+    file's head is its old or its new content, never another, also after a `casstor reclaim` run then (commit
+    bound 1 s: every version but the heads forgotten; the heads no entry names yet keep their blocks); the re-run
+    exits 0, and afterwards every file is listed with its head's version and restores as the new content (without
+    `ListedHeads.relist` the entries keep naming the old versions)."""
+    cql = empty_store
     store = Store(cql)
     src = tmp_path / "src"
     src.mkdir()
@@ -73,6 +80,16 @@ def test_tree_store_killed_before_its_entry_flush_is_old_or_new_and_the_rerun_li
     listed = {info.id: info.version for info in store.list(PREFIX)}
     assert any(listed.get(i) != head.version for i, head in heads.items()), "no entry lagged: the kill missed"
     for file_id in old:
+        assert _content(store, file_id) in (old[file_id], new[file_id]), file_id
+    set_commit_bound(cql, 1)
+    time.sleep(2.5)  # past the grace of 2 x the bound: reclaim forgets every version but the heads
+    try:
+        reclaim = run_casstor("reclaim", env=NO_UI, timeout=900)
+    finally:
+        set_commit_bound(cql, SAFETY.commit_bound_s)
+    assert reclaim.returncode == 0, reclaim.stderr.decode()[-2000:]
+    for file_id, head in heads.items():
+        assert store.stat(file_id).version == head.version
         assert _content(store, file_id) in (old[file_id], new[file_id]), file_id
 
     again = run_casstor("store", str(src), PREFIX, "--quiet")
