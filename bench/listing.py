@@ -92,7 +92,7 @@ def write_directories(session: Session, first: int, count: int) -> float:
             info = _info(f"{directory}f{i:03d}", now + (d * PER_DIRECTORY + i) / 1000)
             micros = version_micros(info.version)
             versions.append((info.id, info.version, info.size, info.hash, info.blocks, info.committed_at, None, None,
-                             None, None, None, False, micros))
+                             None, None, None, None, None, False, micros))
             batch.add(st.insert_entry, (directory_key(directory), 0, f"f{i:03d}", *entry_row(info, None, False),
                                         micros))
         batches.append((batch, ()))

@@ -55,7 +55,7 @@ from casstor_ops.store.ids import check_id
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.namespace.entries import Namespace
+from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.history import retention, snapshots
 from casstor_ops.store.history.forget import ForgetReport, forget
 from casstor_ops.store.history.policy import Policy
@@ -154,12 +154,14 @@ class Store:
     """A deduplicating file store on a driver session (see the module docstring)."""
 
     def __init__(self, session: Session, *, max_requests: int | None = None, read_concurrency: int | None = None,
-                 settings: StoreSettings | None = None) -> None:
+                 settings: StoreSettings | None = None, entries: BatchedEntries | None = None) -> None:
         self.session = session
         self.settings = settings or require_settings(session)  # given: read by another Store on this session
         self._st = Statements.for_session(session)
         self._owns_cluster = False
         self._upload_options = {"max_requests": max_requests} if max_requests else {}
+        if entries is not None:  # a tree store's: entries written by directory (BatchedEntries)
+            self._upload_options["entries"] = entries
         self._restore_options = {"concurrency": read_concurrency} if read_concurrency else {}
         # The non-blocking calls (casstor serve's), on this store's session and statements.
         self.callbacks = StoreCallbacks(session, self.settings, self._st, BlockCodec.parse(self.settings.compression))

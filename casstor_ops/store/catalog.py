@@ -114,7 +114,7 @@ def remove(session: Session, st: Statements, namespace: Namespace, file_id: str)
     marker = uuid_from_time(datetime.now(timezone.utc).timestamp())
     stamp = version_micros(marker)
     session.execute(st.insert_version, (file_id, marker, 0, b"", 0, datetime.now(timezone.utc), None, None,
-                                        None, None, None, True, stamp))
+                                        None, None, None, None, None, True, stamp))
     gone = FileInfo(file_id, marker, 0, b"", 0, None)
     namespace.publish(gone, deleted=True)
     return info

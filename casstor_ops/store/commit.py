@@ -78,7 +78,7 @@ from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.inline import encode, head_columns, inline_hash, inline_result
 from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreResult
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
-from casstor_ops.store.namespace.entries import Namespace, version_micros
+from casstor_ops.store.namespace.entries import BatchedEntries, Namespace, version_micros
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.statements import Statements
 
@@ -112,7 +112,7 @@ class Commit:
     """The commit of one stored file whose blocks are all verified (not reusable)."""
 
     def __init__(self, session: Session, requests: RequestQueue, statements: Statements, blocks: VerifiedBlocks, *,
-                 namespace: Namespace, attributes: FileAttributes | None = None, fence: Fence = no_fence,
+                 namespace: Namespace | BatchedEntries, attributes: FileAttributes | None = None, fence: Fence = no_fence,
                  stored: InlineContent | None = None, inline_store: bool = False,
                  object_meta: Callable[[], ObjectMeta] | None = None) -> None:
         self._session = session
@@ -245,8 +245,9 @@ def version_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, bloc
                 attributes: FileAttributes | None, content_columns: tuple) -> tuple:
     """The values of ``insert_version`` (``content_columns``: :func:`~casstor_ops.store.inline.head_columns`),
     stamped with the version's time."""
-    mode_mtime = (attributes.mode, attributes.mtime_ns) if attributes else (None, None)
-    return (file_id, version, size, digest, blocks, datetime.now(timezone.utc), *mode_mtime, *content_columns,
+    source = (attributes.mode, attributes.mtime_ns, attributes.ino, attributes.ctime_ns) if attributes \
+        else (None,) * 4
+    return (file_id, version, size, digest, blocks, datetime.now(timezone.utc), *source, *content_columns,
             False, version_micros(version))
 
 

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
+
+# A file changed this recently when it is opened may change again within the same tick of the file system's
+# clock (coarse: milliseconds) without its change time moving: its inode and change time are not recorded.
+RACY_CTIME_NS = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,11 @@ class RestoreResult:
 class FileAttributes:
     """A stored file's permission bits (``st_mode & 0o7777``) and modification time, as its source had them.
 
-    Recorded when a file is stored from a path, applied when it is restored to one.
+    Recorded when a file is stored from a path, applied when it is restored to one. ``ino`` and ``ctime_ns`` (the
+    source's inode and change time when it was opened) are recorded too, for an unchanged re-run to skip the file
+    without reading it (:mod:`casstor_ops.store.bulk.tree_files`); they are left out (None) for a file changed
+    less than ``RACY_CTIME_NS`` before it was opened, which a change in the same clock tick could hide. They are
+    no part of the comparison: two files with the same mode and mtime have the same attributes.
 
     Example::
 
@@ -65,10 +74,20 @@ class FileAttributes:
 
     mode: int
     mtime_ns: int
+    ino: int | None = field(default=None, compare=False, repr=False)
+    ctime_ns: int | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, status: os.stat_result) -> "FileAttributes":
-        return cls(stat.S_IMODE(status.st_mode), status.st_mtime_ns)
+        if time.time_ns() - status.st_ctime_ns < RACY_CTIME_NS:
+            return cls(stat.S_IMODE(status.st_mode), status.st_mtime_ns)
+        return cls(stat.S_IMODE(status.st_mode), status.st_mtime_ns, status.st_ino, status.st_ctime_ns)
+
+    def unchanged(self, status: os.stat_result) -> bool:
+        """Whether ``status`` is the file these attributes were recorded from, untouched since: same mode, mtime,
+        inode and change time (never true without a recorded inode and change time)."""
+        return self.ino is not None and (self.ino, self.ctime_ns, self.mtime_ns, self.mode) == \
+            (status.st_ino, status.st_ctime_ns, status.st_mtime_ns, stat.S_IMODE(status.st_mode))
 
 
 def inline_head(blocks: int | None, size: int | None) -> bool:

@@ -167,6 +167,11 @@ _TABLES = [
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS etag text",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS content_type text",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS user_meta map<text, text>",
+    # A tree store's source file when it was read (inode, change time): an unchanged re-run skips by them.
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ino bigint",
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ctime_ns bigint",
+    f"ALTER TABLE {META_KS}.dir_entries ADD IF NOT EXISTS ino bigint",
+    f"ALTER TABLE {META_KS}.dir_entries ADD IF NOT EXISTS ctime_ns bigint",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.buckets (name text PRIMARY KEY, created_at timestamp)""",
     # Keyed by "/" + prefix (as dir_entries' dir: Cassandra refuses an empty key, the whole store's prefix).
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.retention (

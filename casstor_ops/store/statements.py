@@ -71,7 +71,7 @@ class _Prepared:
 # A version row as a head: what FileInfo needs, and whether it is a delete marker.
 _VERSION_COLUMNS = "id, version, size, hash, blocks, committed_at, mode, mtime_ns, deleted"
 # A directory entry (casstor_ops.store.namespace): the newest version of a name, summarised; a marker has no version.
-_ENTRY_COLUMNS = "version, size, hash, blocks, committed_at, mode, mtime_ns, stored_size, deleted"
+_ENTRY_COLUMNS = "version, size, hash, blocks, committed_at, mode, mtime_ns, stored_size, deleted, ino, ctime_ns"
 
 
 class Statements:
@@ -101,8 +101,9 @@ class Statements:
     # So are content, codec and stored_size in a store with inline files (casstor_ops.store.inline). Stamped with
     # the version's time, as its entry is: the newest version wins in both tables, whatever order writes land in.
     insert_version = _Prepared(
-        f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, content, "
-        f"codec, stored_size, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+        f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, ino, "
+        f"ctime_ns, content, codec, stored_size, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        f"USING TIMESTAMP ?")
     # The head: the newest version (with an inline file's content, so a small file's GET is one read).
     head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content FROM {META_KS}.versions WHERE id = ? LIMIT 1")
     # The head as it was at a time (bound as the greatest timeuuid of that instant).
@@ -115,9 +116,9 @@ class Statements:
     inline_content = _Prepared(f"SELECT codec, content FROM {META_KS}.versions WHERE id = ? AND version = ?")
     # An S3 object's version: insert_version's columns, then its S3 attributes (casstor_ops.serve.s3).
     insert_version_meta = _Prepared(
-        f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, content, "
-        f"codec, stored_size, deleted, etag, content_type, user_meta) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+        f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, ino, "
+        f"ctime_ns, content, codec, stored_size, deleted, etag, content_type, user_meta) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
     object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta "
                             f"FROM {META_KS}.versions WHERE id = ? LIMIT 1")
     object_etag = _Prepared(f"SELECT etag, deleted FROM {META_KS}.versions WHERE id = ? AND version = ?")
@@ -128,7 +129,7 @@ class Statements:
     delete_bucket = _Prepared(f"DELETE FROM {META_KS}.buckets WHERE name = ? IF EXISTS")
     insert_entry = _Prepared(
         f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name, {_ENTRY_COLUMNS}) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
     insert_marker = _Prepared(f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name) VALUES (?, ?, ?)")
     delete_entry_at = _Prepared(
         f"DELETE FROM {META_KS}.dir_entries USING TIMESTAMP ? WHERE dir = ? AND bucket IN ? AND name = ?")

@@ -58,7 +58,7 @@ from casstor_ops.store.block_uploads import BlockUploads
 from casstor_ops.store.chunking import Segment, chunks, segments
 from casstor_ops.store.claims import Claims
 from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.namespace.entries import Namespace
+from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.commit import Commit, VerifiedBlocks
 from casstor_ops.store.existence import CHECK_BATCH, ExistenceChecks
 from casstor_ops.store.hashing import block_hash, file_hash
@@ -83,8 +83,9 @@ class Upload:
     def __init__(self, session: Session, settings: StoreSettings, statements: Statements | None = None,
                  max_requests: int = MAX_REQUESTS, max_held_bytes: int = MAX_HELD_BYTES,
                  check_batch: int = CHECK_BATCH, progress: ProgressCallback | None = None,
-                 fence: Fence = no_fence) -> None:
+                 fence: Fence = no_fence, entries: BatchedEntries | None = None) -> None:
         self._session = session
+        self._entries = entries  # a tree store's entries, written by directory; else each at its commit
         self._settings = settings
         self._st = statements or Statements.for_session(session)
         self._requests = RequestQueue(session, max_requests, execution_profile=self._st.plain_rows)
@@ -224,7 +225,7 @@ class Upload:
             self._settle()
             blocks = VerifiedBlocks(self._hashes, self._sizes, self._uploads.verified, self._reverify)
             Commit(self._session, self._requests, self._st, blocks, attributes=attributes, fence=self._fence,
-                   namespace=Namespace.for_session(self._session, self._settings.directory_rows),
+                   namespace=self._entries or Namespace.for_session(self._session, self._settings.directory_rows),
                    stored=self._stored, inline_store=self._settings.inline_max > 0,
                    object_meta=object_meta).run(reader, file_id, size)
         except BaseException:

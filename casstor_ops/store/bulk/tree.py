@@ -36,6 +36,7 @@ resumes, skipping what was stored) raise
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -53,9 +54,10 @@ from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.restore import READ_CONCURRENCY
 from casstor_ops.store.trees.source_listing import list_source
 from casstor_ops.store.bulk.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
-                                          RESTORE_STATUSES, SKIPPED, check_prefix, exit_status, failure_status,
-                                          files_to_restore, one_line, outage, restore_below, store_unless_unchanged,
-                                          summary_line)
+                                          RESTORE_STATUSES, SKIPPED, ListedHeads, check_prefix, exit_status,
+                                          failure_status, listed_files, one_line, outage, restore_below,
+                                          store_unless_unchanged, summary_line)
+from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.upload import MAX_REQUESTS
 
 TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
@@ -151,10 +153,11 @@ def _collect(report: TreeReport, pending: set[Future], progress: ProgressCallbac
     return pending
 
 
-def _sharing(store: Store, workers: int) -> Store:
-    """A store on the same session whose uploads and restores keep 1/``workers`` of the usual requests in flight."""
+def _sharing(store: Store, workers: int, entries: BatchedEntries | None = None) -> Store:
+    """A store on the same session whose uploads and restores keep 1/``workers`` of the usual requests in flight
+    (and whose commits queue their entries in ``entries``, when given)."""
     return Store(store.session, max_requests=max(4, MAX_REQUESTS // workers),
-                 read_concurrency=max(1, READ_CONCURRENCY // workers), settings=store.settings)
+                 read_concurrency=max(1, READ_CONCURRENCY // workers), settings=store.settings, entries=entries)
 
 
 def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", workers: int = TREE_WORKERS,
@@ -163,14 +166,23 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
 
     Example: ``store_tree(store, "photos", "photos/").exit_code`` -> ``0``. Failures: see the module docstring.
     """
-    entries = list_source(source, check_prefix(prefix), follow_symlinks=follow_symlinks)
-    store = _sharing(store, workers)
+    files = list_source(source, check_prefix(prefix), follow_symlinks=follow_symlinks)
+    entries = BatchedEntries(store.namespace)
+    store = _sharing(store, workers, entries)
+    listed = ListedHeads(store, entries)
     with WriterLease(store.session, "store") as lease:
-        return _run(store, "store", entries,
-                    describe=lambda e: _row(e.file_id, path_to_id(e.path)),
-                    work=lambda e, row: store_unless_unchanged(store, e, row, lease,
-                                                               follow_symlinks=follow_symlinks),
-                    workers=workers, progress=progress)
+        try:
+            report = _run(store, "store", files,
+                          describe=lambda e: _row(e.file_id, path_to_id(e.path)),
+                          work=lambda e, row: store_unless_unchanged(store, e, row, lease,
+                                                                     follow_symlinks=follow_symlinks, listed=listed),
+                          workers=workers, progress=progress)
+        except BaseException:
+            with contextlib.suppress(Exception):  # list what was committed if the cluster lets us; the error stands
+                entries.flush()
+            raise
+        entries.flush()
+        return report
 
 
 def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: bool = False,
@@ -188,9 +200,9 @@ def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: 
     dest = os.path.abspath(dest_dir)
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise CasstorError(f"{dest!r} exists and is not a directory")
-    files = files_to_restore(store, prefix, at)
+    files = listed_files(store, prefix, at)  # each file's version as listed: restored without reading its head
     os.makedirs(dest, exist_ok=True)
     store = _sharing(store, workers)
-    return _run(store, "restore", files, describe=lambda f: _row(f[0], ""),
-                work=lambda f, row: restore_below(store, dest, f[0], row, force, below=prefix, version=f[2]),
+    return _run(store, "restore", files, describe=lambda f: _row(f.id, ""),
+                work=lambda f, row: restore_below(store, dest, f.id, row, force, below=prefix, head=f),
                 workers=workers, progress=progress)

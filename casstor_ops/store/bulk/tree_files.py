@@ -11,10 +11,24 @@ that fails; the runner records :data:`FILE_ERRORS` as that file's status
 when every file meets an :func:`outage`, and exits with :func:`exit_status`.
 
 * **Skip unchanged**: a file whose ID is already committed with the same
-  size, mode, mtime and content hash is ``skipped`` (read and hashed, but
-  no block, block list or head is written). The file hash is the one the
-  head row records anyway; size + mtime alone is not trusted as a
-  fingerprint, since mtime does not survive all copies and can be set back.
+  size, mode, mtime and content hash is ``skipped`` (no block, block list
+  or head is written). A tree store (``listed``: :class:`ListedHeads`)
+  first compares the file's ``stat`` with its directory's entries, read
+  once per directory: a file whose size, mode and mtime match AND whose
+  inode and change time are those recorded when its head was stored is
+  skipped without being opened. That is restic's and borg's trust model:
+  mtime alone can be set back (``touch -d``, ``cp -p``), but the change time
+  cannot be set by a user and moves on every write, chmod or rename, and a
+  file replaced by another gets another inode; what it does not catch is
+  a change made with the clock set back, or content altered below the file
+  system (a disk editor), which restic and borg do not catch either. A file
+  changed within ``RACY_CTIME_NS`` of being opened records no inode and
+  change time. Any other file (nothing recorded, a store made before these
+  columns, or a change time that moved) is read and hashed against its
+  head, as before; the hash is the one the head row records, so size +
+  mtime alone is never trusted. Found unchanged that way, its entry is
+  written again if the listing misses it or names another version (what a
+  store killed between a version and its batched entry leaves).
 * **Restore below a directory**: the file ID (the Spark job's whole ID;
   ``casstor restore PREFIX/ DIR`` takes PREFIX off, as ``casstor store DIR
   PREFIX`` put it on) is turned back into a path
@@ -44,7 +58,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
+import threading
 import uuid
+from collections import OrderedDict
+from dataclasses import replace
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Sequence
@@ -60,7 +78,11 @@ from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.trees.locations import open_reader, replacing_writer
 from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
 from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile
+from casstor_ops.store.namespace.entries import BatchedEntries
+from casstor_ops.store.namespace.layout import split_id
+from casstor_ops.store.namespace.listing import Entry, directory_entries
 from casstor_ops.store.records import FileAttributes
+from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import source_file_hash
 
 if TYPE_CHECKING:  # fsspec loads only for URLs (casstor_ops.store.trees.locations)
@@ -188,13 +210,75 @@ def _opened(entry: SourceFile, fs: AbstractFileSystem | None, follow_symlinks: b
         yield size, reader, attributes
 
 
+class ListedHeads:
+    """The files of a tree as the directory index lists them (newest versions, with the source's inode and change
+    time when recorded), read once per directory, the last ``kept`` directories kept; and the entries to write
+    again (:meth:`relist`). Thread-safe: a directory is read by the first file that asks.
+
+    Example: ``ListedHeads(store, entries).get("src/a.py").file.size`` -> ``1200``.
+    """
+
+    def __init__(self, store: Store, entries: BatchedEntries, kept: int = 64) -> None:
+        self._session, self._st = store.session, Statements.for_session(store.session)
+        self._entries = entries
+        self._kept = kept
+        self._directories: OrderedDict[str, dict[str, Entry]] = OrderedDict()
+        self._guard = threading.Lock()
+
+    def get(self, file_id: str) -> Entry | None:
+        """The listed entry of ``file_id`` (None: not listed, or removed)."""
+        directory, name = split_id(file_id)
+        with self._guard:  # held for the read: the other workers would only read the same directory again
+            names = self._directories.get(directory)
+            if names is None:
+                names = {e.name: e for e in directory_entries(self._session, self._st, directory) if e.file}
+                self._directories[directory] = names
+                if len(self._directories) > self._kept:
+                    self._directories.popitem(last=False)
+            self._directories.move_to_end(directory)
+            return names.get(name)
+
+    def as_listed(self, file_id: str, size: int, attributes: FileAttributes | None) -> bool:
+        """Whether ``file_id`` is listed with this size and these attributes: only then may it be unchanged. The
+        listing names the head, or a version older than the head that a killed store left: a file that differs
+        from it is stored (again, at worst: its blocks are found, none uploaded) without reading the head."""
+        listed = self.get(file_id)
+        return listed is not None and listed.file.size == size and listed.file.attributes == attributes
+
+    def relist(self, head: FileInfo, attributes: FileAttributes | None) -> None:
+        """Write the entry of ``head`` (found unchanged by its hash, ``attributes`` the source's now) if the listing
+        misses it or names another version: what a store killed between a version and its entry left."""
+        listed = self.get(head.id)
+        if listed is None or listed.file.version != head.version:
+            stored_size = len(head.inline.payload) if head.inline is not None else None
+            self._entries.publish(replace(head, attributes=attributes or head.attributes), stored_size)
+
+
+def _unchanged_since_listed(listed: ListedHeads, entry: SourceFile, follow_symlinks: bool) -> FileInfo | None:
+    """The listed head of a local file untouched since that head was stored from it (same size, mode, mtime,
+    inode and change time: :meth:`FileAttributes.unchanged`), else None."""
+    known = listed.get(entry.file_id)
+    if known is None or known.file.attributes is None:
+        return None
+    try:
+        status = os.stat(entry.path, follow_symlinks=follow_symlinks)
+    except OSError:  # the store's own open reports it
+        return None
+    if not stat.S_ISREG(status.st_mode) or status.st_size != known.file.size \
+            or not known.file.attributes.unchanged(status):
+        return None
+    return known.file
+
+
 def store_unless_unchanged(store: Store, entry: SourceFile, row: dict[str, Any], lease: WriterLease,
                            max_file_bytes: int | None = None, fs: AbstractFileSystem | None = None,
-                           follow_symlinks: bool = False) -> None:
+                           follow_symlinks: bool = False, listed: ListedHeads | None = None) -> None:
     """Store one listed file unless it is already committed unchanged; ``lease`` fences its head write.
 
     ``fs``: the filesystem of a URL source (``entry.path`` is then a URL on it), None for a local path.
     ``follow_symlinks``: open a local path that is a symlink as its target (else it fails: never followed).
+    ``listed``: the tree's heads as listed, to skip a local file untouched since its head without reading it
+    and to write an entry the listing misses (a tree store's; without it the head is read and the file hashed).
     An entry the listing marked ``skipped`` is that row's status, its reason the row's ``error``.
     """
     if entry.error:
@@ -202,16 +286,23 @@ def store_unless_unchanged(store: Store, entry: SourceFile, row: dict[str, Any],
     if entry.skipped:
         row.update(status=SKIPPED, error=entry.skipped)
         return
+    known = _unchanged_since_listed(listed, entry, follow_symlinks) if listed is not None and fs is None else None
+    if known is not None and (max_file_bytes is None or known.size <= max_file_bytes):
+        row.update(bytes=known.size, blocks=known.blocks, status=SKIPPED)
+        return
     try:
         with _opened(entry, fs, follow_symlinks) as (size, reader, attributes):
             row["bytes"] = size
             if max_file_bytes is not None and size > max_file_bytes:
                 raise CasstorError(f"{size} bytes: larger than the limit of {max_file_bytes} bytes")
             # A chmod or touch alone is a change too: the head must carry the source's mode and mtime.
-            head = _head(store, entry.file_id)
+            head = _head(store, entry.file_id) if listed is None or listed.as_listed(entry.file_id, size, attributes) \
+                else None
             if head is not None and head.size == size and head.attributes == attributes \
                     and source_file_hash(reader, store.settings) == head.hash:
                 row.update(blocks=head.blocks, status=SKIPPED)
+                if listed is not None:
+                    listed.relist(head, attributes)
                 return
             reader.seek(0)
             result = store.put(reader, entry.file_id, lease=lease, attributes=attributes)
@@ -234,15 +325,17 @@ def restore_target(dest_dir: str, file_id: str, below: str = "") -> str:
 
 def restore_below(store: Store, dest_dir: str, file_id: str, row: dict[str, Any], force: bool = False,
                   below: str = "", fs: AbstractFileSystem | None = None, version: uuid.UUID | None = None,
-                  at: datetime | None = None) -> None:
+                  at: datetime | None = None, head: FileInfo | None = None) -> None:
     """Restore ``file_id`` to :func:`restore_target` (directories made as needed), verified.
 
     ``fs``: the filesystem of a URL destination (``dest_dir`` is then a path on it), None for a local one.
+    ``head``: the version to restore, as a listing found it (:func:`listed_files`; not read again); else
     ``version``: that version of the file (:func:`files_to_restore` found it as of ``at``); else, with ``at``, the
     version it had then (none: the store's NotFoundError); else its head.
     """
     target = restore_target(dest_dir, file_id, below)
-    head = store.stat(file_id, version=version, at=at) if version is not None or at is not None else None
+    if head is None and (version is not None or at is not None):
+        head = store.stat(file_id, version=version, at=at)
     if fs is not None:
         row["path"] = fs.unstrip_protocol(target)
         with replacing_writer(fs, target, force) as out:
@@ -252,6 +345,16 @@ def restore_below(store: Store, dest_dir: str, file_id: str, row: dict[str, Any]
         os.makedirs(os.path.dirname(target), exist_ok=True)
         result = store.restore(file_id, target, force=force, head=head)
     row.update(bytes=result.bytes, blocks=result.blocks, status=RESTORED)
+
+
+def listed_files(store: Store, prefix: str, at: datetime | None = None) -> list[FileInfo]:
+    """The versions of the files under ``prefix`` as listed (now, or as of ``at``); CasstorError when there is
+    none."""
+    found = list(store.list(prefix, at=at))
+    if not found:
+        then = f" at {at.isoformat()}" if at is not None else ""
+        raise CasstorError(f"no file in the store has an id starting with {prefix!r}{then}")
+    return found
 
 
 def files_to_restore(store: Store, prefix_or_ids: str | Sequence[str], at: datetime | None = None
@@ -264,11 +367,7 @@ def files_to_restore(store: Store, prefix_or_ids: str | Sequence[str], at: datet
     """
     pinned = (lambda info: info.version) if at is not None else (lambda info: None)
     if isinstance(prefix_or_ids, str):
-        found = [(info.id, info.size, pinned(info)) for info in store.list(prefix_or_ids, at=at)]
-        if not found:
-            then = f" at {at.isoformat()}" if at is not None else ""
-            raise CasstorError(f"no file in the store has an id starting with {prefix_or_ids!r}{then}")
-        return found
+        return [(info.id, info.size, pinned(info)) for info in listed_files(store, prefix_or_ids, at)]
     if not prefix_or_ids:
         raise CasstorError("the list of ids to restore is empty")
     listed = []

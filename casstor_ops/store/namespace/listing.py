@@ -85,7 +85,7 @@ def _bucket_rows(session: Session, st: Statements, directory: str, bucket: int, 
 
 
 def _file(file_id: str, row) -> FileInfo:
-    attributes = FileAttributes(row.mode, row.mtime_ns) if row.mode is not None else None
+    attributes = FileAttributes(row.mode, row.mtime_ns, row.ino, row.ctime_ns) if row.mode is not None else None
     return FileInfo(file_id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes)
 
 

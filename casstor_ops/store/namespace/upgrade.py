@@ -98,8 +98,9 @@ def copy_heads(session: Session, directory_rows: int, log: Callable[[str], None]
 def _copy_page(session: Session, st: Statements, namespace: Namespace, pool: ThreadPoolExecutor,
                rows: list) -> None:
     """A page's versions, then their entries (an entry never names a version that is not there)."""
-    versions = [(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), r.content, r.codec,
-                 r.stored_size, False, version_micros(r.version)) for r in rows]
+    # Schema 4 recorded no inode or ctime (None, None): a re-run of a tree store reads such files once.
+    versions = [(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), None, None, r.content,
+                 r.codec, r.stored_size, False, version_micros(r.version)) for r in rows]
     for ok, outcome in execute_concurrent_with_args(session, st.insert_version, versions,
                                                     concurrency=COPY_CONCURRENCY, raise_on_first_error=True):
         assert ok, outcome

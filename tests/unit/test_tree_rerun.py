@@ -1,0 +1,66 @@
+"""A tree store's batched entries and its unchanged-file rule, without Cassandra."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from casstor_ops.store.namespace.entries import BatchedEntries
+from casstor_ops.store.records import RACY_CTIME_NS, FileAttributes, FileInfo
+
+
+class FakeNamespace:
+    """Records each directory's batch of entries."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[str, list[str]]] = []
+
+    def publish_many(self, directory: str, infos: list) -> None:
+        self.batches.append((directory, [info.id for info, _ in infos]))
+
+
+def _info(file_id: str) -> FileInfo:
+    return FileInfo(file_id, uuid.uuid1(), 1, b"h", 1, None)
+
+
+def test_entries_go_by_directory_once_full_and_the_rest_at_the_flush() -> None:
+    namespace = FakeNamespace()
+    entries = BatchedEntries(namespace, files=3)
+    for file_id in ("a/1", "b/1", "a/2", "a/3", "b/2", "a/4"):
+        entries.publish(_info(file_id))
+    assert namespace.batches == [("a/", ["a/1", "a/2", "a/3"])]
+    entries.flush()
+    assert sorted(namespace.batches[1:]) == [("a/", ["a/4"]), ("b/", ["b/1", "b/2"])]
+    entries.flush()
+    assert len(namespace.batches) == 3  # nothing left to write
+
+
+def test_entries_published_from_many_threads_are_each_written_once() -> None:
+    namespace = FakeNamespace()
+    entries = BatchedEntries(namespace, files=7)
+    ids = [f"d{n % 3}/{n}" for n in range(500)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda file_id: entries.publish(_info(file_id)), ids))
+    entries.flush()
+    written = [file_id for _, batch in namespace.batches for file_id in batch]
+    assert sorted(written) == sorted(ids)
+    assert all(file_id.startswith(directory) for directory, batch in namespace.batches for file_id in batch)
+
+
+def test_a_file_is_unchanged_only_with_its_recorded_inode_and_change_time(tmp_path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"x")
+    then = time.time_ns() - 2 * RACY_CTIME_NS
+    os.utime(path, ns=(then, then))
+    fresh = FileAttributes.of(os.stat(path))  # changed just now (the utime): too recent to trust
+    assert fresh.ino is None and not fresh.unchanged(os.stat(path))
+    status = os.stat(path)
+    recorded = FileAttributes(fresh.mode, fresh.mtime_ns, status.st_ino, status.st_ctime_ns)
+    assert recorded == fresh and recorded.unchanged(status)
+    os.chmod(path, 0o600)  # the change time moves, whatever the mode
+    assert not recorded.unchanged(os.stat(path))
+    path.write_bytes(b"y")
+    os.utime(path, ns=(then, then))  # mtime set back: the change time still tells
+    assert not recorded.unchanged(os.stat(path))
