@@ -135,13 +135,13 @@ class Objects:
     def __init__(self, store: Store, reads: Reads, writes: Writes, buckets: Buckets, policy: Policy) -> None:
         self._store = store
         self._st = Statements.for_session(store.session)
-        self._reads = reads
+        self.reads = reads
         self._writes = writes
         self._buckets = buckets
         self._policy = policy
 
-    async def _require_bucket(self, bucket: str) -> None:
-        await on_pool(self._reads.pool, self._buckets.created, bucket)
+    async def require_bucket(self, bucket: str) -> None:
+        await on_pool(self.reads.pool, self._buckets.created, bucket)
 
     async def head(self, bucket: str, key: str) -> S3Object:
         """The object's head (one read, on the driver's callbacks); NoSuchKey, or NoSuchBucket."""
@@ -150,7 +150,7 @@ class Objects:
         try:
             info = head_of(file_id, row)
         except NotFoundError:
-            await self._require_bucket(bucket)
+            await self.require_bucket(bucket)
             raise no_such_key(bucket, key) from None
         return S3Object(info, row.etag, row.content_type, row.user_meta)
 
@@ -174,9 +174,9 @@ class Objects:
             headers["content-range"] = wanted.content_range(size)
         if not send_body:
             return Response(status_code=200 if wanted is None else 206, headers=headers)
-        return await self._reads.content(obj.info, wanted, headers, f"{bucket}/{key}")
+        return await self.reads.content(obj.info, wanted, headers, f"{bucket}/{key}")
 
-    def _body(self, request: Request, signed: Signed) -> Digests:
+    def body(self, request: Request, signed: Signed) -> Digests:
         """The request's body as the store will read it: decoded, counted, digested."""
         headers = request.headers
         reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body,
@@ -189,7 +189,7 @@ class Objects:
         sha256 = signed.payload if len(signed.payload) == 64 else None
         return Digests(reader, headers, sha256, int(length) if length else None)
 
-    def _check_size(self, request: Request) -> None:
+    def check_size(self, request: Request) -> None:
         length = request.headers.get("x-amz-decoded-content-length") or request.headers.get("content-length")
         if length is None:
             raise S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.")
@@ -198,45 +198,45 @@ class Objects:
 
     async def put(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
         file_id = check_id(f"{bucket}/{key}", storing=True)
-        self._check_size(request)
-        await self._require_bucket(bucket)
+        self.check_size(request)
+        await self.require_bucket(bucket)
         condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        body = self._body(request, signed)
+        body = self.body(request, signed)
         headers = request.headers
         meta = S3Object(FileInfo(file_id, None, 0, b"", 0, None), None, headers.get("content-type"),
                         user_meta(headers))
         await self._writes.write(partial(self._store_body, body, file_id, condition, meta))
         return Response(status_code=200, headers={"etag": quoted(body.etag)})
 
-    def _current_etag(self, file_id: str) -> str | None:
+    def current_etag(self, file_id: str) -> str | None:
         row = self._store.session.execute(self._st.object_head, (file_id,), execution_profile=self._st.named_rows).one()
         if row is None or row.deleted:
             return None
         return quoted(row.etag or row.hash.hex())
 
-    def _store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object,
-                    lease: WriterLease, check_source=lambda: None) -> None:
+    def _store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
+                    lease: WriterLease, check_source=lambda: None, inline: bool = True) -> None:
         """The store call of a PUT or copy (write thread): digests and the precondition checked just before the
         head write, under the key's lock."""
         def check() -> None:
             check_source()
             body.check()
-            if condition is not None and not condition.holds(self._current_etag(file_id)):
+            if condition is not None and not condition.holds(self.current_etag(file_id)):
                 raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
 
         with self._writes.head_locks.turn(file_id) as turn:
-            self._store.put(body, file_id, lease=lease, before_commit=turn.then(check),
-                            object_meta=lambda: meta.meta(body.etag))
+            self._store.put(body, file_id, lease=lease, before_commit=turn.then(check), inline=inline,
+                            object_meta=lambda: meta.meta(body.etag) if meta else ObjectMeta(body.etag, None, {}))
 
     async def delete(self, bucket: str, key: str, headers: Mapping[str, str]) -> Response:
-        await self._require_bucket(bucket)
+        await self.require_bucket(bucket)
         condition = WritePrecondition.of(headers.get("if-match"), None)
         await self._writes.write(partial(self._remove, f"{bucket}/{key}", condition))
         return Response(status_code=204)
 
     def _remove(self, file_id: str, condition: WritePrecondition | None, lease: WriterLease) -> None:
         with self._writes.head_locks.holding(file_id):
-            if condition is not None and not condition.holds(self._current_etag(file_id)):
+            if condition is not None and not condition.holds(self.current_etag(file_id)):
                 raise precondition_failed("If-Match")
             try:
                 self._store.remove(file_id, lease=lease)
@@ -244,7 +244,7 @@ class Objects:
                 pass  # S3 answers 204 for a key that is not there
 
     async def delete_many(self, request: Request, bucket: str) -> Response:
-        await self._require_bucket(bucket)
+        await self.require_bucket(bucket)
         body = await request.body()
         if len(body) > MAX_DELETE_BODY:
             raise S3Error("MalformedXML", "The XML you provided was too large.")
@@ -266,16 +266,21 @@ class Objects:
                 errors.append({"Key": key, "Code": getattr(err, "code", "InternalError"), "Message": str(err)})
         return xml_response(document("DeleteResult", {"Deleted": [] if quiet else deleted, "Error": errors}))
 
-    async def copy(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
+    async def copy_source(self, request: Request) -> S3Object:
+        """The head ``x-amz-copy-source`` names, its ``x-amz-copy-source-if-*`` conditions checked."""
         source_bucket, _, source_key = unquote(request.headers["x-amz-copy-source"]).lstrip("/").partition("/")
         source_key, _, version = source_key.partition("?")
         if version:
             raise S3Error("NotImplemented", "Copying a version (versionId) is not supported yet.")
-        file_id = check_id(f"{bucket}/{key}", storing=True)
-        await self._require_bucket(bucket)
         source = await self.head(source_bucket, source_key)
         check_read_conditions({name.removeprefix("x-amz-copy-source-"): value for name, value in
                                request.headers.items() if name.startswith("x-amz-copy-source-if-")}, source)
+        return source
+
+    async def copy(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
+        file_id = check_id(f"{bucket}/{key}", storing=True)
+        await self.require_bucket(bucket)
+        source = await self.copy_source(request)
         directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
         if directive not in ("COPY", "REPLACE"):
             raise invalid_argument("x-amz-metadata-directive must be COPY or REPLACE")
@@ -285,21 +290,23 @@ class Objects:
         meta = source if directive == "COPY" else S3Object(source.info, None, request.headers.get("content-type"),
                                                            user_meta(request.headers))
         condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        etag = await self._writes.write(partial(self._copy, source.info, file_id, condition, meta))
+        etag = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta))
         return xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
 
-    def _copy(self, source: FileInfo, file_id: str, condition: WritePrecondition | None, meta: S3Object,
-              lease: WriterLease) -> str:
-        """Store the version ``source`` again under ``file_id``: its content flows from a read thread through a
-        pipe; every block is found in the store, so none is written. A source read that fails or ends short
-        fails the check before the head write (nothing committed)."""
+    def store_copy(self, source: FileInfo, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
+                   lease: WriterLease, span: tuple[int, int] | None = None, inline: bool = True) -> str:
+        """Store the version ``source`` (its bytes ``span``, when given) again under ``file_id``: its content flows
+        from a read thread through a pipe; every block is found in the store, so none is written (but those cut
+        at a span's ends). A source read that fails or ends short fails the check before the head write
+        (nothing committed); its ETag."""
+        start, stop = span or (0, source.size)
         read_end, write_end = os.pipe()
         outcome: list[BaseException | None] = []
 
         def produce() -> None:
             try:
                 with open(write_end, "wb") as out:
-                    self._store.read(source, out)
+                    self._store.read(source, Span(out, start, stop) if span else out)
                 outcome.append(None)
             except BaseException as err:  # noqa: BLE001 - handed to the check below
                 outcome.append(err)
@@ -308,7 +315,7 @@ class Objects:
             reader.join()
             if outcome[0] is not None:
                 raise outcome[0]
-            if body.size != source.size:
+            if body.size != stop - start:
                 raise S3Error("InternalError", "the copy's source changed while it was read; copy it again")
 
         reader = threading.Thread(target=produce, name="casstor-s3-copy", daemon=True)
@@ -316,11 +323,29 @@ class Objects:
         with open(read_end, "rb") as pipe:
             body = Digests(pipe, {})
             try:
-                self._store_body(body, file_id, condition, meta, lease, check_source)
+                self._store_body(body, file_id, condition, meta, lease, check_source, inline)
             finally:
                 _drain(pipe)
                 reader.join()
         return body.etag
+
+
+class Span(io.RawIOBase):
+    """A writer passing on only the bytes from ``start`` to ``stop`` of what is written to it."""
+
+    def __init__(self, out: io.BufferedWriter, start: int, stop: int) -> None:
+        super().__init__()
+        self._out, self._start, self._stop, self._at = out, start, stop, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        begin, end = self._at, self._at + len(data)
+        self._at = end
+        if end > self._start and begin < self._stop:
+            self._out.write(memoryview(data)[max(0, self._start - begin):min(len(data), self._stop - begin)])
+        return len(data)
 
 
 def _drain(pipe: io.BufferedReader) -> None:
