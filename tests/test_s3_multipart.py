@@ -65,8 +65,9 @@ def test_a_multipart_object_is_its_parts_end_to_end_with_s3s_etag_and_writes_no_
     _upload(s3, "mpu", "big.bin", data, 5 * MiB)  # the upload's record (its key) is the same small block too
     assert _blocks(cql) == before  # the same parts again: every block found, none written
     _upload(s3, "mpu", "big.bin", data, 6 * MiB)
-    # Another part size cuts blocks at other seams: only those few blocks are new (at most two a seam).
-    assert _blocks(cql) - before <= 2 * 2
+    # Another part size cuts blocks at other seams: the blocks from a seam to where the content-defined cuts meet
+    # again are new (measured: 12-14 of 218 here, for two seams); the rest are found.
+    assert _blocks(cql) - before <= 8 * 2
     assert s3.get_object(Bucket="mpu", Key="big.bin")["Body"].read() == data
 
 
