@@ -125,6 +125,9 @@ class Statements:
     create_bucket = _Prepared(f"INSERT INTO {META_KS}.buckets (name, created_at) VALUES (?, ?) IF NOT EXISTS")
     read_bucket = _Prepared(f"SELECT name, created_at FROM {META_KS}.buckets WHERE name = ?")
     all_buckets = _Prepared(f"SELECT name, created_at FROM {META_KS}.buckets")
+    # S3 conditional writes: one gateway's turn on a key at a time (casstor_ops.serve.s3.conditions)
+    lock_object = _Prepared(f"INSERT INTO {META_KS}.object_locks (id, holder) VALUES (?, ?) IF NOT EXISTS USING TTL ?")
+    unlock_object = _Prepared(f"DELETE FROM {META_KS}.object_locks WHERE id = ? IF holder = ?")
     delete_bucket = _Prepared(f"DELETE FROM {META_KS}.buckets WHERE name = ? IF EXISTS")
     insert_entry = _Prepared(
         f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name, {_ENTRY_COLUMNS}) "

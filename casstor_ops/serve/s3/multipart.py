@@ -38,7 +38,7 @@ from starlette.responses import Response
 
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.bridge import on_pool
-from casstor_ops.serve.s3.errors import S3Error, invalid_argument, precondition_failed
+from casstor_ops.serve.s3.errors import S3Error, invalid_argument
 from casstor_ops.serve.s3.listing import Listing
 from casstor_ops.serve.s3.objects import Objects, S3Object, quoted, s3_time, user_meta, xml_response
 from casstor_ops.serve.s3.sigv4 import Signed
@@ -266,9 +266,8 @@ class Multipart:
 
     def _commit(self, parts: list[FileInfo], file_id: str, condition: WritePrecondition | None, meta: ObjectMeta,
                 lease: WriterLease) -> FileInfo:
-        with self._writes.head_locks.holding(file_id):
-            if condition is not None and not condition.holds(self._objects.current_etag(file_id)):
-                raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
+        with self._writes.head_locks.holding(file_id), self._objects.turns.turn(file_id) as turn:
+            self._objects.check_condition(file_id, condition, turn)
             return commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
 
     def _forget_upload(self, upload: Upload, lease: WriterLease) -> None:

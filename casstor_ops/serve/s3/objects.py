@@ -17,8 +17,9 @@ which no client takes for an MD5.
 CopyObject reads the source and stores it again under the new key: every
 block is found in the store (dedup), so a copy writes no block, only a block
 list and a version row (its bytes do pass through this process once).
-PUTs and DELETEs of a key are ordered by the server's key locks and
-conditional PUTs checked under them, as the plain server's (:mod:`..head_locks`).
+PUTs and DELETEs of a key are ordered by the server's key locks, as the plain
+server's (:mod:`..head_locks`); a conditional one is checked and written under
+the key's turn across gateways too (:mod:`.conditions`).
 
 Example::
 
@@ -52,6 +53,7 @@ from casstor_ops.serve.ranges import Unsatisfiable, parse_range
 from casstor_ops.serve.reads import Reads
 from casstor_ops.serve.s3.buckets import Buckets
 from casstor_ops.serve.s3.checksums import Digests
+from casstor_ops.serve.s3.conditions import ConditionTurns, Turn
 from casstor_ops.serve.s3.chunked import AwsChunked
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument, no_such_key, precondition_failed
 from casstor_ops.serve.s3.sigv4 import STREAMING, Signed
@@ -139,6 +141,7 @@ class Objects:
         self._writes = writes
         self._buckets = buckets
         self._policy = policy
+        self.turns = ConditionTurns(store.session, self._st)
 
     async def require_bucket(self, bucket: str) -> None:
         await on_pool(self.reads.pool, self._buckets.created, bucket)
@@ -221,10 +224,9 @@ class Objects:
         def check() -> None:
             check_source()
             body.check()
-            if condition is not None and not condition.holds(self.current_etag(file_id)):
-                raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
+            self.check_condition(file_id, condition, guard)
 
-        with self._writes.head_locks.turn(file_id) as turn:
+        with self._writes.head_locks.turn(file_id) as turn, self.turns.turn(file_id) as guard:
             self._store.put(body, file_id, lease=lease, before_commit=turn.then(check), inline=inline,
                             object_meta=lambda: meta.meta(body.etag) if meta else ObjectMeta(body.etag, None, {}))
 
@@ -234,10 +236,18 @@ class Objects:
         await self._writes.write(partial(self._remove, f"{bucket}/{key}", condition))
         return Response(status_code=204)
 
+    def check_condition(self, file_id: str, condition: WritePrecondition | None, turn: Turn) -> None:
+        """PreconditionFailed unless ``condition`` (if any) holds, checked under the key's ``turn`` across gateways
+        (:mod:`.conditions`), which it takes: the caller writes the head before the turn is given back."""
+        if condition is None:
+            return
+        turn.take()
+        if not condition.holds(self.current_etag(file_id)):
+            raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
+
     def _remove(self, file_id: str, condition: WritePrecondition | None, lease: WriterLease) -> None:
-        with self._writes.head_locks.holding(file_id):
-            if condition is not None and not condition.holds(self.current_etag(file_id)):
-                raise precondition_failed("If-Match")
+        with self._writes.head_locks.holding(file_id), self.turns.turn(file_id) as turn:
+            self.check_condition(file_id, condition, turn)
             try:
                 self._store.remove(file_id, lease=lease)
             except NotFoundError:
