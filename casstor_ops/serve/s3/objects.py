@@ -72,6 +72,7 @@ MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit of one PutObject
 MAX_DELETE_BODY = 2 << 20
 META_PREFIX = "x-amz-meta-"
 DEFAULT_CONTENT_TYPE = "binary/octet-stream"
+EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e"
 
 
 def s3_time(when: datetime | None) -> str:
@@ -100,8 +101,26 @@ class S3Object:
     def headers(self) -> dict[str, str]:
         modified = (self.info.committed_at or datetime.now(timezone.utc)).replace(tzinfo=timezone.utc)
         return {"etag": self.etag, "last-modified": format_datetime(modified, usegmt=True),
-                "content-type": self.content_type, "accept-ranges": "bytes",
+                "content-type": self.content_type, "accept-ranges": "bytes", "x-amz-version-id": str(self.info.version),
                 **{META_PREFIX + name: value for name, value in self.user_meta.items()}}
+
+
+def is_marker(key: str, headers: Mapping[str, str]) -> bool:
+    """A directory marker: an empty object whose key ends in ``/`` (Hadoop's s3a and consoles make them). It is
+    answered and not stored: a directory of the store exists by the files under it (an empty one is not listed,
+    as in S3 once its marker is gone)."""
+    return key.endswith("/") and (headers.get("x-amz-decoded-content-length") or headers.get("content-length")) == "0"
+
+
+def version_id(text: str) -> uuid.UUID:
+    """A ``versionId`` as this server gives them (a time-based UUID); NoSuchVersion otherwise."""
+    try:
+        version = uuid.UUID(text)
+    except ValueError:
+        version = None
+    if version is None or version.version != 1:
+        raise S3Error("NoSuchVersion", "The specified version does not exist.", VersionId=text)
+    return version
 
 
 def user_meta(headers: Mapping[str, str]) -> dict[str, str]:
@@ -146,19 +165,27 @@ class Objects:
     async def require_bucket(self, bucket: str) -> None:
         await on_pool(self.reads.pool, self._buckets.created, bucket)
 
-    async def head(self, bucket: str, key: str) -> S3Object:
-        """The object's head (one read, on the driver's callbacks); NoSuchKey, or NoSuchBucket."""
+    async def head(self, bucket: str, key: str, version: str | None = None) -> S3Object:
+        """The object's head, or its version ``version`` (a versionId) (one read, on the driver's callbacks);
+        NoSuchKey, NoSuchVersion, MethodNotAllowed (a delete marker's versionId), or NoSuchBucket."""
         file_id = f"{bucket}/{key}"
-        row = await answered(partial(_execute, self._store.session, self._st.object_head, (file_id,), self._st))
+        statement, values = ((self._st.object_head, (file_id,)) if version is None
+                             else (self._st.object_version, (file_id, version_id(version))))
+        row = await answered(partial(_execute, self._store.session, statement, values, self._st))
         try:
             info = head_of(file_id, row)
         except NotFoundError:
             await self.require_bucket(bucket)
-            raise no_such_key(bucket, key) from None
+            if version is None:
+                raise no_such_key(bucket, key) from None
+            if row is None:
+                raise S3Error("NoSuchVersion", "The specified version does not exist.", VersionId=version) from None
+            raise S3Error("MethodNotAllowed", "The specified method is not allowed against a delete marker.") from None
         return S3Object(info, row.etag, row.content_type, row.user_meta)
 
-    async def get(self, request: Request, bucket: str, key: str, send_body: bool) -> Response:
-        obj = await self.head(bucket, key)
+    async def get(self, request: Request, bucket: str, key: str, send_body: bool, version: str | None = None
+                  ) -> Response:
+        obj = await self.head(bucket, key, version)
         headers = obj.headers()
         try:
             check_read_conditions(request.headers, obj)
@@ -200,9 +227,12 @@ class Objects:
             raise S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size")
 
     async def put(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
-        file_id = check_id(f"{bucket}/{key}", storing=True)
         self.check_size(request)
         await self.require_bucket(bucket)
+        if is_marker(key, request.headers):
+            await request.body()
+            return Response(status_code=200, headers={"etag": quoted(EMPTY_MD5)})
+        file_id = check_id(f"{bucket}/{key}", storing=True)
         condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         body = self.body(request, signed)
         headers = request.headers
@@ -246,6 +276,8 @@ class Objects:
             raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
 
     def _remove(self, file_id: str, condition: WritePrecondition | None, lease: WriterLease) -> None:
+        if file_id.endswith("/"):
+            return  # a directory marker: never stored (see is_marker)
         with self._writes.head_locks.holding(file_id), self.turns.turn(file_id) as turn:
             self.check_condition(file_id, condition, turn)
             try:
@@ -269,7 +301,7 @@ class Objects:
         deleted, errors = [], []
         for key in keys:
             try:
-                check_id(f"{bucket}/{key}")
+                check_id(f"{bucket}/{key}".removesuffix("/"))
                 await self._writes.write(partial(self._remove, f"{bucket}/{key}", None))
                 deleted.append({"Key": key})
             except Exception as err:  # noqa: BLE001 - one key's failure is reported in the result, S3's way
