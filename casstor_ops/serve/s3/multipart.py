@@ -39,8 +39,8 @@ from starlette.responses import Response
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument
-from casstor_ops.serve.s3.listing import Listing
-from casstor_ops.serve.s3.objects import Objects, S3Object, quoted, s3_time, user_meta, xml_response
+from casstor_ops.serve.s3.listing import Listing, max_keys
+from casstor_ops.serve.s3.objects import Objects, condition_of, quoted, s3_time, user_meta, xml_response
 from casstor_ops.serve.s3.sigv4 import Signed
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.validators import WritePrecondition
@@ -179,9 +179,10 @@ class Multipart:
     async def list_parts(self, bucket: str, key: str, query: dict[str, str]) -> Response:
         upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
         try:
-            after, limit = int(query.get("part-number-marker", "0")), min(int(query.get("max-parts", "1000")), 1000)
+            after = int(query.get("part-number-marker", "0"))
         except ValueError:
-            raise invalid_argument("part-number-marker and max-parts must be numbers") from None
+            raise invalid_argument("part-number-marker must be a number") from None
+        limit = max_keys(query.get("max-parts"))
         parts = await on_pool(self._pool, self._parts, bucket, upload.id, after)
         shown = parts[:limit]
         etags = await on_pool(self._pool, self._listing.etags, shown)
@@ -199,7 +200,7 @@ class Multipart:
         uploads = await on_pool(self._pool, self._uploads, bucket)
         prefix = query.get("prefix", "")
         key_marker, id_marker = query.get("key-marker", ""), query.get("upload-id-marker", "")
-        limit = min(int(query.get("max-uploads", "1000") or 1000), 1000)
+        limit = max_keys(query.get("max-uploads"))
         chosen = [u for u in sorted(uploads, key=lambda u: (u.key, u.initiated))
                   if u.key.startswith(prefix) and (u.key > key_marker or (u.key == key_marker and id_marker
                                                                          and u.id > id_marker))]
@@ -241,7 +242,7 @@ class Multipart:
             raise S3Error("InvalidPartOrder", "The list of parts was not in ascending order.")
         parts, md5s = await on_pool(self._pool, self._chosen, upload, wanted)
         etag = multipart_etag(md5s)
-        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         meta = ObjectMeta(etag, upload.content_type, upload.meta)
         await self._writes.write(partial(self._commit, parts, file_id, condition, meta))
         await self._writes.write(partial(self._forget_upload, upload))

@@ -37,6 +37,7 @@ import asyncio
 import io
 import os
 import threading
+import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
@@ -134,17 +135,31 @@ def _when(header: str | None) -> datetime | None:
         return None  # S3 ignores a date it cannot read
 
 
+def _quoted(tags: str | None) -> str | None:
+    """An ``If-Match``/``If-None-Match`` value with every bare tag quoted: S3 takes ``abc`` for ``"abc"`` (s3a and
+    the AWS SDKs send them bare)."""
+    if tags is None:
+        return None
+    return ",".join(t if t in ("*", "") or t.startswith(('"', "W/")) else f'"{t}"'
+                    for t in (part.strip() for part in tags.split(",")))
+
+
+def condition_of(if_match: str | None, if_none_match: str | None) -> WritePrecondition | None:
+    """The request's precondition (None: neither header), bare tags taken as quoted ones."""
+    return WritePrecondition.of(_quoted(if_match), _quoted(if_none_match))
+
+
 def check_read_conditions(headers: Mapping[str, str], obj: S3Object) -> None:
     """S3's order: If-Match, else If-Unmodified-Since (412); If-None-Match, else If-Modified-Since (304)."""
     modified = (obj.info.committed_at or datetime.now(timezone.utc)).replace(tzinfo=timezone.utc, microsecond=0)
     if_match, if_none_match = headers.get("if-match"), headers.get("if-none-match")
     if if_match is not None:
-        if not WritePrecondition.of(if_match, None).holds(obj.etag):
+        if not condition_of(if_match, None).holds(obj.etag):
             raise precondition_failed("If-Match")
     elif (since := _when(headers.get("if-unmodified-since"))) is not None and modified > since:
         raise precondition_failed("If-Unmodified-Since")
     if if_none_match is not None:
-        if not WritePrecondition.of(None, if_none_match).holds(obj.etag):
+        if not condition_of(None, if_none_match).holds(obj.etag):
             raise S3Error("NotModified", "Not Modified")
     elif (since := _when(headers.get("if-modified-since"))) is not None and modified <= since:
         raise S3Error("NotModified", "Not Modified")
@@ -233,7 +248,7 @@ class Objects:
             await request.body()
             return Response(status_code=200, headers={"etag": quoted(EMPTY_MD5)})
         file_id = check_id(f"{bucket}/{key}", storing=True)
-        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         body = self.body(request, signed)
         headers = request.headers
         meta = S3Object(FileInfo(file_id, None, 0, b"", 0, None), None, headers.get("content-type"),
@@ -262,7 +277,7 @@ class Objects:
 
     async def delete(self, bucket: str, key: str, headers: Mapping[str, str]) -> Response:
         await self.require_bucket(bucket)
-        condition = WritePrecondition.of(headers.get("if-match"), None)
+        condition = condition_of(headers.get("if-match"), None)
         await self._writes.write(partial(self._remove, f"{bucket}/{key}", condition))
         return Response(status_code=204)
 
@@ -331,7 +346,7 @@ class Objects:
                                             "to itself without changing the object's metadata.")
         meta = source if directive == "COPY" else S3Object(source.info, None, request.headers.get("content-type"),
                                                            user_meta(request.headers))
-        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         etag = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta))
         return xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
 
