@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 	@$(PY) -m casstor_ops.cluster.install
+	@# rclone (Debian's package) for the S3 client tests (tests/test_s3_clients.py).
+	@command -v rclone >/dev/null || apt-get install -y -q rclone >/dev/null || echo "setup: install rclone for the S3 tests"
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "setup: $(PYTHON) not found: install Python 3.11"; exit 1; }

@@ -39,6 +39,7 @@ import stat
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -209,21 +210,23 @@ class Store:
     def put(self, src: Source, file_id: str, progress: ProgressCallback | None = None,
             lease: WriterLease | bool = True, attributes: FileAttributes | None = None,
             before_commit: Callable[[], None] | None = None,
-            object_meta: Callable[[], ObjectMeta] | None = None) -> StoreResult:
+            object_meta: Callable[[], ObjectMeta] | None = None, inline: bool = True) -> StoreResult:
         """Store a file (path or binary file object) under ``file_id``, replacing any previous version atomically.
 
         A path's permission bits and mtime are recorded with it; a file object's are ``attributes`` (none by
         default). ``before_commit`` is called once, when every block is stored and the head is about to be
         written (after the lease's fence): an error it raises propagates and nothing is committed (an HTTP
         server's ``If-Match`` check, made as late as the store allows). ``object_meta``, when given, is called at
-        the head write (after ``before_commit``) for the S3 attributes to keep in the version row.
+        the head write (after ``before_commit``) for the S3 attributes to keep in the version row. ``inline=False``
+        keeps even a small file in blocks (a multipart upload's part: :mod:`~casstor_ops.store.multipart`).
         """
         check_id(file_id, storing=True)
         with open_source(src) as (reader, own), self._lease("store", lease) as fence:
             attributes = own or attributes
             if before_commit is not None:
                 fence = _fence_then_once(fence, before_commit)
-            upload = Upload(self.session, self.settings, self._st, progress=progress, fence=fence,
+            settings = self.settings if inline else replace(self.settings, inline_max=0)
+            upload = Upload(self.session, settings, self._st, progress=progress, fence=fence,
                             **self._upload_options)
             try:
                 return upload.run(reader, file_id, attributes, object_meta)

@@ -128,8 +128,9 @@ class Commit:
         self._content_columns = head_columns(stored, inline_store)
         self._object_meta = object_meta  # an S3 object's attributes, known once its body was read
 
-    def run(self, reader: BinaryIO, file_id: str, size: int) -> None:
-        """Commit the file under ``file_id`` (``reader`` is its source, re-read only for vanished blocks)."""
+    def run(self, reader: BinaryIO, file_id: str, size: int) -> FileInfo:
+        """Commit the file under ``file_id`` (``reader`` is its source, re-read only for vanished blocks); its new
+        head."""
         bound = self._first_bound()
         digest = file_hash(self._hashes)
         for _ in range(COMMIT_ATTEMPTS):
@@ -143,8 +144,9 @@ class Commit:
             acknowledged = self._write_head(file_id, version, started, bound, size, digest)
             if acknowledged is not None:
                 self._check_again_after_late_head(reader, file_id, version, acknowledged, bound)
-                self._namespace.publish(self._committed(file_id, version, size, digest), self._stored_size())
-                return
+                committed = self._committed(file_id, version, size, digest)
+                self._namespace.publish(committed, self._stored_size())
+                return committed
             bound = float(commit_bound_s(self._session))  # the store's own bound from now on: it may be longer
         raise CasstorError(f"could not commit {file_id!r} within the commit bound ({bound:.0f} s): the cluster is "
                            f"too slow; store it again")

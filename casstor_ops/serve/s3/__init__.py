@@ -3,7 +3,7 @@
 Vocabulary (besides :mod:`casstor_ops.serve`'s):
 
 * **bucket**: a top-level directory of the store, recorded in ``buckets``
-  (its creation time; later its versioning state); bucket ``b``'s object
+  (its creation time and versioning state); bucket ``b``'s object
   ``k`` is the file ID ``b/k``, so ``casstor ls b/`` lists it (:mod:`.buckets`).
 * **object**: a file of a bucket, with the S3 attributes kept in its version
   row: ``etag`` (the MD5 hex of its bytes), ``content_type``, ``user_meta``
@@ -18,7 +18,10 @@ Vocabulary (besides :mod:`casstor_ops.serve`'s):
 
 Modules: :mod:`.app` (the dispatcher: authentication, bucket or object, the
 operation), :mod:`.buckets`, :mod:`.objects`, :mod:`.listing` (ListObjects v1
-and v2 on the directory index), and the ones above.
+and v2 on the directory index), :mod:`.multipart` (multipart uploads, parts
+as hidden files), :mod:`.versions` (versioning on the history),
+:mod:`.conditions` (conditional writes atomic across gateways), and the ones
+above.
 
 Example::
 

@@ -11,10 +11,17 @@ anonymous access), then routed by path-style address and query:
 ``POST /b?delete``                     DeleteObjects
 ``PUT /b/k``                           PutObject, or CopyObject (``x-amz-copy-source``)
 ``GET|HEAD /b/k``                      GetObject, HeadObject
-``DELETE /b/k``                        DeleteObject
+``DELETE /b/k``                        DeleteObject (``?versionId``: that version)
+``GET /b?versions``                    ListObjectVersions (:mod:`.versions`)
+``PUT|GET /b?versioning``              Put/GetBucketVersioning
+``GET /b?uploads``                     ListMultipartUploads
+``POST /b/k?uploads``                  CreateMultipartUpload
+``PUT /b/k?uploadId&partNumber``       UploadPart, or UploadPartCopy
+``GET|POST|DELETE /b/k?uploadId``      ListParts, CompleteMultipartUpload,
+                                       AbortMultipartUpload (:mod:`.multipart`)
 =====================================  ==========================================
 
-Anything else (multipart uploads, versions, ACLs, ...) is answered
+Anything else (ACLs, tagging, ...) is answered
 NotImplemented (501). The engine is the plain server's (:class:`~..app.Handlers`:
 its read and write pools, shared lease, key locks, body deadlines, metrics).
 
@@ -49,6 +56,8 @@ from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.s3.buckets import Buckets
 from casstor_ops.serve.s3.errors import S3Error, render
 from casstor_ops.serve.s3.listing import Listing, decode_token, encode_token, encoded, max_keys
+from casstor_ops.serve.s3.multipart import Multipart
+from casstor_ops.serve.s3.versions import Versions
 from casstor_ops.serve.s3.objects import Objects, s3_time, xml_response
 from casstor_ops.serve.s3.sigv4 import Signed, authenticate
 from casstor_ops.serve.s3.xml import document
@@ -79,6 +88,8 @@ class S3Handlers(Handlers):
         self.buckets = Buckets(store)
         self.objects = Objects(store, self.reads, self.writes, self.buckets, policy)
         self.listing = Listing(store)
+        self.multipart = Multipart(store, self.objects, self.writes, self.listing)
+        self.versions = Versions(store, self.objects, self.buckets, self.writes)
 
     async def handle(self, request: Request) -> Response:
         request_id = uuid.uuid4().hex[:16].upper()
@@ -126,24 +137,50 @@ class S3Handlers(Handlers):
             if method == "GET":
                 return await on_pool(self.reads.pool, self._list_buckets, signed)
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
-        unsupported = {"uploads", "uploadId", "versionId", "versions", "acl", "tagging", "policy", "lifecycle",
+        unsupported = {"acl", "tagging", "policy", "lifecycle",
                        "cors", "website", "encryption", "object-lock", "retention", "legal-hold"} & query.keys()
         if unsupported:
             raise S3Error("NotImplemented", f"?{sorted(unsupported)[0]} is not supported by this server yet.")
         if not key:
             return await self._bucket(request, method, bucket, query)
+        if "uploads" in query or "uploadId" in query:
+            return await self._multipart(request, method, bucket, key, query, signed)
         if method in ("GET", "HEAD"):
-            return await self.objects.get(request, bucket, key, send_body=method == "GET")
+            return await self.objects.get(request, bucket, key, send_body=method == "GET",
+                                          version=query.get("versionId"))
         if method == "PUT":
             if "x-amz-copy-source" in request.headers:
                 return await self.objects.copy(request, bucket, key, signed)
             return await self.objects.put(request, bucket, key, signed)
         if method == "DELETE":
+            if "versionId" in query:
+                return await self.versions.delete_version(bucket, key, query["versionId"])
             return await self.objects.delete(bucket, key, request.headers)
+        raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+
+    async def _multipart(self, request: Request, method: str, bucket: str, key: str, query: dict[str, str],
+                         signed: Signed) -> Response:
+        uploads = self.multipart
+        if method == "POST":
+            if "uploads" in query:
+                return await uploads.create(request, bucket, key)
+            return await uploads.complete(request, bucket, key, query)
+        if "uploadId" not in query:
+            raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+        if method == "PUT":
+            if "x-amz-copy-source" in request.headers:
+                return await uploads.copy_part(request, bucket, key, query)
+            return await uploads.upload_part(request, bucket, key, query, signed)
+        if method == "GET":
+            return await uploads.list_parts(bucket, key, query)
+        if method == "DELETE":
+            return await uploads.abort(bucket, key, query)
         raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
     async def _bucket(self, request: Request, method: str, bucket: str, query: dict[str, str]) -> Response:
         pool = self.reads.pool
+        if method == "PUT" and "versioning" in query:
+            return await self.versions.put_config(request, bucket)
         if method == "PUT":
             await self.writes.write(lambda lease: self.buckets.create(bucket))
             return Response(status_code=200, headers={"location": f"/{bucket}"})
@@ -155,13 +192,17 @@ class S3Handlers(Handlers):
             return Response(status_code=204)
         if method == "POST" and "delete" in query:
             return await self.objects.delete_many(request, bucket)
+        if method == "GET" and "uploads" in query:
+            return await self.multipart.list_uploads(bucket, query)
         if method != "GET":
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
         await on_pool(pool, self.buckets.created, bucket)
         if "location" in query:
             return xml_response(document("LocationConstraint", {}))
         if "versioning" in query:
-            return xml_response(document("VersioningConfiguration", {}))
+            return await self.versions.get_config(bucket)
+        if "versions" in query:
+            return await self.versions.list(bucket, query)
         return await on_pool(pool, partial(self._list_objects, bucket, query))
 
     def _list_buckets(self, signed: Signed) -> Response:

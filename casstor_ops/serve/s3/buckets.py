@@ -1,7 +1,7 @@
 """Buckets: top-level directories of the store, recorded in the ``buckets`` table.
 
 Why a table and not the directory's marker alone: a bucket has a creation
-time (ListBuckets shows it) and, later, a versioning state, which a marker
+time (ListBuckets shows it) and a versioning state, which a marker
 has no column for; and a bucket must stay a bucket while it is empty, while a
 directory of the index exists as soon as anything was stored under it (a
 ``casstor store b/x`` makes ``b/`` a directory, not a bucket). CreateBucket
@@ -30,9 +30,11 @@ from datetime import datetime, timezone
 
 from casstor_ops.serve.s3.errors import S3Error, no_such_bucket
 from casstor_ops.store.api import Store
+from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.statements import Statements
 
+KEEP_EVERY = 2 ** 31 - 1  # keep_last of a versioned bucket: every version (the column is a CQL int)
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
 
@@ -75,6 +77,21 @@ class Buckets:
         if row is None:
             raise no_such_bucket(name)
         return row.created_at
+
+    def versioning(self, name: str) -> str | None:
+        """The bucket's versioning state (``Enabled``, ``Suspended``, or None: never set); NoSuchBucket."""
+        row = self._session.execute(self._st.read_bucket, (name,)).one()
+        if row is None:
+            raise no_such_bucket(name)
+        return row.versioning
+
+    def set_versioning(self, name: str, status: str) -> None:
+        """Record ``status``; Enabled also keeps every version of the bucket's objects from forget (a retention
+        policy of ``keep_last`` :data:`KEEP_EVERY`); Suspended leaves that policy (the versions stay, as in S3)."""
+        self.created(name)
+        if status == "Enabled":
+            self._store.set_retention(name + "/", Policy(keep_last=KEEP_EVERY))
+        self._session.execute(self._st.set_bucket_versioning, (status, name))
 
     def all(self) -> list:
         """Every bucket (rows with ``name`` and ``created_at``), by name: a read of the small ``buckets`` table."""

@@ -97,7 +97,7 @@ class Listing:
             else:
                 page.contents.append(item)
                 page.last = item.file.id[len(root):]
-        page.etags = self._etags(page.contents)
+        page.etags = self.etags(page.contents)
         return page
 
     def _one_directory(self, root: str, prefix: str, after: str) -> Iterator[Entry | str]:
@@ -145,7 +145,7 @@ class Listing:
                 shown = common
                 yield common
 
-    def _etags(self, entries: list[Entry]) -> dict[str, str]:
+    def etags(self, entries: list[Entry]) -> dict[str, str]:
         """Each entry's S3 ETag, read by ID and version concurrently (its 64-hex file hash if none was kept)."""
         futures = [(entry, self._session.execute_async(self._st.object_etag, (entry.file.id, entry.file.version),
                                                        execution_profile=self._st.named_rows)) for entry in entries]

@@ -17,8 +17,9 @@ which no client takes for an MD5.
 CopyObject reads the source and stores it again under the new key: every
 block is found in the store (dedup), so a copy writes no block, only a block
 list and a version row (its bytes do pass through this process once).
-PUTs and DELETEs of a key are ordered by the server's key locks and
-conditional PUTs checked under them, as the plain server's (:mod:`..head_locks`).
+PUTs and DELETEs of a key are ordered by the server's key locks, as the plain
+server's (:mod:`..head_locks`); a conditional one is checked and written under
+the key's turn across gateways too (:mod:`.conditions`).
 
 Example::
 
@@ -36,6 +37,7 @@ import asyncio
 import io
 import os
 import threading
+import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
@@ -52,6 +54,7 @@ from casstor_ops.serve.ranges import Unsatisfiable, parse_range
 from casstor_ops.serve.reads import Reads
 from casstor_ops.serve.s3.buckets import Buckets
 from casstor_ops.serve.s3.checksums import Digests
+from casstor_ops.serve.s3.conditions import ConditionTurns, Turn
 from casstor_ops.serve.s3.chunked import AwsChunked
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument, no_such_key, precondition_failed
 from casstor_ops.serve.s3.sigv4 import STREAMING, Signed
@@ -70,6 +73,7 @@ MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit of one PutObject
 MAX_DELETE_BODY = 2 << 20
 META_PREFIX = "x-amz-meta-"
 DEFAULT_CONTENT_TYPE = "binary/octet-stream"
+EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e"
 
 
 def s3_time(when: datetime | None) -> str:
@@ -98,8 +102,26 @@ class S3Object:
     def headers(self) -> dict[str, str]:
         modified = (self.info.committed_at or datetime.now(timezone.utc)).replace(tzinfo=timezone.utc)
         return {"etag": self.etag, "last-modified": format_datetime(modified, usegmt=True),
-                "content-type": self.content_type, "accept-ranges": "bytes",
+                "content-type": self.content_type, "accept-ranges": "bytes", "x-amz-version-id": str(self.info.version),
                 **{META_PREFIX + name: value for name, value in self.user_meta.items()}}
+
+
+def is_marker(key: str, headers: Mapping[str, str]) -> bool:
+    """A directory marker: an empty object whose key ends in ``/`` (Hadoop's s3a and consoles make them). It is
+    answered and not stored: a directory of the store exists by the files under it (an empty one is not listed,
+    as in S3 once its marker is gone)."""
+    return key.endswith("/") and (headers.get("x-amz-decoded-content-length") or headers.get("content-length")) == "0"
+
+
+def version_id(text: str) -> uuid.UUID:
+    """A ``versionId`` as this server gives them (a time-based UUID); NoSuchVersion otherwise."""
+    try:
+        version = uuid.UUID(text)
+    except ValueError:
+        version = None
+    if version is None or version.version != 1:
+        raise S3Error("NoSuchVersion", "The specified version does not exist.", VersionId=text)
+    return version
 
 
 def user_meta(headers: Mapping[str, str]) -> dict[str, str]:
@@ -113,17 +135,31 @@ def _when(header: str | None) -> datetime | None:
         return None  # S3 ignores a date it cannot read
 
 
+def _quoted(tags: str | None) -> str | None:
+    """An ``If-Match``/``If-None-Match`` value with every bare tag quoted: S3 takes ``abc`` for ``"abc"`` (s3a and
+    the AWS SDKs send them bare)."""
+    if tags is None:
+        return None
+    return ",".join(t if t in ("*", "") or t.startswith(('"', "W/")) else f'"{t}"'
+                    for t in (part.strip() for part in tags.split(",")))
+
+
+def condition_of(if_match: str | None, if_none_match: str | None) -> WritePrecondition | None:
+    """The request's precondition (None: neither header), bare tags taken as quoted ones."""
+    return WritePrecondition.of(_quoted(if_match), _quoted(if_none_match))
+
+
 def check_read_conditions(headers: Mapping[str, str], obj: S3Object) -> None:
     """S3's order: If-Match, else If-Unmodified-Since (412); If-None-Match, else If-Modified-Since (304)."""
     modified = (obj.info.committed_at or datetime.now(timezone.utc)).replace(tzinfo=timezone.utc, microsecond=0)
     if_match, if_none_match = headers.get("if-match"), headers.get("if-none-match")
     if if_match is not None:
-        if not WritePrecondition.of(if_match, None).holds(obj.etag):
+        if not condition_of(if_match, None).holds(obj.etag):
             raise precondition_failed("If-Match")
     elif (since := _when(headers.get("if-unmodified-since"))) is not None and modified > since:
         raise precondition_failed("If-Unmodified-Since")
     if if_none_match is not None:
-        if not WritePrecondition.of(None, if_none_match).holds(obj.etag):
+        if not condition_of(None, if_none_match).holds(obj.etag):
             raise S3Error("NotModified", "Not Modified")
     elif (since := _when(headers.get("if-modified-since"))) is not None and modified <= since:
         raise S3Error("NotModified", "Not Modified")
@@ -135,27 +171,36 @@ class Objects:
     def __init__(self, store: Store, reads: Reads, writes: Writes, buckets: Buckets, policy: Policy) -> None:
         self._store = store
         self._st = Statements.for_session(store.session)
-        self._reads = reads
+        self.reads = reads
         self._writes = writes
         self._buckets = buckets
         self._policy = policy
+        self.turns = ConditionTurns(store.session, self._st)
 
-    async def _require_bucket(self, bucket: str) -> None:
-        await on_pool(self._reads.pool, self._buckets.created, bucket)
+    async def require_bucket(self, bucket: str) -> None:
+        await on_pool(self.reads.pool, self._buckets.created, bucket)
 
-    async def head(self, bucket: str, key: str) -> S3Object:
-        """The object's head (one read, on the driver's callbacks); NoSuchKey, or NoSuchBucket."""
+    async def head(self, bucket: str, key: str, version: str | None = None) -> S3Object:
+        """The object's head, or its version ``version`` (a versionId) (one read, on the driver's callbacks);
+        NoSuchKey, NoSuchVersion, MethodNotAllowed (a delete marker's versionId), or NoSuchBucket."""
         file_id = f"{bucket}/{key}"
-        row = await answered(partial(_execute, self._store.session, self._st.object_head, (file_id,), self._st))
+        statement, values = ((self._st.object_head, (file_id,)) if version is None
+                             else (self._st.object_version, (file_id, version_id(version))))
+        row = await answered(partial(_execute, self._store.session, statement, values, self._st))
         try:
             info = head_of(file_id, row)
         except NotFoundError:
-            await self._require_bucket(bucket)
-            raise no_such_key(bucket, key) from None
+            await self.require_bucket(bucket)
+            if version is None:
+                raise no_such_key(bucket, key) from None
+            if row is None:
+                raise S3Error("NoSuchVersion", "The specified version does not exist.", VersionId=version) from None
+            raise S3Error("MethodNotAllowed", "The specified method is not allowed against a delete marker.") from None
         return S3Object(info, row.etag, row.content_type, row.user_meta)
 
-    async def get(self, request: Request, bucket: str, key: str, send_body: bool) -> Response:
-        obj = await self.head(bucket, key)
+    async def get(self, request: Request, bucket: str, key: str, send_body: bool, version: str | None = None
+                  ) -> Response:
+        obj = await self.head(bucket, key, version)
         headers = obj.headers()
         try:
             check_read_conditions(request.headers, obj)
@@ -174,9 +219,9 @@ class Objects:
             headers["content-range"] = wanted.content_range(size)
         if not send_body:
             return Response(status_code=200 if wanted is None else 206, headers=headers)
-        return await self._reads.content(obj.info, wanted, headers, f"{bucket}/{key}")
+        return await self.reads.content(obj.info, wanted, headers, f"{bucket}/{key}")
 
-    def _body(self, request: Request, signed: Signed) -> Digests:
+    def body(self, request: Request, signed: Signed) -> Digests:
         """The request's body as the store will read it: decoded, counted, digested."""
         headers = request.headers
         reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body,
@@ -189,7 +234,7 @@ class Objects:
         sha256 = signed.payload if len(signed.payload) == 64 else None
         return Digests(reader, headers, sha256, int(length) if length else None)
 
-    def _check_size(self, request: Request) -> None:
+    def check_size(self, request: Request) -> None:
         length = request.headers.get("x-amz-decoded-content-length") or request.headers.get("content-length")
         if length is None:
             raise S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.")
@@ -197,54 +242,66 @@ class Objects:
             raise S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size")
 
     async def put(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
+        self.check_size(request)
+        await self.require_bucket(bucket)
+        if is_marker(key, request.headers):
+            await request.body()
+            return Response(status_code=200, headers={"etag": quoted(EMPTY_MD5)})
         file_id = check_id(f"{bucket}/{key}", storing=True)
-        self._check_size(request)
-        await self._require_bucket(bucket)
-        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        body = self._body(request, signed)
+        condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        body = self.body(request, signed)
         headers = request.headers
         meta = S3Object(FileInfo(file_id, None, 0, b"", 0, None), None, headers.get("content-type"),
                         user_meta(headers))
         await self._writes.write(partial(self._store_body, body, file_id, condition, meta))
         return Response(status_code=200, headers={"etag": quoted(body.etag)})
 
-    def _current_etag(self, file_id: str) -> str | None:
+    def current_etag(self, file_id: str) -> str | None:
         row = self._store.session.execute(self._st.object_head, (file_id,), execution_profile=self._st.named_rows).one()
         if row is None or row.deleted:
             return None
         return quoted(row.etag or row.hash.hex())
 
-    def _store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object,
-                    lease: WriterLease, check_source=lambda: None) -> None:
+    def _store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
+                    lease: WriterLease, check_source=lambda: None, inline: bool = True) -> None:
         """The store call of a PUT or copy (write thread): digests and the precondition checked just before the
         head write, under the key's lock."""
         def check() -> None:
             check_source()
             body.check()
-            if condition is not None and not condition.holds(self._current_etag(file_id)):
-                raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
+            self.check_condition(file_id, condition, guard)
 
-        with self._writes.head_locks.turn(file_id) as turn:
-            self._store.put(body, file_id, lease=lease, before_commit=turn.then(check),
-                            object_meta=lambda: meta.meta(body.etag))
+        with self._writes.head_locks.turn(file_id) as turn, self.turns.turn(file_id) as guard:
+            self._store.put(body, file_id, lease=lease, before_commit=turn.then(check), inline=inline,
+                            object_meta=lambda: meta.meta(body.etag) if meta else ObjectMeta(body.etag, None, {}))
 
     async def delete(self, bucket: str, key: str, headers: Mapping[str, str]) -> Response:
-        await self._require_bucket(bucket)
-        condition = WritePrecondition.of(headers.get("if-match"), None)
+        await self.require_bucket(bucket)
+        condition = condition_of(headers.get("if-match"), None)
         await self._writes.write(partial(self._remove, f"{bucket}/{key}", condition))
         return Response(status_code=204)
 
+    def check_condition(self, file_id: str, condition: WritePrecondition | None, turn: Turn) -> None:
+        """PreconditionFailed unless ``condition`` (if any) holds, checked under the key's ``turn`` across gateways
+        (:mod:`.conditions`), which it takes: the caller writes the head before the turn is given back."""
+        if condition is None:
+            return
+        turn.take()
+        if not condition.holds(self.current_etag(file_id)):
+            raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
+
     def _remove(self, file_id: str, condition: WritePrecondition | None, lease: WriterLease) -> None:
-        with self._writes.head_locks.holding(file_id):
-            if condition is not None and not condition.holds(self._current_etag(file_id)):
-                raise precondition_failed("If-Match")
+        if file_id.endswith("/"):
+            return  # a directory marker: never stored (see is_marker)
+        with self._writes.head_locks.holding(file_id), self.turns.turn(file_id) as turn:
+            self.check_condition(file_id, condition, turn)
             try:
                 self._store.remove(file_id, lease=lease)
             except NotFoundError:
                 pass  # S3 answers 204 for a key that is not there
 
     async def delete_many(self, request: Request, bucket: str) -> Response:
-        await self._require_bucket(bucket)
+        await self.require_bucket(bucket)
         body = await request.body()
         if len(body) > MAX_DELETE_BODY:
             raise S3Error("MalformedXML", "The XML you provided was too large.")
@@ -259,23 +316,28 @@ class Objects:
         deleted, errors = [], []
         for key in keys:
             try:
-                check_id(f"{bucket}/{key}")
+                check_id(f"{bucket}/{key}".removesuffix("/"))
                 await self._writes.write(partial(self._remove, f"{bucket}/{key}", None))
                 deleted.append({"Key": key})
             except Exception as err:  # noqa: BLE001 - one key's failure is reported in the result, S3's way
                 errors.append({"Key": key, "Code": getattr(err, "code", "InternalError"), "Message": str(err)})
         return xml_response(document("DeleteResult", {"Deleted": [] if quiet else deleted, "Error": errors}))
 
-    async def copy(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
+    async def copy_source(self, request: Request) -> S3Object:
+        """The head ``x-amz-copy-source`` names, its ``x-amz-copy-source-if-*`` conditions checked."""
         source_bucket, _, source_key = unquote(request.headers["x-amz-copy-source"]).lstrip("/").partition("/")
         source_key, _, version = source_key.partition("?")
         if version:
             raise S3Error("NotImplemented", "Copying a version (versionId) is not supported yet.")
-        file_id = check_id(f"{bucket}/{key}", storing=True)
-        await self._require_bucket(bucket)
         source = await self.head(source_bucket, source_key)
         check_read_conditions({name.removeprefix("x-amz-copy-source-"): value for name, value in
                                request.headers.items() if name.startswith("x-amz-copy-source-if-")}, source)
+        return source
+
+    async def copy(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
+        file_id = check_id(f"{bucket}/{key}", storing=True)
+        await self.require_bucket(bucket)
+        source = await self.copy_source(request)
         directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
         if directive not in ("COPY", "REPLACE"):
             raise invalid_argument("x-amz-metadata-directive must be COPY or REPLACE")
@@ -284,22 +346,24 @@ class Objects:
                                             "to itself without changing the object's metadata.")
         meta = source if directive == "COPY" else S3Object(source.info, None, request.headers.get("content-type"),
                                                            user_meta(request.headers))
-        condition = WritePrecondition.of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        etag = await self._writes.write(partial(self._copy, source.info, file_id, condition, meta))
+        condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        etag = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta))
         return xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
 
-    def _copy(self, source: FileInfo, file_id: str, condition: WritePrecondition | None, meta: S3Object,
-              lease: WriterLease) -> str:
-        """Store the version ``source`` again under ``file_id``: its content flows from a read thread through a
-        pipe; every block is found in the store, so none is written. A source read that fails or ends short
-        fails the check before the head write (nothing committed)."""
+    def store_copy(self, source: FileInfo, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
+                   lease: WriterLease, span: tuple[int, int] | None = None, inline: bool = True) -> str:
+        """Store the version ``source`` (its bytes ``span``, when given) again under ``file_id``: its content flows
+        from a read thread through a pipe; every block is found in the store, so none is written (but those cut
+        at a span's ends). A source read that fails or ends short fails the check before the head write
+        (nothing committed); its ETag."""
+        start, stop = span or (0, source.size)
         read_end, write_end = os.pipe()
         outcome: list[BaseException | None] = []
 
         def produce() -> None:
             try:
                 with open(write_end, "wb") as out:
-                    self._store.read(source, out)
+                    self._store.read(source, Span(out, start, stop) if span else out)
                 outcome.append(None)
             except BaseException as err:  # noqa: BLE001 - handed to the check below
                 outcome.append(err)
@@ -308,7 +372,7 @@ class Objects:
             reader.join()
             if outcome[0] is not None:
                 raise outcome[0]
-            if body.size != source.size:
+            if body.size != stop - start:
                 raise S3Error("InternalError", "the copy's source changed while it was read; copy it again")
 
         reader = threading.Thread(target=produce, name="casstor-s3-copy", daemon=True)
@@ -316,11 +380,29 @@ class Objects:
         with open(read_end, "rb") as pipe:
             body = Digests(pipe, {})
             try:
-                self._store_body(body, file_id, condition, meta, lease, check_source)
+                self._store_body(body, file_id, condition, meta, lease, check_source, inline)
             finally:
                 _drain(pipe)
                 reader.join()
         return body.etag
+
+
+class Span(io.RawIOBase):
+    """A writer passing on only the bytes from ``start`` to ``stop`` of what is written to it."""
+
+    def __init__(self, out: io.BufferedWriter, start: int, stop: int) -> None:
+        super().__init__()
+        self._out, self._start, self._stop, self._at = out, start, stop, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        begin, end = self._at, self._at + len(data)
+        self._at = end
+        if end > self._start and begin < self._stop:
+            self._out.write(memoryview(data)[max(0, self._start - begin):min(len(data), self._stop - begin)])
+        return len(data)
 
 
 def _drain(pipe: io.BufferedReader) -> None:

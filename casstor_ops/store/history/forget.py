@@ -6,7 +6,8 @@ wrote is left for a forget without PREFIX; without one: a paged scan of
 ``versions``, whose partitions come whole, newest first), its versions are read and
 :func:`~casstor_ops.store.history.policy.kept` decides with the ID's policy
 (:mod:`.retention`), the snapshots over it (:mod:`.snapshots`) and the
-grace, 2 x the commit bound. Each other version goes, oldest first: its
+grace, 2 x the commit bound; an S3 upload's part untouched for a week is kept by nothing
+(:func:`~casstor_ops.store.multipart.abandoned`). Each other version goes, oldest first: its
 row (``USING TIMESTAMP`` its own time, the time it was written with, so the
 delete removes that row and shadows nothing newer), then its block list. An
 ID left with no version (its newest was a delete marker nothing keeps) loses
@@ -51,6 +52,7 @@ from casstor_ops.store.history.policy import Version, kept, policy_for
 from casstor_ops.store.history.retention import policies
 from casstor_ops.store.history.snapshots import snapshots
 from casstor_ops.store.namespace.entries import Namespace, version_micros
+from casstor_ops.store.multipart import abandoned
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.records import inline_head
 from casstor_ops.store.statements import Statements
@@ -128,6 +130,8 @@ def forget(session: Session, namespace: Namespace, prefix: str | None = None, dr
         versions = [Version(i, version_micros(r.version), bool(r.deleted)) for i, r in enumerate(rows)]
         keep = kept(versions, policy_for(file_id, rules), now_micros,
                     [s.at_micros for s in pins if file_id.startswith(s.prefix)], grace)
+        if versions and abandoned(file_id, versions[0].micros, now_micros):
+            keep = set()
         report.ids += 1
         report.kept += len(keep)
         drop = [rows[i] for i in range(len(rows) - 1, -1, -1) if i not in keep]  # oldest first

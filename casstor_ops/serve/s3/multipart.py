@@ -1,0 +1,293 @@
+"""S3 multipart uploads: Create, UploadPart, UploadPartCopy, Complete, Abort, ListParts, ListMultipartUploads.
+
+An upload is a hidden directory of the store, ``.casstor-uploads/BUCKET/UPLOAD_ID/``
+(:data:`~casstor_ops.store.multipart.UPLOADS`; no bucket's listing shows it):
+its record ``upload`` (a small file: the key, Content-Type and
+``x-amz-meta-*`` as JSON) and one file per part, ``00001`` to ``10000``, each
+chunked and deduplicated like any file and kept with its MD5 as ETag. Complete
+commits the object's new version as the parts' block lists end to end
+(:func:`~casstor_ops.store.multipart.commit_parts`: no byte read again), its
+ETag ``MD5(part MD5s)-N`` as S3 makes it, then removes the upload's files.
+UploadPartCopy of a whole object is a concatenation of one list too (no byte
+read); with ``x-amz-copy-source-range`` the range's bytes are read and stored
+(its blocks are found: dedup). An upload nobody completes or aborts is
+forgotten after :data:`~casstor_ops.store.multipart.ABANDONED_AFTER_S`.
+
+Example::
+
+    >>> uploads = Multipart(store, objects, writes, buckets)                    # doctest: +SKIP
+    >>> await uploads.create(request, "photos", "big.iso")                       # doctest: +SKIP
+
+Failures (:class:`~.errors.S3Error`): an unknown upload ID: NoSuchUpload; a
+part list out of order: InvalidPartOrder; a part missing or with another
+ETag: InvalidPart; a part but the last under 5 MiB: EntityTooSmall; a bad
+part number: InvalidArgument; the object's preconditions: PreconditionFailed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import uuid
+from functools import partial
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from casstor_ops.errors import NotFoundError
+from casstor_ops.serve.bridge import on_pool
+from casstor_ops.serve.s3.errors import S3Error, invalid_argument
+from casstor_ops.serve.s3.listing import Listing, max_keys
+from casstor_ops.serve.s3.objects import Objects, condition_of, quoted, s3_time, user_meta, xml_response
+from casstor_ops.serve.s3.sigv4 import Signed
+from casstor_ops.serve.s3.xml import document, parse
+from casstor_ops.serve.validators import WritePrecondition
+from casstor_ops.serve.writes import Writes
+from casstor_ops.store.api import FileInfo, Store
+from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.ids import check_id
+from casstor_ops.store.multipart import UPLOADS, commit_parts
+from casstor_ops.store.namespace.listing import directory_entries
+from casstor_ops.store.records import ObjectMeta
+from casstor_ops.store.statements import Statements
+
+MAX_PARTS = 10_000
+MIN_PART_BYTES = 5 * 1024 ** 2  # S3's least size of a part but the last
+MAX_COMPLETE_BODY = 2 << 20
+RECORD = "upload"
+_UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def upload_dir(bucket: str, upload_id: str) -> str:
+    return f"{UPLOADS}{bucket}/{upload_id}/"
+
+
+def part_id(bucket: str, upload_id: str, number: int) -> str:
+    return f"{upload_dir(bucket, upload_id)}{number:05d}"
+
+
+def part_number(value: str | None) -> int:
+    try:
+        number = int(value or "")
+    except ValueError:
+        number = 0
+    if not 1 <= number <= MAX_PARTS:
+        raise invalid_argument(f"Part number must be an integer between 1 and {MAX_PARTS}, inclusive")
+    return number
+
+
+def multipart_etag(md5s: list[str]) -> str:
+    """S3's ETag of a multipart object: the MD5 of its parts' MD5s, then ``-`` and their count."""
+    return hashlib.md5(b"".join(bytes.fromhex(m) for m in md5s)).hexdigest() + f"-{len(md5s)}"
+
+
+def no_such_upload(upload_id: str) -> S3Error:
+    return S3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the "
+                                   "upload may have been aborted or completed.", UploadId=upload_id)
+
+
+class Upload:
+    """One upload's record: its key and the object's Content-Type and user metadata."""
+
+    def __init__(self, bucket: str, upload_id: str, key: str, content_type: str | None, meta: dict[str, str],
+                 initiated: str) -> None:
+        self.bucket, self.id, self.key = bucket, upload_id, key
+        self.content_type, self.meta, self.initiated = content_type, meta, initiated
+
+
+class Multipart:
+    """The multipart operations of one server (see the module docstring)."""
+
+    def __init__(self, store: Store, objects: Objects, writes: Writes, listing: Listing) -> None:
+        self._store = store
+        self._st = Statements.for_session(store.session)
+        self._objects = objects
+        self._writes = writes
+        self._listing = listing
+        self._pool = objects.reads.pool
+
+    # -- the record
+
+    def _record(self, bucket: str, upload_id: str, key: str | None = None) -> Upload:
+        """The upload's record (NoSuchUpload if it is not there, or is another key's)."""
+        if not _UPLOAD_ID.fullmatch(upload_id):
+            raise no_such_upload(upload_id)
+        try:
+            head = self._store.stat(upload_dir(bucket, upload_id) + RECORD)
+        except NotFoundError:
+            raise no_such_upload(upload_id) from None
+        out = io.BytesIO()
+        self._store.read(head, out)
+        fields = json.loads(out.getvalue())
+        if key is not None and fields["key"] != key:
+            raise no_such_upload(upload_id)
+        return Upload(bucket, upload_id, fields["key"], fields["content_type"], fields["meta"],
+                      s3_time(head.committed_at))
+
+    async def create(self, request: Request, bucket: str, key: str) -> Response:
+        check_id(f"{bucket}/{key}", storing=True)
+        await self._objects.require_bucket(bucket)
+        upload_id = uuid.uuid4().hex
+        record = json.dumps({"key": key, "content_type": request.headers.get("content-type"),
+                             "meta": user_meta(request.headers)}).encode("utf-8")
+        await self._writes.write(lambda lease: self._store.put(io.BytesIO(record),
+                                                               upload_dir(bucket, upload_id) + RECORD, lease=lease))
+        return xml_response(document("InitiateMultipartUploadResult",
+                                     {"Bucket": bucket, "Key": key, "UploadId": upload_id}))
+
+    # -- parts
+
+    async def upload_part(self, request: Request, bucket: str, key: str, query: dict[str, str],
+                          signed: Signed) -> Response:
+        number = part_number(query.get("partNumber"))
+        self._objects.check_size(request)
+        await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
+        body = self._objects.body(request, signed)
+        target = part_id(bucket, query["uploadId"], number)
+
+        def store(lease: WriterLease) -> None:
+            self._store.put(body, target, lease=lease, before_commit=body.check, inline=False,
+                            object_meta=lambda: ObjectMeta(body.etag, None, {}))
+
+        await self._writes.write(store)
+        return Response(status_code=200, headers={"etag": quoted(body.etag)})
+
+    async def copy_part(self, request: Request, bucket: str, key: str, query: dict[str, str]) -> Response:
+        number = part_number(query.get("partNumber"))
+        await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
+        source = await self._objects.copy_source(request)
+        target = part_id(bucket, query["uploadId"], number)
+        wanted = request.headers.get("x-amz-copy-source-range")
+        if wanted is None:
+            etag = source.etag.strip('"')
+            meta = ObjectMeta(etag, None, {})
+            await self._writes.write(lambda lease: commit_parts(self._store.session, self._store.settings,
+                                                                [source.info], target, lease.fence, lambda: meta))
+        else:
+            start, stop = _copy_range(wanted, source.info.size)
+            etag = await self._writes.write(partial(self._objects.store_copy, source.info, target, None, None,
+                                                    span=(start, stop), inline=False))
+        return xml_response(document("CopyPartResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
+
+    def _parts(self, bucket: str, upload_id: str, after: int = 0) -> list:
+        """The upload's part entries from part ``after + 1`` on, in part order."""
+        entries = directory_entries(self._store.session, self._st, upload_dir(bucket, upload_id), f"{after + 1:05d}")
+        return [entry for entry in entries if entry.name != RECORD and entry.file is not None]
+
+    async def list_parts(self, bucket: str, key: str, query: dict[str, str]) -> Response:
+        upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
+        try:
+            after = int(query.get("part-number-marker", "0"))
+        except ValueError:
+            raise invalid_argument("part-number-marker must be a number") from None
+        limit = max_keys(query.get("max-parts"))
+        parts = await on_pool(self._pool, self._parts, bucket, upload.id, after)
+        shown = parts[:limit]
+        etags = await on_pool(self._pool, self._listing.etags, shown)
+        owner = {"ID": "casstor", "DisplayName": "casstor"}
+        fields = {"Bucket": bucket, "Key": key, "UploadId": upload.id, "Initiator": owner, "Owner": owner,
+                  "StorageClass": "STANDARD", "PartNumberMarker": after,
+                  "NextPartNumberMarker": int(shown[-1].name) if shown else after, "MaxParts": limit,
+                  "IsTruncated": len(parts) > limit,
+                  "Part": [{"PartNumber": int(e.name), "LastModified": s3_time(e.file.committed_at),
+                            "ETag": quoted(etags[e.file.id]), "Size": e.file.size} for e in shown]}
+        return xml_response(document("ListPartsResult", fields))
+
+    async def list_uploads(self, bucket: str, query: dict[str, str]) -> Response:
+        await self._objects.require_bucket(bucket)
+        uploads = await on_pool(self._pool, self._uploads, bucket)
+        prefix = query.get("prefix", "")
+        key_marker, id_marker = query.get("key-marker", ""), query.get("upload-id-marker", "")
+        limit = max_keys(query.get("max-uploads"))
+        chosen = [u for u in sorted(uploads, key=lambda u: (u.key, u.initiated))
+                  if u.key.startswith(prefix) and (u.key > key_marker or (u.key == key_marker and id_marker
+                                                                         and u.id > id_marker))]
+        shown = chosen[:limit]
+        owner = {"ID": "casstor", "DisplayName": "casstor"}
+        fields = {"Bucket": bucket, "KeyMarker": key_marker, "UploadIdMarker": id_marker,
+                  "NextKeyMarker": shown[-1].key if shown else None,
+                  "NextUploadIdMarker": shown[-1].id if shown else None, "MaxUploads": limit,
+                  "Prefix": prefix, "IsTruncated": len(chosen) > limit,
+                  "Upload": [{"Key": u.key, "UploadId": u.id, "Initiator": owner, "Owner": owner,
+                              "StorageClass": "STANDARD", "Initiated": u.initiated} for u in shown]}
+        return xml_response(document("ListMultipartUploadsResult", fields))
+
+    def _uploads(self, bucket: str) -> list[Upload]:
+        found = []
+        for entry in directory_entries(self._store.session, self._st, f"{UPLOADS}{bucket}/"):
+            try:
+                found.append(self._record(bucket, entry.name.rstrip("/")))
+            except S3Error:
+                continue  # an upload completed or aborted meanwhile
+        return found
+
+    # -- the end of an upload
+
+    async def complete(self, request: Request, bucket: str, key: str, query: dict[str, str]) -> Response:
+        file_id = check_id(f"{bucket}/{key}", storing=True)
+        upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
+        body = await request.body()
+        if len(body) > MAX_COMPLETE_BODY:
+            raise S3Error("MalformedXML", "The XML you provided was too large.")
+        try:
+            wanted = [(int(p.findtext("PartNumber") or ""), (p.findtext("ETag") or "").strip().strip('"'))
+                      for p in parse(body).iter("Part")]
+        except (ValueError, SyntaxError):
+            raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+        if not wanted:
+            raise S3Error("MalformedXML", "You must specify at least one part.")
+        if [n for n, _ in wanted] != sorted({n for n, _ in wanted}):
+            raise S3Error("InvalidPartOrder", "The list of parts was not in ascending order.")
+        parts, md5s = await on_pool(self._pool, self._chosen, upload, wanted)
+        etag = multipart_etag(md5s)
+        condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        meta = ObjectMeta(etag, upload.content_type, upload.meta)
+        await self._writes.write(partial(self._commit, parts, file_id, condition, meta))
+        await self._writes.write(partial(self._forget_upload, upload))
+        return xml_response(document("CompleteMultipartUploadResult",
+                                     {"Location": f"/{bucket}/{key}", "Bucket": bucket, "Key": key,
+                                      "ETag": quoted(etag)}))
+
+    def _chosen(self, upload: Upload, wanted: list[tuple[int, str]]) -> tuple[list[FileInfo], list[str]]:
+        """The named parts' heads and MD5s; InvalidPart for one missing or with another ETag, EntityTooSmall."""
+        stored = {int(e.name): e for e in self._parts(upload.bucket, upload.id)}
+        chosen = [stored.get(number) for number, _ in wanted]
+        etags = self._listing.etags([e for e in chosen if e is not None])
+        for (number, etag), entry in zip(wanted, chosen):
+            if entry is None or etags[entry.file.id] != etag:
+                raise S3Error("InvalidPart", "One or more of the specified parts could not be found or its entity "
+                                             "tag did not match.", PartNumber=str(number), ETag=etag)
+        for (number, _), entry in zip(wanted[:-1], chosen[:-1]):
+            if entry.file.size < MIN_PART_BYTES:
+                raise S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object "
+                                                "size.", PartNumber=str(number))
+        return [e.file for e in chosen], [etags[e.file.id].partition("-")[0] for e in chosen]
+
+    def _commit(self, parts: list[FileInfo], file_id: str, condition: WritePrecondition | None, meta: ObjectMeta,
+                lease: WriterLease) -> FileInfo:
+        with self._writes.head_locks.holding(file_id), self._objects.turns.turn(file_id) as turn:
+            self._objects.check_condition(file_id, condition, turn)
+            return commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
+
+    def _forget_upload(self, upload: Upload, lease: WriterLease) -> None:
+        """Remove the upload's parts, then its record (delete markers: forget drops them, reclaim their blocks)."""
+        for entry in self._parts(upload.bucket, upload.id):
+            self._store.remove(entry.file.id, lease=lease)
+        self._store.remove(upload_dir(upload.bucket, upload.id) + RECORD, lease=lease)
+
+    async def abort(self, bucket: str, key: str, query: dict[str, str]) -> Response:
+        upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
+        await self._writes.write(partial(self._forget_upload, upload))
+        return Response(status_code=204)
+
+
+def _copy_range(header: str, size: int) -> tuple[int, int]:
+    """``bytes=A-B`` of x-amz-copy-source-range as [A, B+1); InvalidArgument outside the source."""
+    match = re.fullmatch(r"bytes=(\d+)-(\d+)", header.strip())
+    if not match or int(match[1]) > int(match[2]) or int(match[2]) >= size:
+        raise invalid_argument("The x-amz-copy-source-range value must be of the form bytes=first-last where "
+                               "first and last are the zero-based offsets of the first and last bytes to copy")
+    return int(match[1]), int(match[2]) + 1
+

@@ -1,0 +1,110 @@
+"""Real S3 clients against a real ``casstor serve --s3`` process: rclone (Debian's package) and s3fs/fsspec.
+
+rclone is configured by ``RCLONE_CONFIG_*`` variables only (no config
+file); its ``sync`` goes both ways, with a file above its multipart cutoff,
+and ``rclone check`` (sizes and MD5 hashes, its default) must find no
+difference. s3fs is casstor's own URL layer (:mod:`casstor_ops.store.trees.locations`)
+pointed at casstor itself with a 0600 ``--storage-options-file``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from casstor_ops.store.trees.locations import read_storage_options_file, resolve
+
+from .support import spark_submit
+from .test_s3 import KEY, SECRET, credentials, s3, server  # noqa: F401 - the S3 server and clients
+
+RCLONE = shutil.which("rclone")
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    files = {"a.txt": b"alpha\n", "sub/b.bin": os.urandom(300_000), "sub/deeper/c.bin": os.urandom(12 * 1024 * 1024),
+             "space name.txt": b"spaces", "empty.txt": b""}
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return files
+
+
+def _rclone(server, *args: str) -> subprocess.CompletedProcess:
+    # rclone's s3 backend cannot use a custom CA bundle with its own transport (LoadCustomCABundleError): plain HTTP.
+    env = {**{k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}, "RCLONE_CONFIG_CAS_TYPE": "s3", "RCLONE_CONFIG_CAS_PROVIDER": "Other",
+           "RCLONE_CONFIG_CAS_ACCESS_KEY_ID": KEY, "RCLONE_CONFIG_CAS_SECRET_ACCESS_KEY": SECRET,
+           "RCLONE_CONFIG_CAS_ENDPOINT": f"http://{server.host}:{server.port}", "RCLONE_CONFIG_CAS_REGION": "us-east-1",
+           "RCLONE_CONFIG": "/dev/null"}
+    return subprocess.run([RCLONE, "--s3-upload-cutoff", "5M", "--s3-chunk-size", "5M", *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_rclone_syncs_a_tree_in_and_out_and_check_finds_no_difference(server, s3, tmp_path):
+    assert RCLONE is not None, "rclone is not installed (Debian's package rclone)"
+    s3.create_bucket(Bucket="rclone")
+    files = _tree(tmp_path / "in")
+    for args in (("sync", str(tmp_path / "in"), "cas:rclone/tree"), ("check", str(tmp_path / "in"), "cas:rclone/tree"),
+                 ("sync", "cas:rclone/tree", str(tmp_path / "out"))):
+        done = _rclone(server, *args)
+        assert done.returncode == 0, done.stderr
+    assert "0 differences found" in done.stderr or "0 differences found" in _rclone(
+        server, "check", str(tmp_path / "in"), "cas:rclone/tree").stderr
+    for name, data in files.items():
+        assert (tmp_path / "out" / name).read_bytes() == data, name
+    assert s3.head_object(Bucket="rclone", Key="tree/sub/deeper/c.bin")["ETag"].endswith('-3"')  # multipart
+
+
+def test_s3fs_through_casstors_url_layer_round_trips_a_tree(server, s3, tmp_path):
+    s3.create_bucket(Bucket="fsspec")
+    options_file = tmp_path / "s3.options"
+    options_file.write_text(json.dumps({"endpoint_url": f"http://{server.host}:{server.port}", "key": KEY,
+                                        "secret": SECRET, "client_kwargs": {"region_name": "us-east-1"}}))
+    options_file.chmod(0o600)
+    location = resolve("s3://fsspec/tree/", read_storage_options_file(str(options_file)))
+    root = location.path + "/"
+    files = _tree(tmp_path / "in")
+    for name, data in files.items():
+        location.fs.pipe_file(f"{root}{name}", data)
+    location.fs.invalidate_cache()
+    found = sorted(p.removeprefix(root) for p in location.fs.find(location.path))
+    assert found == sorted(files)
+    for name, data in files.items():
+        assert location.fs.cat_file(f"{root}{name}") == data, name
+    assert location.fs.info(f"{root}sub/b.bin")["size"] == 300_000
+    location.fs.rm(f"{root}a.txt")
+    location.fs.invalidate_cache()
+    assert not location.fs.exists(f"{root}a.txt")
+
+
+SPARK_JOB = '''
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+df = spark.range(5000).selectExpr("id", "id * 2 AS twice", "cast(id AS string) AS name", "rand(7) AS noise")
+df.write.mode("overwrite").parquet(sys.argv[1])
+back = spark.read.parquet(sys.argv[1])
+same = sorted(map(tuple, back.collect())) == sorted(map(tuple, df.collect()))
+print("ROUNDTRIP", "equal" if same else "different", back.count())
+'''
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.3.4"  # pyspark 3.5's Hadoop; it brings aws-java-sdk-bundle 1.12.262
+
+
+def test_spark_s3a_writes_a_dataframe_as_parquet_and_reads_it_back_equal(server, s3, tmp_path):
+    s3.create_bucket(Bucket="sparky")
+    job = tmp_path / "s3a_roundtrip.py"
+    job.write_text(SPARK_JOB)
+    conf = {"spark.jars.packages": HADOOP_AWS, "spark.jars.ivy": str(Path.home() / ".cache" / "casstor" / "ivy"),
+            "spark.hadoop.fs.s3a.endpoint": f"http://{server.host}:{server.port}",
+            "spark.hadoop.fs.s3a.path.style.access": "true", "spark.hadoop.fs.s3a.access.key": KEY,
+            "spark.hadoop.fs.s3a.secret.key": SECRET, "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+            "spark.hadoop.fs.s3a.endpoint.region": "us-east-1", "spark.hadoop.fs.s3a.attempts.maximum": "1"}
+    code, output = spark_submit(*[arg for name, value in conf.items() for arg in ("--conf", f"{name}={value}")],
+                                str(job), "s3a://sparky/frame.parquet", timeout=1200)
+    assert code == 0, output[-5000:]
+    assert "ROUNDTRIP equal 5000" in output, output[-5000:]
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="sparky", Prefix="frame.parquet/")["Contents"]]
+    assert "frame.parquet/_SUCCESS" in keys and any(k.endswith(".parquet") for k in keys), keys
+    assert not [k for k in keys if "_temporary" in k], keys

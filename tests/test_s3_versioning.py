@@ -1,0 +1,44 @@
+"""S3 versioning on the store's history, through a real ``casstor serve --s3`` process and boto3."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from casstor_ops.store.history.forget import forget
+from casstor_ops.store.namespace.entries import Namespace
+from casstor_ops.store.schema import require_settings
+
+from .test_s3 import _code, credentials, s3, server  # noqa: F401 - the S3 server and clients
+
+
+def test_versions_are_listed_read_by_id_kept_by_forget_and_dropped_one_by_one(s3, cql):
+    s3.create_bucket(Bucket="vers")
+    assert "Status" not in s3.get_bucket_versioning(Bucket="vers")
+    s3.put_bucket_versioning(Bucket="vers", VersioningConfiguration={"Status": "Enabled"})
+    assert s3.get_bucket_versioning(Bucket="vers")["Status"] == "Enabled"
+    for body in (b"one", b"two", b"three"):
+        s3.put_object(Bucket="vers", Key="doc.txt", Body=body)
+    s3.delete_object(Bucket="vers", Key="doc.txt")
+    listed = s3.list_object_versions(Bucket="vers")
+    versions, markers = listed["Versions"], listed["DeleteMarkers"]
+    assert [v["Size"] for v in versions] == [5, 3, 3] and not any(v["IsLatest"] for v in versions)
+    assert len(markers) == 1 and markers[0]["IsLatest"] and markers[0]["Key"] == "doc.txt"
+    with pytest.raises(ClientError) as err:
+        s3.get_object(Bucket="vers", Key="doc.txt")
+    assert _code(err) == "NoSuchKey"
+    oldest = versions[-1]["VersionId"]
+    got = s3.get_object(Bucket="vers", Key="doc.txt", VersionId=oldest)
+    assert got["Body"].read() == b"one" and got["VersionId"] == oldest
+    assert s3.head_object(Bucket="vers", Key="doc.txt", VersionId=versions[0]["VersionId"])["ContentLength"] == 5
+    with pytest.raises(ClientError) as err:
+        s3.get_object(Bucket="vers", Key="doc.txt", VersionId="not-a-version")
+    assert _code(err) == "NoSuchVersion"
+    # forget long after: the bucket's policy (keep every version) keeps them all.
+    forget(cql, Namespace.for_session(cql, require_settings(cql).directory_rows), "vers/", now=4e9)
+    assert len(s3.list_object_versions(Bucket="vers")["Versions"]) == 3
+    s3.delete_object(Bucket="vers", Key="doc.txt", VersionId=oldest)
+    assert [v["Size"] for v in s3.list_object_versions(Bucket="vers")["Versions"]] == [5, 3]
+    with pytest.raises(ClientError) as err:
+        s3.get_object(Bucket="vers", Key="doc.txt", VersionId=oldest)
+    assert _code(err) == "NoSuchVersion"
