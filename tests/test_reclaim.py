@@ -6,6 +6,7 @@ import random
 import re
 import threading
 import time
+import uuid
 from dataclasses import replace
 
 import pytest
@@ -22,9 +23,11 @@ from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.api import Store
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store import commit as commit_module
+from casstor_ops.store.history.forget import forget
+from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.statements import Statements
 
-from .support import head_rows, put, restored, run_casstor, spark_submit
+from .support import SESSION_SETTINGS, head_rows, put, restored, run_casstor, spark_submit
 
 KiB = 1024
 
@@ -59,6 +62,20 @@ def shared_corpus(seed: int = 1) -> dict[str, bytes]:
             "c": rng.randbytes(400 * KiB), "d": base[:300 * KiB] + rng.randbytes(200 * KiB)}
 
 
+def past_the_grace(cql) -> None:
+    """Shorten the commit bound to 1 s and wait past forget's grace (2 x the bound): every superseded version and
+    delete marker written so far is forgettable, so the next forget (reclaim's own, run first) drops it."""
+    set_commit_bound(cql, 1)
+    time.sleep(2.5)
+
+
+def forget_superseded(cql) -> None:
+    """Drop every superseded version and delete marker with its block list, as forget does (``make_plan`` and
+    ``execute`` alone do not forget): what those versions alone named is garbage from then on."""
+    past_the_grace(cql)
+    forget(cql, Namespace.for_session(cql, SESSION_SETTINGS.directory_rows))
+
+
 def make_garbage(store: Store) -> dict[str, bytes]:
     """Four files sharing blocks; b overwritten, c removed. Returns the committed contents."""
     files = shared_corpus()
@@ -72,8 +89,12 @@ def make_garbage(store: Store) -> dict[str, bytes]:
 
 
 def test_plan_then_execute_removes_exactly_the_garbage(store, spark, capsys) -> None:
+    """Injects garbage: b overwritten and c removed, then forgotten (a dry run plans before forget, so the
+    superseded versions are forgotten first). Checks the dry run plans exactly the blocks no head names and deletes
+    nothing, and the reclaim then deletes exactly those, leaves no stale list and every file restores."""
     cql = store.session
     files = make_garbage(store)
+    forget_superseded(cql)
     before = index_rows(cql)
     referenced = head_references(cql)
     garbage = set(before) - referenced
@@ -88,14 +109,12 @@ def test_plan_then_execute_removes_exactly_the_garbage(store, spark, capsys) -> 
     assert re.search(rf"garbage: to delete +{len(garbage):,} ", out)
     assert {bytes(r.hash) for r in plan.candidate_rows.collect()} == garbage
     assert (plan.kept.blocks, plan.missing.blocks) == (len(referenced), 0)
-    assert plan.stale_lists == 0  # b's old list is younger than 2 x the commit bound
+    assert plan.stale_lists == 0  # forget dropped b's superseded and c's removed lists with their versions
     assert index_rows(cql) == before and content_keys(cql) == set(before)
 
-    set_commit_bound(cql, 1)
-    time.sleep(2.5)  # the block lists of b (superseded) and c (removed) are now older than 2 x bound
     done = reclaim(spark, cql)
     assert done.exit_code == 0
-    # Forget, run first, dropped b's superseded and c's removed versions with their lists: none is left stale.
+    # Forget dropped b's superseded and c's removed versions with their lists: none is left stale.
     assert (done.stats.deleted.blocks, done.stats.deleted_lists) == (len(garbage), 0)
     assert "reclaim done" in capsys.readouterr().out
     assert set(index_rows(cql)) == referenced == content_keys(cql)
@@ -107,11 +126,13 @@ def test_plan_then_execute_removes_exactly_the_garbage(store, spark, capsys) -> 
 
 
 def test_plan_reads_the_heads_once(store, spark, monkeypatch) -> None:
-    """Injects an overwrite of a file in the middle of planning, after the referenced blocks were computed and
-    before the stale block lists are. Checks that the plan stays one picture: the old version, a head for its
-    blocks (kept), is not a stale block list either (two readings of the heads deleted its list, so nothing
-    named those blocks any more; the soak then found them kept without a reason). The next plan sees the
-    overwrite: the old list is stale and its own blocks are garbage."""
+    """Injects, in the middle of planning (after the referenced blocks were computed, before the stale block
+    lists are), an overwrite of a file and a forget of the old version that dropped its row and not yet its list
+    (a ``casstor forget`` running beside a dry run, or killed between its two deletes). Checks that the plan
+    stays one picture: the old version, retained for its blocks (kept), is not a stale block list either (two
+    readings of the retained versions deleted its list, so nothing named those blocks any more; the soak then
+    found them kept without a reason). The next plan sees the drop: the old list is stale and its own blocks are
+    garbage."""
     cql = store.session
     put(store, "x", random.Random(21).randbytes(200 * KiB))
     old_version = str(store.stat("x").version)
@@ -122,6 +143,8 @@ def test_plan_reads_the_heads_once(store, spark, monkeypatch) -> None:
 
     def overwrite_first(*args, **kwargs):
         put(store, "x", random.Random(22).randbytes(200 * KiB))
+        version = uuid.UUID(old_version)
+        cql.execute(Statements.for_session(cql).delete_version_at, (version_micros(version), "x", version))
         return real_stale_block_lists(*args, **kwargs)
 
     monkeypatch.setattr(reclaim_module, "stale_block_lists", overwrite_first)
@@ -136,8 +159,13 @@ def test_plan_reads_the_heads_once(store, spark, monkeypatch) -> None:
 
 
 def test_missing_blocks_stop_reclaim_unless_forced(store, spark) -> None:
+    """Injects a head's block lost (content and index row) and another's index row lost, beside garbage that
+    reclaim's forget frees (b overwritten, c removed, past the grace). Checks reclaim refuses and deletes
+    nothing, then with ``force`` reports 1 missing and 1 repairable, repairs the index row and deletes the
+    garbage."""
     cql = store.session
     make_garbage(store)
+    past_the_grace(cql)
     lost, unindexed = sorted(head_references(cql))[:2]
     cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (lost,))
     cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.existing_blocks WHERE hash = ?"), (lost,))
@@ -170,8 +198,13 @@ def test_job_exit_code_and_one_line_error_for_missing_blocks(store, spark) -> No
 
 
 def test_offline_window_refuses_writers_and_a_crash_resumes(store, spark, tmp_path, monkeypatch, capsys) -> None:
+    """Injects a crash of an offline reclaim between its index deletes and its content deletes (garbage: b
+    overwritten and c removed, past the grace, so reclaim's forget frees it). Checks the window stays open and
+    refuses writers with one line, and a re-run resumes, finds the content whose index row the crash deleted and
+    leaves exactly the heads' blocks."""
     cql = store.session
     files = make_garbage(store)
+    past_the_grace(cql)
     referenced = head_references(cql)
     real_apply = reclaim_module._apply
 
@@ -271,6 +304,7 @@ def test_online_reclaim_beside_writers(store, spark, capsys) -> None:
         put(store, f"old/{i}", segment + rng.randbytes(50 * KiB))
         store.remove(f"old/{i}")
     files = make_garbage(store)
+    forget_superseded(cql)  # the writers' own superseded versions are kept by the grace during the reclaim
     garbage_before = set(index_rows(cql)) - head_references(cql)
     set_commit_bound(cql, 3)
     began_us = int(time.time() * 1_000_000)
@@ -307,7 +341,8 @@ def test_online_scan_keeps_content_indexed_during_the_wait(store, spark) -> None
     """Injects a block row without index row (a store between its content and its index write, or a crashed
     reclaim) that a writer indexes while an online ``--scan-blocks`` reclaim waits (after its index tombstones
     at T); checks that the block is rescued (content and index row kept, never an index row without content),
-    while a content-only row nobody indexed and indexed garbage are still deleted."""
+    while a content-only row nobody indexed and indexed garbage (a removed file's, forgotten by the reclaim) are
+    still deleted."""
     cql = store.session
     st = Statements.for_session(cql)
     put(store, "kept", random.Random(11).randbytes(100 * KiB))
@@ -317,7 +352,7 @@ def test_online_scan_keeps_content_indexed_during_the_wait(store, spark) -> None
     late, orphan = (random.Random(13).randbytes(30 * KiB), random.Random(14).randbytes(30 * KiB))
     for content in (late, orphan):
         cql.execute(st.insert_block, (block_hash(content), len(content), None, content))
-    set_commit_bound(cql, 1)
+    past_the_grace(cql)  # reclaim's forget drops gone's version and marker: its blocks are garbage
 
     def index_late_block_during_the_wait(message: str) -> None:
         if message.startswith("waiting") and "for stores" in message:
@@ -336,7 +371,8 @@ def test_a_late_head_write_checks_its_blocks_again(store, spark, monkeypatch, si
     """Injects a head write held back from just after the store's bound check until an online reclaim has
     re-read the heads and deleted the blocks the version names (as if it waited behind other requests in the
     connection's queue, or on a stalled node): the blocks were garbage, still indexed, when the store found
-    them. Checks that the store, acknowledged that late, checks its blocks again and uploads them again: the
+    them (a removed file's, past forget's grace, so the reclaim's forget drops its versions). Checks that the
+    store, acknowledged that late, checks its blocks again and uploads them again: the
     file restores and every block it names is stored. Without that check its head names deleted blocks. The
     same for a file of one block under the chunker's minimum, which its store does not claim."""
     cql = store.session
@@ -344,7 +380,7 @@ def test_a_late_head_write_checks_its_blocks_again(store, spark, monkeypatch, si
     put(store, "old", data)
     store.remove("old")
     blocks = set(index_rows(cql))
-    set_commit_bound(cql, 1)
+    past_the_grace(cql)  # reclaim's forget drops old's version and marker: its blocks are garbage
     insert_version = Statements.for_session(cql).insert_version
     held, released = threading.Event(), threading.Event()
     real_execute = cql.execute
