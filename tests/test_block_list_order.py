@@ -26,6 +26,7 @@ from casstor_ops.spark.bulk_restore import restore_many
 from casstor_ops.store import restore as restore_module
 from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.namespace.entries import version_micros
 from casstor_ops.store.restore import Restore
 from casstor_ops.store.statements import Statements
 
@@ -129,8 +130,8 @@ class _ListGoneFirst(Restore):
 
 
 def test_a_list_reclaimed_before_its_check_is_a_change_not_corruption(store: Store, cql) -> None:
-    """Injects, before the block list is read, an overwrite of the file and the deletion of the old version's
-    list (what an online reclaim does to a superseded version); checks the list found short is FileChangedError
+    """Injects, before the block list is read, an overwrite of the file and the deletion of the old version's row
+    and then its list (what forget does to a superseded version); checks the list found short is FileChangedError
     (exit 12), as before the list was checked whole, and nothing is written."""
     store.put(io.BytesIO(os.urandom(SIZE)), "changing/list")
     old = store.stat("changing/list")
@@ -138,6 +139,7 @@ def test_a_list_reclaimed_before_its_check_is_a_change_not_corruption(store: Sto
 
     def overwrite_and_reclaim() -> None:
         store.put(io.BytesIO(b"new content"), "changing/list")
+        cql.execute(st.delete_version_at, (version_micros(old.version), "changing/list", old.version))
         cql.execute(st.delete_block_list_at, (time.time_ns() // 1000, "changing/list", old.version))
 
     out = io.BytesIO()

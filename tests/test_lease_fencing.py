@@ -29,7 +29,8 @@ from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
 
 from .support import CASSTOR
-from .test_reclaim import KiB, content_keys, index_rows, make_garbage, put, restored, shared_corpus
+from .test_reclaim import (KiB, content_keys, forget_superseded, index_rows, make_garbage, put, restored,
+                           shared_corpus)
 
 MiB = 1024 * KiB
 LEASE_ENV = {"CASSTOR_LEASE_TTL_S": "6", "CASSTOR_HEARTBEAT_S": "2"}
@@ -54,12 +55,14 @@ def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 120)
 def test_a_store_paused_past_its_lease_ttl_commits_nothing(store, spark) -> None:
     """Injects: a ``casstor store`` subprocess (lease TTL 6 s) of removed file c's content and then random data,
     read from stdin, SIGSTOPped once its lease row exists and it writes blocks of its own (so it has found c's
-    blocks stored), while an offline reclaim waits for the lease to expire and deletes c's blocks (no head names
-    them); then SIGCONT and the end of the source.
+    blocks stored), while an offline reclaim waits for the lease to expire and deletes c's blocks (no version
+    names them: c's were forgotten before the store began); then SIGCONT and the end of the source.
     Checks: the store exits 11 with one ``casstor:`` line and no traceback, 'big' is still its previous version,
     and every committed file restores byte-exact (without the fence, 'big' names c's deleted blocks)."""
     cql = store.session
     files = make_garbage(store)
+    forget_superseded(cql)
+    set_commit_bound(cql, SAFETY.commit_bound_s)  # the store relies on its checks for the usual bound
     removed = shared_corpus()["c"]
     files["big"] = random.Random(3).randbytes(300 * KiB)
     put(store, "big", files["big"])
