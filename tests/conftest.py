@@ -23,6 +23,8 @@ from casstor_ops.store.statements import Statements
 
 from .support import INLINE_MAX, SESSION_SETTINGS, TEST_PORTS, THREE_NODE_PORTS
 
+pytest_plugins = ["tests.s3_support"]  # the S3 server and clients of every tests/test_s3*.py
+
 # Every table a test may fill (emptied by ``empty_store``).
 _TABLES = [(DATA_KS, "blocks"), (DATA_KS, "existing_blocks"), (DATA_KS, "block_claims"), (META_KS, "versions"),
            (META_KS, "dir_entries"), (META_KS, "directories"), (META_KS, "retention"), (META_KS, "snapshots"),

@@ -11,53 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import boto3
 import pytest
 from botocore.client import Config
 from botocore.exceptions import ClientError
 
-from casstor_ops.serve.process import ServerProcess
-
-KEY, SECRET = "AKIACASSTORTEST", "casstor-test-secret/key+1"
-# The aws CLI that `make setup` installs (.venv/tools), else one on the PATH.
-AWS = shutil.which("aws", path=os.pathsep.join([str(Path(__file__).resolve().parents[1] / ".venv" / "tools" / "bin"),
-                                                 os.environ.get("PATH", "")]))
-
-
-@pytest.fixture(scope="module")
-def credentials(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("s3") / "credentials"
-    path.write_text(f"[test]\naws_access_key_id = {KEY}\naws_secret_access_key = {SECRET}\n")
-    path.chmod(0o600)
-    return path
-
-
-@pytest.fixture(scope="module")
-def server(cql, credentials: Path) -> Iterator[ServerProcess]:
-    running = ServerProcess("--s3", "--s3-credentials", str(credentials), "--lease-reuse", "2")
-    yield running
-    code, log = running.stop()
-    print(log)  # shown with a failure
-    assert code == 0, log
-
-
-@pytest.fixture(scope="module")
-def s3(server: ServerProcess):
-    return boto3.client("s3", region_name="us-east-1", endpoint_url=f"http://{server.host}:{server.port}",
-                                   aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                                   config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
-                                                 retries={"max_attempts": 1}))
-
-
-def _code(err: pytest.ExceptionInfo) -> str:
-    return err.value.response["Error"]["Code"]
-
+from .s3_support import AWS, KEY, aws, error_code
 
 def test_buckets_are_created_listed_and_deleted_only_when_empty(s3):
     s3.create_bucket(Bucket="bkt-life")
@@ -65,11 +26,11 @@ def test_buckets_are_created_listed_and_deleted_only_when_empty(s3):
     s3.head_bucket(Bucket="bkt-life")
     with pytest.raises(ClientError) as err:
         s3.create_bucket(Bucket="bkt-life")
-    assert _code(err) == "BucketAlreadyOwnedByYou"
+    assert error_code(err) == "BucketAlreadyOwnedByYou"
     s3.put_object(Bucket="bkt-life", Key="a/b.txt", Body=b"x")
     with pytest.raises(ClientError) as err:
         s3.delete_bucket(Bucket="bkt-life")
-    assert _code(err) == "BucketNotEmpty"
+    assert error_code(err) == "BucketNotEmpty"
     s3.delete_object(Bucket="bkt-life", Key="a/b.txt")
     s3.delete_bucket(Bucket="bkt-life")
     with pytest.raises(ClientError) as err:
@@ -77,7 +38,7 @@ def test_buckets_are_created_listed_and_deleted_only_when_empty(s3):
     assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
     with pytest.raises(ClientError) as err:
         s3.create_bucket(Bucket="Bad_Name")
-    assert _code(err) == "InvalidBucketName"
+    assert error_code(err) == "InvalidBucketName"
 
 
 def test_put_get_head_delete_byte_exact_with_metadata(s3):
@@ -95,10 +56,10 @@ def test_put_get_head_delete_byte_exact_with_metadata(s3):
     s3.delete_object(Bucket="objects", Key="dir/f5 é.bin")
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="objects", Key="dir/f5 é.bin")
-    assert _code(err) == "NoSuchKey"
+    assert error_code(err) == "NoSuchKey"
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="no-such-bucket", Key="x")
-    assert _code(err) == "NoSuchBucket"
+    assert error_code(err) == "NoSuchBucket"
 
 
 def test_range_and_conditional_gets(s3):
@@ -109,11 +70,11 @@ def test_range_and_conditional_gets(s3):
     assert s3.get_object(Bucket="ranges", Key="r", Range="bytes=-5")["Body"].read() == body[-5:]
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="ranges", Key="r", Range=f"bytes={len(body)}-")
-    assert _code(err) == "InvalidRange"
+    assert error_code(err) == "InvalidRange"
     assert s3.get_object(Bucket="ranges", Key="r", IfMatch=etag)["Body"].read() == body
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="ranges", Key="r", IfMatch='"0000"')
-    assert _code(err) == "PreconditionFailed"
+    assert error_code(err) == "PreconditionFailed"
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="ranges", Key="r", IfNoneMatch=etag)
     assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 304
@@ -123,7 +84,7 @@ def test_range_and_conditional_gets(s3):
     assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 304
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="ranges", Key="r", IfUnmodifiedSince=modified.replace(year=2000))
-    assert _code(err) == "PreconditionFailed"
+    assert error_code(err) == "PreconditionFailed"
 
 
 def test_list_objects_v2_with_delimiter_and_pagination_and_v1(s3):
@@ -194,46 +155,39 @@ def test_presigned_get_and_refusals(s3, server):
                                                  retries={"max_attempts": 1}))
     with pytest.raises(ClientError) as err:
         wrong.get_object(Bucket="presigned", Key="p.txt")
-    assert _code(err) == "SignatureDoesNotMatch"
+    assert error_code(err) == "SignatureDoesNotMatch"
 
 
 def test_a_wrong_content_md5_or_checksum_stores_nothing(s3):
     s3.create_bucket(Bucket="digests")
     with pytest.raises(ClientError) as err:
         s3.put_object(Bucket="digests", Key="bad", Body=b"abc", ContentMD5="XUFAKrxLKna5cZ2REBfFkg==")
-    assert _code(err) == "BadDigest"
+    assert error_code(err) == "BadDigest"
     with pytest.raises(ClientError) as err:
         s3.put_object(Bucket="digests", Key="bad", Body=b"abc", ChecksumCRC32="AAAAAA==")
-    assert _code(err) == "BadDigest"
+    assert error_code(err) == "BadDigest"
     with pytest.raises(ClientError):
         s3.head_object(Bucket="digests", Key="bad")
 
 
-def _aws(server: ServerProcess, credentials: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_PROFILE": "test",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/dev/null"}
-    return subprocess.run([AWS, "--endpoint-url", f"http://{server.host}:{server.port}", *args], env=env,
-                          capture_output=True, text=True, timeout=300, check=True)
-
-
 def test_the_aws_cli_copies_lists_and_syncs_a_tree(server, credentials, tmp_path):
     assert AWS is not None, "the aws CLI is not installed: run make setup"
-    _aws(server, credentials, "s3", "mb", "s3://cli")
+    aws(server, credentials, "s3", "mb", "s3://cli")
     tree = tmp_path / "in"
     (tree / "sub" / "deeper").mkdir(parents=True)
     files = {"a.txt": b"alpha\n", "sub/b.bin": os.urandom(200_000), "sub/deeper/c.bin": os.urandom(7 * 1024 * 1024),
              "space name.txt": b"spaces"}  # under the CLI's 8 MB multipart threshold (not supported yet)
     for name, data in files.items():
         (tree / name).write_bytes(data)
-    _aws(server, credentials, "s3", "cp", str(tree / "a.txt"), "s3://cli/single/a.txt")
-    _aws(server, credentials, "s3", "cp", "s3://cli/single/a.txt", str(tmp_path / "a.back"))
+    aws(server, credentials, "s3", "cp", str(tree / "a.txt"), "s3://cli/single/a.txt")
+    aws(server, credentials, "s3", "cp", "s3://cli/single/a.txt", str(tmp_path / "a.back"))
     assert (tmp_path / "a.back").read_bytes() == files["a.txt"]
-    _aws(server, credentials, "s3", "sync", str(tree), "s3://cli/tree")
-    listed = _aws(server, credentials, "s3", "ls", "--recursive", "s3://cli/tree/").stdout
+    aws(server, credentials, "s3", "sync", str(tree), "s3://cli/tree")
+    listed = aws(server, credentials, "s3", "ls", "--recursive", "s3://cli/tree/").stdout
     assert sorted(line.split(maxsplit=3)[3] for line in listed.splitlines()) == sorted(f"tree/{n}" for n in files)
     back = tmp_path / "out"
-    _aws(server, credentials, "s3", "sync", "s3://cli/tree", str(back))
+    aws(server, credentials, "s3", "sync", "s3://cli/tree", str(back))
     for name, data in files.items():
         assert (back / name).read_bytes() == data, name
-    head = _aws(server, credentials, "s3api", "head-object", "--bucket", "cli", "--key", "tree/sub/b.bin").stdout
+    head = aws(server, credentials, "s3api", "head-object", "--bucket", "cli", "--key", "tree/sub/b.bin").stdout
     assert '"ContentLength": 200000' in head

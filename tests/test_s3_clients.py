@@ -18,7 +18,7 @@ from pathlib import Path
 from casstor_ops.store.trees.locations import read_storage_options_file, resolve
 
 from .support import spark_submit
-from .test_s3 import KEY, SECRET, credentials, s3, server  # noqa: F401 - the S3 server and clients
+from .s3_support import KEY, SECRET
 
 RCLONE = shutil.which("rclone")
 

@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 
 from casstor_ops.serve.process import ServerProcess
 
-from .test_s3 import KEY, SECRET, credentials  # noqa: F401 - the credentials file
+from .s3_support import KEY, SECRET
 
 ROUNDS = 20
 

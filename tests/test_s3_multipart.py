@@ -21,7 +21,7 @@ from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.schema import require_settings
 from casstor_ops.store.statements import Statements
 
-from .test_s3 import AWS, _aws, _code, credentials, s3, server  # noqa: F401 - the S3 server and clients
+from .s3_support import AWS, aws, error_code
 
 MiB = 1024 * 1024
 
@@ -94,13 +94,13 @@ def test_list_parts_list_uploads_abort_and_the_refusals(s3):
         with pytest.raises(ClientError) as err:
             s3.complete_multipart_upload(Bucket="mp-list", Key="dir/x.bin", UploadId=upload_id,
                                          MultipartUpload={"Parts": listed})
-        assert _code(err) == code
+        assert error_code(err) == code
     s3.upload_part(Bucket="mp-list", Key="dir/x.bin", UploadId=upload_id, PartNumber=2, Body=small)
     with pytest.raises(ClientError) as err:  # part 2 is under 5 MiB and not the last
         s3.complete_multipart_upload(Bucket="mp-list", Key="dir/x.bin", UploadId=upload_id, MultipartUpload={
             "Parts": [{"PartNumber": n, "ETag": p} for n, p in
                       [(1, first), (2, parts[1]["ETag"]), (3, parts[1]["ETag"])]]})
-    assert _code(err) == "EntityTooSmall"
+    assert error_code(err) == "EntityTooSmall"
     with pytest.raises(ClientError) as err:
         s3.head_object(Bucket="mp-list", Key="dir/x.bin")  # nothing committed by the refusals
     s3.abort_multipart_upload(Bucket="mp-list", Key="dir/x.bin", UploadId=upload_id)
@@ -110,7 +110,7 @@ def test_list_parts_list_uploads_abort_and_the_refusals(s3):
                  lambda: s3.list_parts(Bucket="mp-list", Key="y.bin", UploadId="not-an-upload")):
         with pytest.raises(ClientError) as err:
             call()
-        assert _code(err) == "NoSuchUpload"
+        assert error_code(err) == "NoSuchUpload"
     assert [u["Key"] for u in s3.list_multipart_uploads(Bucket="mp-list")["Uploads"]] == ["y.bin"]
 
 
@@ -141,9 +141,9 @@ def test_boto3_upload_file_and_the_aws_cli_go_multipart_both_ways(s3, server, cr
     assert s3.head_object(Bucket="mp-cli", Key="boto3.bin")["ETag"].endswith('-5"')
     s3.download_file("mp-cli", "boto3.bin", str(tmp_path / "boto3.back"), Config=config)
     assert (tmp_path / "boto3.back").read_bytes() == data
-    _aws(server, credentials, "s3", "cp", str(tmp_path / "in.bin"), "s3://mp-cli/cli.bin")
+    aws(server, credentials, "s3", "cp", str(tmp_path / "in.bin"), "s3://mp-cli/cli.bin")
     assert s3.head_object(Bucket="mp-cli", Key="cli.bin")["ETag"].endswith('-3"')  # the CLI's 8 MB parts
-    _aws(server, credentials, "s3", "cp", "s3://mp-cli/cli.bin", str(tmp_path / "cli.back"))
+    aws(server, credentials, "s3", "cp", "s3://mp-cli/cli.bin", str(tmp_path / "cli.back"))
     assert (tmp_path / "cli.back").read_bytes() == data
 
 
@@ -162,4 +162,4 @@ def test_forget_drops_an_abandoned_uploads_parts_after_the_documented_age(s3, cq
     assert list(entries_under(cql, st, prefix)) == []
     with pytest.raises(ClientError) as err:
         s3.list_parts(Bucket="mp-old", Key="left.bin", UploadId=upload_id)
-    assert _code(err) == "NoSuchUpload"
+    assert error_code(err) == "NoSuchUpload"

@@ -9,7 +9,7 @@ from casstor_ops.store.history.forget import forget
 from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.schema import require_settings
 
-from .test_s3 import _code, credentials, s3, server  # noqa: F401 - the S3 server and clients
+from .s3_support import error_code
 
 
 def test_versions_are_listed_read_by_id_kept_by_forget_and_dropped_one_by_one(s3, cql):
@@ -26,14 +26,14 @@ def test_versions_are_listed_read_by_id_kept_by_forget_and_dropped_one_by_one(s3
     assert len(markers) == 1 and markers[0]["IsLatest"] and markers[0]["Key"] == "doc.txt"
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="vers", Key="doc.txt")
-    assert _code(err) == "NoSuchKey"
+    assert error_code(err) == "NoSuchKey"
     oldest = versions[-1]["VersionId"]
     got = s3.get_object(Bucket="vers", Key="doc.txt", VersionId=oldest)
     assert got["Body"].read() == b"one" and got["VersionId"] == oldest
     assert s3.head_object(Bucket="vers", Key="doc.txt", VersionId=versions[0]["VersionId"])["ContentLength"] == 5
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="vers", Key="doc.txt", VersionId="not-a-version")
-    assert _code(err) == "NoSuchVersion"
+    assert error_code(err) == "NoSuchVersion"
     # forget long after: the bucket's policy (keep every version) keeps them all.
     forget(cql, Namespace.for_session(cql, require_settings(cql).directory_rows), "vers/", now=4e9)
     assert len(s3.list_object_versions(Bucket="vers")["Versions"]) == 3
@@ -41,4 +41,4 @@ def test_versions_are_listed_read_by_id_kept_by_forget_and_dropped_one_by_one(s3
     assert [v["Size"] for v in s3.list_object_versions(Bucket="vers")["Versions"]] == [5, 3]
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="vers", Key="doc.txt", VersionId=oldest)
-    assert _code(err) == "NoSuchVersion"
+    assert error_code(err) == "NoSuchVersion"

@@ -30,7 +30,6 @@ commit's own failures as :mod:`casstor_ops.store.commit` says.
 from __future__ import annotations
 
 import io
-import time
 from collections.abc import Callable
 
 from cassandra.cluster import Session
