@@ -136,6 +136,7 @@ def test_reclaim_keeps_every_inline_and_block_file(short_bound, spark) -> None:
     for file_id, data in {"blk/c": b"now inline", "in/c": rng.randbytes(40 * KiB)}.items():
         files[file_id] = data
         put(store, file_id, data)
+    time.sleep(2.5)  # the overwritten versions are past forget's grace (2 x the bound): reclaim forgets them
     doomed = garbage(cql)
     online = reclaim(spark, cql, online=True, log=lambda msg: None)
     assert online.exit_code == 0 and online.plan.missing.blocks == 0
