@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-all bench experiments stop clean
+.PHONY: setup demo test test-all s3-compat bench experiments stop clean
 
 setup: $(STAMP)
 	@$(PY) -m casstor_ops.cluster.install
@@ -33,6 +33,10 @@ test: setup
 test-all: setup
 	@$(PY) -m pytest tests/unit
 	@$(PY) -m pytest --ignore=tests/unit
+
+# The S3 compatibility suite's subset (docs/s3.md) on a node and server of its own; its venv is .venv/s3tests.
+s3-compat: setup
+	@$(PY) -m bench.s3_compat
 
 bench: setup
 	@$(PY) -m bench.store_restore

@@ -42,3 +42,23 @@ def test_versions_are_listed_read_by_id_kept_by_forget_and_dropped_one_by_one(s3
     with pytest.raises(ClientError) as err:
         s3.get_object(Bucket="vers", Key="doc.txt", VersionId=oldest)
     assert error_code(err) == "NoSuchVersion"
+
+
+def test_a_truncated_version_listing_pages_on_with_the_markers_it_returns(s3):
+    """Pages ListObjectVersions as the S3 compatibility suite's cleanup does (KeyMarker and VersionIdMarker
+    from the previous page, as given): a truncated page without NextVersionIdMarker made botocore refuse
+    the next request (ParamValidationError), which left a bucket behind and failed every later test."""
+    s3.create_bucket(Bucket="vers-pages")
+    s3.put_bucket_versioning(Bucket="vers-pages", VersioningConfiguration={"Status": "Enabled"})
+    for key in ("a", "b", "c"):
+        for body in (b"1", b"22"):
+            s3.put_object(Bucket="vers-pages", Key=key, Body=body)
+    kwargs, pages, seen = {"Bucket": "vers-pages", "MaxKeys": 3}, 0, []
+    while True:
+        listed = s3.list_object_versions(**kwargs)
+        seen += [(v["Key"], v["Size"]) for v in listed.get("Versions", [])]
+        pages += 1
+        if not listed["IsTruncated"]:
+            break
+        kwargs.update(KeyMarker=listed.get("NextKeyMarker"), VersionIdMarker=listed.get("NextVersionIdMarker"))
+    assert pages == 3 and sorted(seen) == [(k, n) for k in "abc" for n in (1, 2)]

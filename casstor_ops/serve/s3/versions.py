@@ -79,7 +79,7 @@ class Versions:
     def _list(self, bucket: str, query: dict[str, str]) -> Response:
         prefix, after, limit = query.get("prefix", ""), query.get("key-marker", ""), max_keys(query.get("max-keys"))
         root = bucket + "/"
-        versions, markers, shown, truncated, last = [], [], 0, False, ""
+        versions, markers, shown, truncated, last, last_version = [], [], 0, False, "", None
         for entry in entries_under(self._store.session, self._st, root + prefix, include_deleted=True):
             key = entry.file.id[len(root):]
             if key <= after:
@@ -98,9 +98,11 @@ class Versions:
                     versions.append({**fields, "ETag": quoted(row.etag or row.hash.hex()), "Size": row.size,
                                      "StorageClass": "STANDARD"})
             shown += len(rows)
-            last = key
+            last, last_version = key, (str(rows[-1].version) if rows else None)
         fields = {"Name": bucket, "Prefix": prefix, "KeyMarker": after, "MaxKeys": limit, "IsTruncated": truncated,
-                  "NextKeyMarker": last if truncated else None, "Version": versions, "DeleteMarker": markers}
+                  "NextKeyMarker": last if truncated else None,
+                  # Clients send it back with the key marker (botocore refuses a None); the page ends at a key.
+                  "NextVersionIdMarker": last_version if truncated else None, "Version": versions, "DeleteMarker": markers}
         return xml_response(document("ListVersionsResult", fields))
 
     async def delete_version(self, bucket: str, key: str, text: str) -> Response:
