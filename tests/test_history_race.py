@@ -77,6 +77,7 @@ def read_version(store: Store, file_id: str, version) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.slow  # minutes of racing writers and reclaims, like the soak: make test-all
 def test_forget_and_snapshot_rm_race_stores_and_online_reclaim(store, spark) -> None:
     """Stores overwrite (and at the end remove) files under two policies, under snapshots and under none, while
     a loop of forgets runs, a snapshot is removed, and an online reclaim (forget, then prune) runs. Checks after
