@@ -18,21 +18,17 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 from casstor_ops.cli.args import time_argument, version_argument
+from casstor_ops.cli.output import print_json, print_listing
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.progress import progress_bar
 from casstor_ops.store.records import FileInfo, VersionInfo
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree import TREE_WORKERS, TreeReport, restore_tree, store_tree
 from casstor_ops.store.points_in_time import compare
-
-
-def _print_json(value: object) -> None:
-    print(json.dumps(value, ensure_ascii=False))
 
 
 def _size_of(path: str) -> int | None:
@@ -54,7 +50,7 @@ def _tree_done(report: TreeReport, args: argparse.Namespace) -> int:
     """Print a tree command's summary (or JSON), each failed file and each file skipped for a reason (a symlink,
     not followed: not a failure, exit 0 as for an unchanged file) on one line; its exit status."""
     if args.json:
-        _print_json({"summary": report.summary(), "exit_code": report.exit_code, "files": report.rows})
+        print_json({"summary": report.summary(), "exit_code": report.exit_code, "files": report.rows})
     elif not args.quiet:
         print(report.summary())
     for row in report.failures + report.skipped_with_reason:
@@ -74,7 +70,7 @@ def _store(args: argparse.Namespace) -> int:
     with Store.open() as store, progress_bar("store", _size_of(src_name), not args.quiet) as progress:
         result = store.put(src, args.id, progress=progress)
     if args.json:
-        _print_json(result.as_dict())
+        print_json(result.as_dict())
     elif not args.quiet:
         print(f"stored {result.id}: {result.bytes} bytes in {result.blocks} blocks "
               f"({result.new_blocks} new, {result.new_bytes} new bytes stored in {result.new_stored_bytes}) "
@@ -120,12 +116,7 @@ def version_line(found: VersionInfo) -> str:
 def _ls_versions(args: argparse.Namespace) -> int:
     with Store.open() as store:
         found = store.versions(args.prefix)
-    if args.json:
-        _print_json([v.as_dict() for v in found])
-    else:
-        for version in found:
-            print(version_line(version))
-    return 0
+    return print_listing(found, VersionInfo.as_dict, version_line, args.json)
 
 
 def _ls(args: argparse.Namespace) -> int:
@@ -133,17 +124,12 @@ def _ls(args: argparse.Namespace) -> int:
         return _ls_versions(args)
     with Store.open() as store:
         files = list(store.list(args.prefix))
-    if args.json:
-        _print_json([f.as_dict() for f in files])
-    else:
-        for info in files:
-            print(_info_line(info))
-    return 0
+    return print_listing(files, FileInfo.as_dict, _info_line, args.json)
 
 
 def _print_record(record: dict, as_json: bool) -> int:
     if as_json:
-        _print_json(record)
+        print_json(record)
     else:
         for key, value in record.items():
             print(f"{key}: {value}")
@@ -166,7 +152,7 @@ def _diff(args: argparse.Namespace) -> int:
         after = {f.id: f for f in store.list(args.prefix, at=args.until)}
     diff = compare(before, after)
     if args.json:
-        _print_json(diff.as_dict())
+        print_json(diff.as_dict())
     else:
         for line in diff.lines():
             print(line)

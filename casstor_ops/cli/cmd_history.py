@@ -16,16 +16,12 @@ snapshot, a snapshot name taken) is one ``casstor:`` line and a non-zero exit.
 from __future__ import annotations
 
 import argparse
-import json
 
 from casstor_ops.cli.args import positive_int
+from casstor_ops.cli.output import print_json, print_listing
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.api import Store
 from casstor_ops.store.history.policy import PERIODS, Policy, parse_duration
-
-
-def _print_json(value: object) -> None:
-    print(json.dumps(value, ensure_ascii=False))
 
 
 def _duration(text: str) -> int:
@@ -46,12 +42,8 @@ def _retention_set(args: argparse.Namespace) -> int:
 def _retention_show(args: argparse.Namespace) -> int:
     with Store.open() as store:
         policies = store.retention()
-    if args.json:
-        _print_json([{"prefix": prefix, **policy.as_dict()} for prefix, policy in policies.items()])
-    else:
-        for prefix, policy in policies.items():
-            print(f"{prefix!r}: {policy.describe()}")
-    return 0
+    return print_listing(policies.items(), lambda pair: {"prefix": pair[0], **pair[1].as_dict()},
+                         lambda pair: f"{pair[0]!r}: {pair[1].describe()}", args.json)
 
 
 def _retention_rm(args: argparse.Namespace) -> int:
@@ -77,19 +69,14 @@ def _snapshot(args: argparse.Namespace) -> int:
 def _snapshots(args: argparse.Namespace) -> int:
     with Store.open() as store:
         found = [s.as_dict() for s in store.snapshots()]
-    if args.json:
-        _print_json(found)
-    else:
-        for s in found:
-            print(f"{s['name']}  {s['at']}  {s['prefix']!r}")
-    return 0
+    return print_listing(found, dict, lambda s: f"{s['name']}  {s['at']}  {s['prefix']!r}", args.json)
 
 
 def _forget(args: argparse.Namespace) -> int:
     with Store.open() as store:
         report = store.forget(args.prefix, dry_run=args.dry_run)
     if args.json:
-        _print_json(report.as_dict())
+        print_json(report.as_dict())
     else:
         print(report.table())
     return 0
