@@ -129,25 +129,22 @@ class Namespace:
 
     def publish(self, info: FileInfo, stored_size: int | None = None, deleted: bool = False) -> None:
         """Write the entry of the version ``info`` (a delete marker when ``deleted``), stamped with its time."""
-        directory, name = split_id(info.id)
+        directory = split_id(info.id)[0]
         generation = self.generation(directory)
-        bucket = bucket_of(name, generation)
-        self._session.execute(self._st.insert_entry, (directory_key(directory), bucket, name,
-                                                      *entry_row(info, stored_size, deleted),
-                                                      version_micros(info.version)))
+        bucket, values = _entry(info, generation, stored_size, deleted)
+        self._session.execute(self._st.insert_entry, values)
         self._maybe_split(directory, bucket, generation)
 
     def publish_async(self, info: FileInfo, stored_size: int | None, done: Callable[[Exception | None], None]) -> None:
         """:meth:`publish` without waiting: ``done(None)`` or ``done(error)`` once, on a driver or pool thread."""
-        cached = self._generations.get(info.id[:info.id.rfind("/") + 1])
+        directory = split_id(info.id)[0]
+        cached = self._generations.get(directory)
         if cached is None or time.monotonic() - cached[1] >= GENERATION_CACHE_S or self._rows <= SPLIT_CHECKS:
             future: Future = self._cold.submit(self.publish, info, stored_size)
             future.add_done_callback(lambda f: done(f.exception()))
             return
-        directory, name = split_id(info.id)
-        bucket = bucket_of(name, cached[0])
-        written = self._session.execute_async(self._st.insert_entry, (
-            directory_key(directory), bucket, name, *entry_row(info, stored_size, False), version_micros(info.version)))
+        bucket, values = _entry(info, cached[0], stored_size, False)
+        written = self._session.execute_async(self._st.insert_entry, values)
         written.add_callbacks(lambda _rows: self._after_async(directory, bucket, cached[0], done),
                               lambda error: done(error))
 
@@ -175,11 +172,8 @@ class Namespace:
         generation = self.generation(directory)
         by_bucket: dict[int, list[tuple]] = {}
         for info, stored_size in infos:
-            name = split_id(info.id)[1]
-            bucket = bucket_of(name, generation)
-            by_bucket.setdefault(bucket, []).append((directory_key(directory), bucket, name,
-                                                     *entry_row(info, stored_size, False),
-                                                     version_micros(info.version)))
+            bucket, values = _entry(info, generation, stored_size, False)
+            by_bucket.setdefault(bucket, []).append(values)
         for bucket, rows in by_bucket.items():
             batch = BatchStatement(BatchType.UNLOGGED)
             for row in rows:
@@ -247,6 +241,14 @@ class BatchedEntries:
             waiting, self._waiting = self._waiting, {}
         for directory, infos in waiting.items():
             self._namespace.publish_many(directory, infos)
+
+
+def _entry(info: FileInfo, generation: int, stored_size: int | None, deleted: bool) -> tuple[int, tuple]:
+    """The bucket of ``info``'s entry in a directory of ``generation``, and the values of ``insert_entry``."""
+    directory, name = split_id(info.id)
+    bucket = bucket_of(name, generation)
+    return bucket, (directory_key(directory), bucket, name, *entry_row(info, stored_size, deleted),
+                    version_micros(info.version))
 
 
 def _buckets_of(name: str, generation: int) -> list[int]:
