@@ -15,6 +15,7 @@ Example::
     $ python -m bench.s3_compat --port-base 20000 --port 20100
     s3-compat: 174 passed, 141 failed, 0 errors of 315 (55.2 %), 0 skipped
     results written to bench/results/s3_compat.json
+    $ python -m bench.s3_compat --only tagging --out /tmp/tagging.json   # a cause's tests, while fixing it
 
 Failures: a node or server that does not start, or a venv that cannot be made, is a one-line
 ``casstor: ...`` error and exit status 1 (the node is stopped). Failing suite tests are not an error of
@@ -94,11 +95,13 @@ def ensure_venv(venv: Path, suite: Path) -> Path:
     return python
 
 
-def run_suite(python: Path, suite: Path, conf: Path, junit: Path, timeout_s: int) -> None:
-    """The subset, from the suite's directory, writing nothing into it; the ``-rA`` summary to stdout."""
+def run_suite(python: Path, suite: Path, conf: Path, junit: Path, timeout_s: int, only: str | None = None) -> None:
+    """The subset (those of its tests that ``only``, a pytest ``-k`` expression, selects), from the suite's
+    directory, writing nothing into it; the ``-rfE`` summary to stdout."""
     env = {**os.environ, "S3TEST_CONF": str(conf), "PYTHONDONTWRITEBYTECODE": "1"}
+    keywords = f"({KEYWORDS}) and ({only})" if only else KEYWORDS
     subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", "-m", MARKERS,
-                    "-k", KEYWORDS, f"--timeout={timeout_s}", f"--junitxml={junit}",
+                    "-k", keywords, f"--timeout={timeout_s}", f"--junitxml={junit}",
                     "s3tests/functional/test_s3.py"], cwd=suite, env=env)
 
 
@@ -127,6 +130,8 @@ def main() -> None:
     parser.add_argument("--suite", type=Path, default=SUITE)
     parser.add_argument("--timeout", type=int, default=60, help="seconds per test")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "s3_compat.json")
+    parser.add_argument("--only", metavar="EXPR", help="run only the subset's tests this -k expression selects "
+                                                       "(e.g. 'tagging or post_object'), while working on them")
     args = parser.parse_args()
     if not (args.suite / "s3tests" / "functional" / "test_s3.py").is_file():
         parser.error(f"--suite {args.suite}: not the s3-tests suite")
@@ -142,7 +147,8 @@ def main() -> None:
                                        "--port", str(args.port))
                 try:
                     write_conf(tmp_path / "s3tests.conf", server.host, server.port)
-                    run_suite(python, args.suite, tmp_path / "s3tests.conf", tmp_path / "junit.xml", args.timeout)
+                    run_suite(python, args.suite, tmp_path / "s3tests.conf", tmp_path / "junit.xml", args.timeout,
+                              args.only)
                 finally:
                     server.stop()
             results = summarize(tmp_path / "junit.xml")
