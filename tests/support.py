@@ -41,6 +41,10 @@ NOTEBOOKS = ROOT / "notebooks"
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 
 
+# A casstor command that starts its own Spark (reclaim, verify, upgrade, a tree store's test): no UI, as several
+# test sessions share the machine's ports.
+NO_UI = {"PYSPARK_SUBMIT_ARGS": "--conf spark.ui.enabled=false pyspark-shell"}
+
 def run_casstor(*args: str, input: bytes | None = None, env: dict[str, str] | None = None,
                 timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the ``casstor`` CLI in a subprocess, as a user would."""

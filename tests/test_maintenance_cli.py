@@ -14,10 +14,8 @@ from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import DATA_KS
 
-from .support import flip_block, put, restored, run_casstor
+from .support import NO_UI, flip_block, put, restored, run_casstor
 
-# No Spark UI: several test sessions share the machine's ports.
-NO_UI = {"PYSPARK_SUBMIT_ARGS": "--conf spark.ui.enabled=false pyspark-shell"}
 
 
 def casstor_job(*args: str) -> tuple[int, str, str]:

@@ -20,10 +20,9 @@ from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
 
 from .faults import BackgroundJob, wait_until
-from .support import CASSTOR, run_casstor
+from .support import CASSTOR, NO_UI, run_casstor
 
 FILES = 600
-NO_UI = {"PYSPARK_SUBMIT_ARGS": "--conf spark.ui.enabled=false pyspark-shell"}  # as tests/test_maintenance_cli.py
 PREFIX = "tree-kill/"
 
 

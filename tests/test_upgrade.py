@@ -28,7 +28,7 @@ from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.schema import read_settings
 
 from .conftest import _truncate_all
-from .support import CASSTOR, SESSION_SETTINGS, put, run_casstor
+from .support import CASSTOR, NO_UI, SESSION_SETTINGS, put, run_casstor
 from .test_schema import _put_back, _settings_rows
 
 # Schema 4's head table, as its casstor made it (git show fdf6f2e~1:casstor_ops/store/schema.py).
@@ -188,3 +188,19 @@ def test_an_upgrade_waits_for_running_schema_4_writers_and_stops_new_ones(schema
     assert init.returncode == 0, err
     assert b"upgrade: waiting for 1 running writer(s) to finish" in err
     _all_restore_and_list(schema_4.contents, tmp_path, "w/")
+
+
+def test_casstor_upgrade_copies_the_heads_with_spark_tasks(schema_4, tmp_path: Path) -> None:
+    """The Spark route of the upgrade (`casstor upgrade`, a local[2] master: 8 token slices, one task each) on a
+    schema-4 store of 2,000 heads. Checks it exits 0 with schema v5 recorded, every head copied once and its
+    window closed, `casstor ls` lists every file once and a tree restore writes each byte-exact; a second run
+    finds nothing to upgrade."""
+    schema_4.write([f"sp/d{i % 5}/f{i:05d}.bin" for i in range(2000)])
+    run = run_casstor("upgrade", env={**NO_UI, **SHORT_LEASE}, timeout=900)
+    assert run.returncode == 0, run.stderr.decode()[-3000:]
+    assert b"upgrade: 2000 heads copied by 8 Spark tasks" in run.stderr and b"schema v5" in run.stdout
+    assert _copied(schema_4.cql) == 2000
+    assert current_window(schema_4.cql) is None and read_settings(schema_4.cql).schema_version == 5
+    _all_restore_and_list(schema_4.contents, tmp_path, "sp/")
+    again = run_casstor("upgrade", env=NO_UI, timeout=900)
+    assert again.returncode == 0 and b"nothing to upgrade" in again.stdout, again.stderr.decode()[-3000:]

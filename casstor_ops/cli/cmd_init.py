@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cassandra.cluster import Session
+
 from casstor_ops.cluster.connection import connect
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.codec import DEFAULT_COMPRESSION, BlockCodec
@@ -18,6 +20,11 @@ def _replication(rf: int | None, dcs: str | None) -> Replication | None:
     return Replication.simple(rf) if rf is not None else None
 
 
+def log_progress(msg: str) -> None:
+    """An upgrade's progress, on stderr: stdout keeps the settings lines scripts read."""
+    print(msg, file=sys.stderr, flush=True)
+
+
 def _init(args: argparse.Namespace) -> int:
     # Bad arguments are reported before anything is started or connected.
     data, meta = _replication(args.data_rf, args.data_dc), _replication(args.meta_rf, args.meta_dc)
@@ -27,19 +34,23 @@ def _init(args: argparse.Namespace) -> int:
     wanted = StoreSettings(**sizes, compression=compression or DEFAULT_COMPRESSION) if sizes else None
     session = connect()
     try:
-        # An upgrade's progress on stderr: stdout keeps the settings lines scripts read.
-        settings = init_store(session, data, meta, wanted, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+        settings = init_store(session, data, meta, wanted, log=log_progress)
         if compression and settings.compression != compression:  # an existing store, or a new one made without sizes
             settings = set_compression(session, compression)
-        for ks in (DATA_KS, META_KS):
-            print(f"{ks}: {replication_map(session, ks)}")
-        print(f"store settings: hash {settings.hash}, chunker {settings.chunker} "
-              f"min/avg/max {settings.chunk_min}/{settings.chunk_avg}/{settings.chunk_max}, "
-              f"schema v{settings.schema_version}, new blocks compressed {settings.compression}, "
-              f"{f'files up to {settings.inline_max} bytes inline' if settings.inline_max else 'no inline files'}")
+        print_settings(session, settings)
     finally:
         session.cluster.shutdown()
     return 0
+
+
+def print_settings(session: Session, settings: StoreSettings) -> None:
+    """The lines ``casstor init`` (and ``casstor upgrade``) end with: each keyspace's replication, the settings."""
+    for ks in (DATA_KS, META_KS):
+        print(f"{ks}: {replication_map(session, ks)}")
+    print(f"store settings: hash {settings.hash}, chunker {settings.chunker} "
+          f"min/avg/max {settings.chunk_min}/{settings.chunk_avg}/{settings.chunk_max}, "
+          f"schema v{settings.schema_version}, new blocks compressed {settings.compression}, "
+          f"{f'files up to {settings.inline_max} bytes inline' if settings.inline_max else 'no inline files'}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,8 +1,8 @@
-"""``casstor reclaim``, ``casstor verify``, ``casstor report``: the maintenance Spark jobs from the command line.
+"""``casstor reclaim``, ``verify``, ``report``, ``upgrade``: the maintenance Spark jobs from the command line.
 
 Each job is defined once here, its flags and its body, and run two ways
 with the same flags and exit statuses: ``spark-submit jobs/reclaim.py``
-(``jobs/verify.py``, ``jobs/dedup_stats.py``: the cluster route, any
+(``jobs/verify.py``, ``jobs/dedup_stats.py``, ``jobs/upgrade.py``: the cluster route, any
 master and deploy mode) and ``casstor reclaim`` (the everyday one), which
 runs the job in this process on a SparkSession of its own: on ``--master
 URL``, else the ``spark.master`` of ``spark-defaults.conf``, else
@@ -104,6 +104,22 @@ def _report(args: argparse.Namespace, spark: "SparkSession") -> int:
     return 0
 
 
+def _upgrade(args: argparse.Namespace, spark: "SparkSession") -> int:
+    from casstor_ops.cli.cmd_init import log_progress, print_settings
+    from casstor_ops.cluster.connection import connect
+    from casstor_ops.ops.upgrade import needs_upgrade, upgrade
+
+    session = connect(start=False)
+    try:
+        if not needs_upgrade(session):
+            print("the store already has this casstor's schema: nothing to upgrade")
+            return 0
+        print_settings(session, upgrade(spark, session, log=log_progress))
+        return 0
+    finally:
+        session.cluster.shutdown()
+
+
 @dataclass(frozen=True)
 class MaintenanceJob:
     """A Spark job that is both ``spark-submit <script>`` and ``casstor <command>``: one set of flags, one body."""
@@ -131,6 +147,9 @@ VERIFY = MaintenanceJob("verify", "jobs/verify.py", "casstor-verify",
 REPORT = MaintenanceJob("report", "jobs/dedup_stats.py", "casstor-dedup-stats",
                         "the dedup report: text on stdout; JSON, CSV, PNG and HTML in --out",
                         _report_arguments, _report)
+UPGRADE = MaintenanceJob("upgrade", "jobs/upgrade.py", "casstor-upgrade",
+                         "upgrade a store of an older schema in place as 'casstor init' does, its heads copied by "
+                         "Spark tasks (for a large store)", lambda parser: None, _upgrade)
 
 
 def _run(job: MaintenanceJob, args: argparse.Namespace) -> int:
@@ -143,7 +162,7 @@ def _run(job: MaintenanceJob, args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    for job in (RECLAIM, VERIFY, REPORT):
+    for job in (RECLAIM, VERIFY, REPORT, UPGRADE):
         p = sub.add_parser(job.command, help=job.summary, description=f"{job.summary}; as 'spark-submit {job.script}'")
         job.add_arguments(p)
         p.add_argument("--master", metavar="URL",

@@ -109,7 +109,7 @@ from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
 from casstor_ops.store.codec import DEFAULT_COMPRESSION, NONE, BlockCodec
 from casstor_ops.store.hashing import BLOCK_HASH, FILE_HASH
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.namespace.upgrade import SCHEMA_4_COLUMNS, copy_heads, upgrade_window
+from casstor_ops.store.namespace.upgrade import SCHEMA_4_COLUMNS, HeadCopier, copy_heads, upgrade_window
 from casstor_ops.store.statements import Statements
 
 # 2: file hashes are BLAKE2b of the block hashes (1 hashed the whole content again).
@@ -409,7 +409,7 @@ def require_settings(session: Session) -> StoreSettings:
 
 def init_store(session: Session, data: Replication | None = None, meta: Replication | None = None,
                settings: StoreSettings | None = None,
-               log: Callable[[str], None] = lambda msg: None) -> StoreSettings:
+               log: Callable[[str], None] = lambda msg: None, copier: HeadCopier = copy_heads) -> StoreSettings:
     """Create keyspaces and tables and record the settings; idempotent.
 
     ``data``/``meta`` None means "the default for this cluster" and never
@@ -430,7 +430,8 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
     init`` completes it). The upgrade runs in the offline maintenance window,
     so writers of the older schema can neither race its copy nor start until
     it is recorded (:mod:`casstor_ops.store.namespace.upgrade`); ``log`` gets
-    its progress lines.
+    its progress lines, and ``copier`` copies the heads (in this process by
+    default; ``casstor upgrade`` passes a Spark job's).
     """
     rows = _recorded_rows(session)
     before = _settings_in(rows)
@@ -445,7 +446,7 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
     with upgrade_window(session, log) if upgrading else nullcontext() as window:
         for name, value in writes.items():  # only an upgrade's schema_version replaces a row
             if name == "schema_version" and upgrading:
-                _copy_schema_4_heads(session, wanted.directory_rows, log)
+                _copy_schema_4_heads(session, wanted.directory_rows, log, copier)
                 window.fence(f"recording schema {SCHEMA_VERSION}")
             session.execute(st.write_setting if name in rows else st.record_setting, (name, value))
     rows = _recorded_rows(session)
@@ -453,14 +454,15 @@ def init_store(session: Session, data: Replication | None = None, meta: Replicat
     return StoreSettings.from_rows(rows)
 
 
-def _copy_schema_4_heads(session: Session, directory_rows: int, log: Callable[[str], None]) -> None:
+def _copy_schema_4_heads(session: Session, directory_rows: int, log: Callable[[str], None],
+                         copier: HeadCopier) -> None:
     """An upgrade's last step before its ``schema_version``: the heads of ``files`` as versions and entries."""
     if session.execute(Statements.for_session(session).table_exists, (META_KS, "files")).one() is None:
         return
     for ddl in SCHEMA_4_COLUMNS:
         _ddl(session, ddl)
     session.cluster.control_connection.wait_for_schema_agreement()
-    copy_heads(session, directory_rows, log)
+    copier(session, directory_rows, log)
 
 
 def rows_to_record(recorded: dict[str, str], wanted: StoreSettings) -> dict[str, str]:

@@ -161,10 +161,11 @@ class Statements:
     insert_snapshot = _Prepared(f"INSERT INTO {META_KS}.snapshots (name, prefix, at) VALUES (?, ?, ?) IF NOT EXISTS")
     all_snapshots = _Prepared(f"SELECT name, prefix, at FROM {META_KS}.snapshots")
     delete_snapshot = _Prepared(f"DELETE FROM {META_KS}.snapshots WHERE name = ? IF EXISTS")
-    # Schema 4's heads, read once by the upgrade to schema 5 (casstor_ops.store.schema).
+    # Schema 4's heads in a slice of the token ring, read once by the upgrade to schema 5 (casstor_ops.store.schema).
     schema4_heads = _Prepared(f"SELECT id, version, size, hash, blocks, committed_at, mode, mtime_ns, content, codec, "
                               f"stored_size, WRITETIME(version) AS head_written, "
-                              f"WRITETIME(mtime_ns) AS attributes_written FROM {META_KS}.files")
+                              f"WRITETIME(mtime_ns) AS attributes_written FROM {META_KS}.files "
+                              f"WHERE token(id) > ? AND token(id) <= ?")
 
     # -- settings and replication
     keyspace_replication = _Prepared("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?")

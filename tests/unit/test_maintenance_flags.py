@@ -1,4 +1,4 @@
-"""``casstor reclaim``/``verify``/``report`` take exactly the flags of ``jobs/reclaim.py``/``verify.py``/``dedup_stats.py``,
+"""``casstor reclaim``/``verify``/``report``/``upgrade`` take exactly the flags of ``jobs/reclaim.py``/``verify.py``/``dedup_stats.py``/``upgrade.py``,
 plus ``--master``, and run the same job body."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import runpy
 
 import pytest
 
-from casstor_ops.cli.cmd_maintenance import REPORT, MaintenanceJob, RECLAIM, VERIFY
+from casstor_ops.cli.cmd_maintenance import REPORT, MaintenanceJob, RECLAIM, UPGRADE, VERIFY
 from casstor_ops.cli.main import build_parser
 from tests.support import ROOT
 
@@ -23,7 +23,7 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
     return sub.choices[command]
 
 
-@pytest.mark.parametrize("job", [RECLAIM, VERIFY, REPORT], ids=lambda job: job.command)
+@pytest.mark.parametrize("job", [RECLAIM, VERIFY, REPORT, UPGRADE], ids=lambda job: job.command)
 def test_the_command_has_the_jobs_flags_and_master(job: MaintenanceJob) -> None:
     script = runpy.run_path(str(ROOT / job.script), run_name="probe")
     command = _options(_command_parser(job.command))

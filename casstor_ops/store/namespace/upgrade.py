@@ -19,6 +19,12 @@ writers stay stopped); the re-run takes it over once its heartbeat has lapsed
 
 Stores of schema 2 and 3 gain schema 4's columns first, as before.
 
+The copy reads ``files`` by slices of the token ring (:class:`TokenSlice`):
+``casstor init`` copies the whole ring in its own process, ``casstor
+upgrade`` (:mod:`casstor_ops.ops.upgrade`) hands the slices to Spark tasks
+for a store too large for one client; either is passed to ``init_store`` as
+its :data:`HeadCopier`, inside the same window.
+
 Example::
 
     >>> with upgrade_window(session, log=print) as window:     # doctest: +SKIP
@@ -38,6 +44,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent_with_args
@@ -54,6 +61,9 @@ COPY_PAGE_ROWS = 500
 COPY_CONCURRENCY = 32
 PUBLISH_THREADS = 8     # entries are written by Namespace.publish, one request (and a cached generation) each
 PROGRESS_HEADS = 10_000  # a progress line per this many heads copied
+
+# Murmur3's ring: a partition's token t is MIN_TOKEN < t <= MAX_TOKEN (it never hashes a key to MIN_TOKEN).
+MIN_TOKEN, MAX_TOKEN = -2**63, 2**63 - 1
 
 # Columns schema 2 and 3 lacked (they are what the schema-4 read selects).
 SCHEMA_4_COLUMNS = [f"ALTER TABLE {META_KS}.files ADD IF NOT EXISTS (mode int, mtime_ns bigint)",
@@ -72,11 +82,36 @@ def upgrade_window(session: Session, log: Callable[[str], None] = lambda msg: No
         yield window
 
 
-def copy_heads(session: Session, directory_rows: int, log: Callable[[str], None] = lambda msg: None) -> int:
-    """Copy every head of ``files`` into ``versions`` and the directory index; the number copied."""
+@dataclass(frozen=True)
+class TokenSlice:
+    """The heads whose partition token t is ``lo < t <= hi``: a Spark task's share of the copy.
+
+    Example: ``TokenSlice.split(4)`` -> four slices, the first from ``MIN_TOKEN``, the last to ``MAX_TOKEN``, each
+    starting where the one before ended (every head in exactly one). Failures: ``n < 1`` raises ValueError.
+    """
+
+    lo: int = MIN_TOKEN
+    hi: int = MAX_TOKEN
+
+    @staticmethod
+    def split(n: int) -> list["TokenSlice"]:
+        if n < 1:
+            raise ValueError(f"cannot split the ring into {n} slices")
+        bounds = [MIN_TOKEN + (MAX_TOKEN - MIN_TOKEN) * i // n for i in range(n + 1)]
+        return [TokenSlice(lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+
+
+# How an upgrade copies the heads: (session, directory_rows, log) -> heads copied. copy_heads, or a Spark job's.
+HeadCopier = Callable[[Session, int, Callable[[str], None]], int]
+
+
+def copy_heads(session: Session, directory_rows: int, log: Callable[[str], None] = lambda msg: None,
+               ring: TokenSlice = TokenSlice()) -> int:
+    """Copy every head of ``files`` in ``ring`` (all of them by default) into ``versions`` and the directory index;
+    the number copied."""
     st = Statements.for_session(session)
     namespace = Namespace.for_session(session, directory_rows)
-    bound = st.schema4_heads.bind(())
+    bound = st.schema4_heads.bind((ring.lo, ring.hi))
     bound.fetch_size = COPY_PAGE_ROWS
     result = session.execute(bound, execution_profile=st.named_rows)
     copied, started = 0, time.monotonic()
