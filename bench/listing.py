@@ -163,7 +163,7 @@ def check_flat(session: Session, st: Statements, entries: int, rows: int) -> dic
     """The flat directory listed page by page (names in order, each once) and its partitions counted."""
     started, pages, names, start = time.perf_counter(), 0, [], ""
     while True:
-        page = [e.name for _, e in zip(range(PAGE), directory_entries(session, st, "flat/", start))]
+        page = [e.name for _, e in zip(range(PAGE), directory_entries(session, st, "flat/", start, page=PAGE))]
         if page and page[0] == start:
             page = page[1:]
         if not page:

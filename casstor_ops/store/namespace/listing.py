@@ -12,6 +12,11 @@ under it, whatever the store holds.
 
 The generation is read fresh for each directory listed (not the writers'
 cache): a listing must read every bucket a split may have started filling.
+Every bucket's first request is sent at once. A caller that takes one page
+of a split directory (an S3 listing, ``max-keys``) says so (``page``): each
+bucket is then read a share of the page a request, not a page each (measured
+on a flat directory of 400,000 names in 127 buckets, 1,000-name pages: 280 s
+to list it with a page a bucket, 127 times the rows it returned).
 
 Example::
 
@@ -37,6 +42,9 @@ from casstor_ops.store.records import FileAttributes, FileInfo
 from casstor_ops.store.statements import Statements
 
 PAGE_ROWS = 1000
+# A bucket's rows a request when a page is shared among buckets: twice its share of the page (names hash evenly
+# over the buckets, so one request a bucket nearly always covers the page), and no fewer than this.
+MIN_BUCKET_ROWS = 32
 
 
 @dataclass(frozen=True)
@@ -62,11 +70,13 @@ def read_generation(session: Session, st: Statements, directory: str) -> int:
 
 
 def directory_entries(session: Session, st: Statements, directory: str, start: str = "",
-                      include_deleted: bool = False) -> Iterator[Entry]:
+                      include_deleted: bool = False, page: int | None = None) -> Iterator[Entry]:
     """The live entries of ``directory`` whose names are ``start`` or later, in name order; ``include_deleted``:
-    removed files' entries too."""
+    removed files' entries too; ``page``: the entries the caller will take at most (None: all of them)."""
     generation = read_generation(session, st, directory)
-    streams = [_bucket_rows(session, st, directory, bucket, start) for bucket in buckets(generation)]
+    ids = buckets(generation)
+    fetch = PAGE_ROWS if page is None or len(ids) == 1 else max(MIN_BUCKET_ROWS, 2 * page // len(ids))
+    streams = [_bucket_rows(session, st, directory, bucket, start, fetch) for bucket in ids]
     rows = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda r: r.name)
     for name, same in itertools.groupby(rows, key=lambda r: r.name):
         newest = max(same, key=lambda r: (r.version is not None, r.version.time if r.version else 0))
@@ -76,12 +86,18 @@ def directory_entries(session: Session, st: Statements, directory: str, start: s
             yield Entry(name, _file(directory + name, newest), newest.stored_size, bool(newest.deleted))
 
 
-def _bucket_rows(session: Session, st: Statements, directory: str, bucket: int, start: str) -> Iterator:
+def _bucket_rows(session: Session, st: Statements, directory: str, bucket: int, start: str,
+                 fetch: int) -> Iterator:
     bound = st.directory_entries.bind((directory_key(directory), bucket, start))
-    bound.fetch_size = PAGE_ROWS
+    bound.fetch_size = fetch
+    future = session.execute_async(bound, execution_profile=st.named_rows)  # sent now, before the merge asks
+    return _rows(future)
+
+
+def _rows(future) -> Iterator:
     # A generator, not the ResultSet: iter() of a ResultSet rewinds its page, and heapq.merge calls it on the last
     # stream left (yield from it.__self__), which listed that bucket's rows again (tests/test_directory_split.py).
-    yield from session.execute(bound, execution_profile=st.named_rows)
+    yield from future.result()
 
 
 def _file(file_id: str, row) -> FileInfo:
