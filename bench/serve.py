@@ -21,7 +21,13 @@ hot code during its first seconds of load):
    request queue, which waits out libev's ``ConnectionBusy`` at 20 x 1 MB
    in flight where the driver's ``execute_concurrent`` fails), no HTTP.
 
-Printed: req/s, MB/s, p50/p99 latency, the ratios HTTP/raw, and beside them
+4. with ``--s3``, **S3 PUT and GET**: the same wrk runs through ``casstor
+   serve --s3`` (same options), every request a presigned (SigV4) URL, and
+   their ratios to the plain server's (``bench/serve_s3.py``);
+   ``--multipart-mb 1024`` adds a 1 GiB multipart upload by boto3 against
+   ``casstor store`` of a tree of as many bytes.
+
+Printed: req/s, MB/s, p50/p99 latency, the ratios HTTP/raw (and S3/plain), and beside them
 the CPU milliseconds per MB of the server (with its workers), of wrk, of the
 driver client, and of the local node (:mod:`bench.cpu`): on a 2-core machine
 they all share, a ratio is bounded by the CPU each side needs per byte. Also
@@ -30,7 +36,7 @@ block (``new_bytes == 0``).
 
     .venv/bin/python -m bench.serve [--sizes 4096 65536 1048576] [--connections 20] [--seconds 30] [--warmup 20]
                                     [--workers N] [--access-log] [--cache-mb MIB] [--no-raw] [--smoke]
-                                    [--output PATH]
+                                    [--s3 [--multipart-mb MIB]] [--output PATH]
 
 The store is the environment's as it was made: one made with ``casstor init
 --inline-max 65536`` keeps the 4 and 64 KiB bodies inline (one write a PUT,
@@ -68,6 +74,7 @@ from bench.common import MB, bench_session, publish, wait_for_quiet_nodes
 from bench.cpu import CpuMeter, process_tree
 from bench.raw_driver import ScratchTable
 from bench.serve_report import OPERATIONS, size_label
+from bench.serve_s3 import S3Face
 from bench.wrk import WrkRun, run_wrk
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.launcher import LocalCluster
@@ -101,6 +108,8 @@ class SweepConfig:
     workers: int = 1
     access_log: bool = False
     cache_mb: int | None = None  # None: the server's default
+    s3: bool = False  # also through `casstor serve --s3` (bench/serve_s3.py)
+    multipart_bytes: int = 0  # with s3: a multipart upload of this many bytes against a tree store of as many
 
     @classmethod
     def smoke(cls, **overrides: object) -> "SweepConfig":
@@ -143,7 +152,7 @@ class Sweep:
     """One bench run: the server, the store, the meters, the scratch table (see the module docstring)."""
 
     def __init__(self, config: SweepConfig, session, server: ServerProcess, scratch: ScratchTable | None,
-                 node_pids: list[int], workdir: Path) -> None:
+                 node_pids: list[int], workdir: Path, s3: S3Face | None = None) -> None:
         self.config = config
         self.session = session
         self.server = server
@@ -153,11 +162,14 @@ class Sweep:
         self.with_server = CpuMeter(node_pids, process_tree(server.process.pid))
         self.workdir = workdir
         self.prefix = f"bench-serve/{uuid.uuid4().hex[:8]}"
+        self.s3 = s3
+        self.with_s3 = None if s3 is None else CpuMeter(node_pids, process_tree(s3.server.process.pid))
 
-    def _wrk(self, script: str, connections: int, args: list[str]) -> tuple[WrkRun, object]:
+    def _wrk(self, script: str, connections: int, args: list[str], s3: bool = False) -> tuple[WrkRun, object]:
         wait_for_quiet_nodes(self.session)
-        with self.with_server.measure() as cost:
-            run = run_wrk(script, self.server.url(""), connections, self.config.seconds, args)
+        server, meter = (self.s3.server, self.with_s3) if s3 else (self.server, self.with_server)
+        with meter.measure() as cost:
+            run = run_wrk(script, server.url(""), connections, self.config.seconds, args)
         return run, cost
 
     def warm_up(self) -> None:
@@ -189,6 +201,8 @@ class Sweep:
             get, get_cost = self._wrk("get.lua", connections, [str(paths)])
             row[op] = _figures(get, get.requests, get.seconds, size, get_cost,
                                _counted(before, _cache_counts(self.server)))
+        if self.s3 is not None:
+            row |= self._s3(size, connections, row)
         if self.scratch is not None:
             row |= self._raw(size, connections, put.requests, max(row[op]["requests"] for op in GETS))
             row["put_ratio"] = round(row["put"]["per_s"] / row["raw_put"]["per_s"], 3)
@@ -196,6 +210,21 @@ class Sweep:
                 row[f"{op}_ratio"] = round(row[op]["per_s"] / row["raw_get"]["per_s"], 3)
         log(format_row(row))
         return row
+
+    def _s3(self, size: int, connections: int, plain: dict) -> dict:
+        """The point's PUT and GET through the S3 server, presigned (as many URLs as the plain PUTs made, and half
+        as many again: a run that gets further overwrites keys from the first), and their ratios to the plain
+        server's."""
+        prefix = f"{size}-{connections}/"
+        urls = self.s3.url_file(f"put-{prefix[:-1]}", "PUT",
+                                [f"{prefix}{n}" for n in range(plain["put"]["requests"] * 3 // 2 + 100)])
+        put_args = [*self._put_args(prefix, size), str(urls)]  # put.lua takes the paths, not the prefix
+        put, put_cost = self._wrk("put.lua", connections, put_args, s3=True)
+        gets = self.s3.url_file(f"get-{prefix[:-1]}", "GET", self.s3.keys(prefix))
+        get, get_cost = self._wrk("get.lua", connections, [str(gets)], s3=True)
+        row = {"s3_put": _figures(put, put.requests, put.seconds, size, put_cost),
+               "s3_get": _figures(get, get.requests, get.seconds, size, get_cost)}
+        return row | {f"{op}_vs_plain": round(row[f"s3_{op}"]["per_s"] / plain[op]["per_s"], 3) for op in ("put", "get")}
 
     def _raw(self, size: int, connections: int, puts: int, gets: int) -> dict:
         """As many bodies of ``size`` as wrk PUT (the same bytes), then as many reads as it GOT (capped), through the
@@ -247,23 +276,33 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
     with bench_session(log) as (session, endpoint, _), tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         node_pids = [n.pid() for n in LocalCluster().nodes() if n.pid()] if endpoint.embedded else []
         server = ServerProcess(*config.server_args())
+        s3 = None
         try:
+            s3 = S3Face(Path(tmp), config.server_args()) if config.s3 else None
             with ScratchTable(session) if config.raw else contextlib.nullcontext() as scratch:
-                sweep = Sweep(config, session, server, scratch, node_pids, Path(tmp))
+                sweep = Sweep(config, session, server, scratch, node_pids, Path(tmp), s3)
                 try:
                     sweep.warm_up()
                     rows = [sweep.point(size, connections, log)
                             for connections in config.connections for size in config.sizes]
                     dedup = sweep.dedup_check()
+                    multipart = s3.multipart_vs_tree(config.multipart_bytes, node_pids) \
+                        if s3 is not None and config.multipart_bytes else None
                 finally:
-                    removed = sweep.remove_keys()
+                    removed = sweep.remove_keys() + (s3.remove_all() if s3 is not None else 0)
         finally:
-            code, server_log = server.stop()
-        if code != 0:
-            raise CasstorError(f"casstor serve exited with {code}: {server_log[-500:]}")
+            _stop(server)
+            if s3 is not None:
+                _stop(s3.server)
     return {"config": asdict(config), "client": "wrk 4.1 -t 1 (Lua scripts bench/wrk/)", "rows": rows,
-            "dedup": dedup, "keys_removed": removed, "inline_max": sweep.store.settings.inline_max,
-            "seconds": round(time.monotonic() - started, 1)}
+            "dedup": dedup, "multipart": multipart, "keys_removed": removed,
+            "inline_max": sweep.store.settings.inline_max, "seconds": round(time.monotonic() - started, 1)}
+
+
+def _stop(server: ServerProcess) -> None:
+    code, server_log = server.stop()
+    if code != 0:
+        raise CasstorError(f"casstor serve exited with {code}: {server_log[-500:]}")
 
 
 def _cpu(figures: dict, keys: tuple[str, ...]) -> str:
@@ -284,6 +323,14 @@ def format_row(row: dict) -> str:
             line += (f" | raw {raw['per_s']:>8.1f} req/s {raw['mb_per_s']:>7.2f} MB/s, CPU ms/MB driver/node "
                      f"{_cpu(raw, ('client_ms_per_mb', 'node_ms_per_mb'))} | HTTP/raw {row[f'{op}_ratio']:.3f}")
         lines.append(line)
+    for op in ("put", "get"):
+        if f"s3_{op}" in row:
+            s3 = row[f"s3_{op}"]
+            lines.append(f"  {size_label(row['size']):>7} c={row['connections']:<3} S3 {op.upper():<6} {s3['per_s']:>8.1f} "
+                         f"req/s {s3['mb_per_s']:>7.2f} MB/s  p50 {s3['p50_ms']:>7.1f} ms  p99 {s3['p99_ms']:>7.1f} ms"
+                         f"  CPU ms/MB server/wrk/node "
+                         f"{_cpu(s3, ('server_ms_per_mb', 'client_ms_per_mb', 'node_ms_per_mb'))}"
+                         f" | S3/plain {row[f'{op}_vs_plain']:.3f}")
     return "\n".join(lines)
 
 
@@ -297,6 +344,14 @@ def format_report(results: dict) -> str:
             f"a one-row-per-key table at the same concurrency (1 MB = 10^6 bytes)")
     check = (f"dedup: a second PUT of the same {size_label(dedup['bytes'])} body under another key uploaded "
              f"{dedup['second_new_bytes']} new bytes (the first: {dedup['first_new_bytes']})")
+    multipart = results.get("multipart")
+    if multipart:
+        up, tree = multipart["multipart"], multipart["tree_store"]
+        check += (f"\nS3 multipart upload of {size_label(multipart['bytes'])} ({size_label(multipart['part_bytes'])} "
+                  f"parts, boto3's transfer manager): {up['mb_per_s']:.1f} MB/s, CPU ms/MB client/server/node "
+                  f"{_cpu(up, ('client_ms_per_mb', 'server_ms_per_mb', 'node_ms_per_mb'))}; casstor store of a tree "
+                  f"of as many bytes: {tree['mb_per_s']:.1f} MB/s, client/node "
+                  f"{_cpu(tree, ('client_ms_per_mb', 'node_ms_per_mb'))}; multipart/tree {multipart['ratio']:.3f}")
     return "\n".join([head, *(format_row(row) for row in results["rows"]), check])
 
 
@@ -312,14 +367,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-mb", type=int, help="the server's --cache-mb (default: its own default)")
     parser.add_argument("--no-raw", action="store_true", help="skip the raw driver reference")
     parser.add_argument("--smoke", action="store_true", help="a short run: 4 and 64 KiB, 4 connections, 2 s")
+    parser.add_argument("--s3", action="store_true", help="also through casstor serve --s3, signed (presigned URLs)")
+    parser.add_argument("--multipart-mb", type=int, default=0, metavar="MIB",
+                        help="with --s3: a multipart upload of MIB MiB against a tree store of as many (1024: 1 GiB)")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results JSON (default {RESULTS})")
     args = parser.parse_args(argv)
     chosen = {key: tuple(value) if isinstance(value, list) else value
               for key, value in [("sizes", args.sizes), ("connections", args.connections), ("seconds", args.seconds),
                                  ("warmup_seconds", args.warmup)]
               if value is not None}
+    if args.multipart_mb and not args.s3:
+        parser.error("--multipart-mb needs --s3")
     options = dict(chosen, workers=args.workers, access_log=args.access_log, raw=not args.no_raw,
-                   cache_mb=args.cache_mb)
+                   cache_mb=args.cache_mb, s3=args.s3, multipart_bytes=args.multipart_mb * 1024 * 1024)
     config = SweepConfig.smoke(**options) if args.smoke else replace(defaults, **options)
 
     def run() -> int:

@@ -34,3 +34,23 @@ def test_smoke_bench_measures_every_figure_and_cleans_up(cql, tmp_path: Path) ->
     assert not list(Store(cql).list("bench-serve/"))
     assert cql.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s",
                        (SCRATCH_KS,)).one() is None
+
+
+def test_smoke_bench_s3_path_measures_signed_puts_gets_and_a_multipart_upload(cql, tmp_path: Path) -> None:
+    """`--s3 --multipart-mb 16 --no-raw`: the S3 server's PUT and GET (presigned URLs) measured beside the plain
+    server's with their ratios, the multipart upload against a tree store of as many bytes, and the bucket and the
+    tree's files removed at the end."""
+    output = tmp_path / "serve.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.serve", "--smoke", "--seconds", "1", "--sizes", "65536",
+                           "--no-raw", "--s3", "--multipart-mb", "16", "--output", str(output)],
+                          capture_output=True, text=True, timeout=600, cwd=project_root())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads(output.read_text())
+    [row] = results["rows"]
+    for op in ("s3_put", "s3_get"):
+        assert row[op]["per_s"] > 0 and 0 < row[op]["p50_ms"] <= row[op]["p99_ms"] and row[op]["server_ms_per_mb"] > 0
+    assert row["put_vs_plain"] > 0 and row["get_vs_plain"] > 0 and "S3/plain" in proc.stdout
+    multipart = results["multipart"]
+    assert multipart["bytes"] == 16 * 1024 * 1024 and multipart["multipart"]["mb_per_s"] > 0
+    assert multipart["tree_store"]["mb_per_s"] > 0 and multipart["ratio"] > 0 and "multipart/tree" in proc.stdout
+    assert not list(Store(cql).list("bench-serve-s3/")) and not list(Store(cql).list("bench-serve/"))

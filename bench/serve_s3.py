@@ -1,0 +1,135 @@
+"""The S3 path of ``bench.serve``: the same PUTs and GETs through ``casstor serve --s3``, signed, and one large
+multipart upload against a tree store of the same size.
+
+wrk cannot sign a request (its Lua has no HMAC), so every S3 request of a
+wrk run is a **presigned URL** made beforehand by botocore: Signature V4 in
+the query string, checked by the server on every request exactly as a
+header signature is (the canonical request, the signing key, the HMAC), with
+``UNSIGNED-PAYLOAD`` as every presigned PUT has. What that leaves out, against
+boto3's default header signing, is the SHA-256 of the body (which the server
+computes anyway for its checksum check when a client sends one) and
+aws-chunked framing.
+
+:class:`S3Face` runs the S3 server beside the plain one (its own
+credentials file, 0600, one bucket), writes the URL files ``put.lua`` and
+``get.lua`` read, and measures the **multipart upload** of ``size`` random
+bytes by boto3's transfer manager (8 MiB parts, 10 threads: its defaults)
+against ``casstor store DIR PREFIX`` of a directory holding another file of
+random bytes of the same size (distinct, so neither deduplicates the other),
+each timed with the CPU of its client and of the node.
+
+Example (what ``bench.serve --s3`` does)::
+
+    >>> face = S3Face(workdir, server_args)                        # doctest: +SKIP
+    >>> face.put_urls("64k", 65536, count=5000)                    # doctest: +SKIP
+    >>> face.multipart_vs_tree(1024 * 1024 * 1024, node_pids)      # doctest: +SKIP
+    {'bytes': 1073741824, 'multipart': {...}, 'tree_store': {...}, 'ratio': 1.04}
+
+Failures: a server that does not start, a bucket that cannot be made or an upload that fails raise
+:class:`~casstor_ops.errors.CasstorError` (one line, via the bench's runner).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.common import MB
+from bench.cpu import CpuMeter, process_tree
+from casstor_ops.errors import CasstorError
+from casstor_ops.serve.process import ServerProcess
+
+ACCESS_KEY, SECRET_KEY = "AKIABENCHSERVE", "bench-serve-secret"
+BUCKET = "bench-serve-s3"
+URL_SECONDS = 3600  # a presigned URL's life: longer than any run
+MULTIPART_PART = 8 * 1024 * 1024  # boto3's default part size and threshold
+WRITE_CHUNK = 8 * 1024 * 1024
+
+
+class S3Face:
+    """``casstor serve --s3`` for one bench run, its bucket and a signing client (see the module docstring)."""
+
+    def __init__(self, workdir: Path, server_args: list[str]) -> None:
+        import boto3
+        from botocore.config import Config
+
+        credentials = workdir / "s3-credentials"
+        credentials.touch(mode=0o600)
+        credentials.write_text(f"[bench]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
+        self.workdir = workdir
+        self.server = ServerProcess("--s3", "--s3-credentials", str(credentials), *server_args)
+        self.client = boto3.client("s3", endpoint_url=f"http://{self.server.host}:{self.server.port}",
+                                   aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+                                   region_name="us-east-1",
+                                   config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+        try:
+            self.client.create_bucket(Bucket=BUCKET)
+        except Exception as err:
+            self.server.stop()
+            raise CasstorError(f"the S3 server refused to make the bench's bucket: {err}") from None
+
+    def url_file(self, name: str, method: str, keys: list[str]) -> Path:
+        """A file of presigned paths with their queries (``/bucket/key?X-Amz-...``), one a line, for wrk."""
+        operation = "put_object" if method == "PUT" else "get_object"
+        root = f"http://{self.server.host}:{self.server.port}"
+        path = self.workdir / f"s3-{name}.txt"
+        path.write_text("".join(self.client.generate_presigned_url(operation, Params={"Bucket": BUCKET, "Key": key},
+                                                                   ExpiresIn=URL_SECONDS)[len(root):] + "\n"
+                                for key in keys))
+        return path
+
+    def keys(self, prefix: str) -> list[str]:
+        """The keys committed under ``prefix``."""
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+        return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+    def multipart_vs_tree(self, size: int, node_pids: list[int]) -> dict:
+        """A multipart upload of ``size`` random bytes against a tree store of as many other random bytes."""
+        from boto3.s3.transfer import TransferConfig
+
+        upload, tree = self.workdir / "multipart.bin", self.workdir / "tree" / "large.bin"
+        tree.parent.mkdir()
+        for path in (upload, tree):
+            _random_file(path, size)
+        config = TransferConfig(multipart_threshold=MULTIPART_PART, multipart_chunksize=MULTIPART_PART)
+        client_meter = CpuMeter(node_pids, process_tree(self.server.process.pid))
+        with client_meter.measure() as cost:
+            started = time.perf_counter()
+            self.client.upload_file(str(upload), BUCKET, "multipart/large.bin", Config=config)
+            multipart_s = time.perf_counter() - started
+        multipart = _rate(size, multipart_s, cost)
+        tree_meter = CpuMeter(node_pids)
+        with tree_meter.measure() as cost:
+            started = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "casstor_ops.cli.main", "store", str(tree.parent),
+                                   "bench-serve-tree/", "--quiet"], capture_output=True, text=True)
+            tree_s = time.perf_counter() - started
+        if done.returncode != 0:
+            raise CasstorError(f"casstor store of the tree failed: {done.stderr.strip()[-300:]}")
+        for path in (upload, tree):
+            path.unlink()
+        tree_store = _rate(size, tree_s, cost)
+        return {"bytes": size, "part_bytes": MULTIPART_PART, "multipart": multipart, "tree_store": tree_store,
+                "ratio": round(multipart["mb_per_s"] / tree_store["mb_per_s"], 3)}
+
+    def remove_all(self) -> int:
+        """Delete every object of the bucket, then the bucket; how many objects."""
+        keys = self.keys("")
+        for start in range(0, len(keys), 1000):
+            self.client.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]]})
+        self.client.delete_bucket(Bucket=BUCKET)
+        return len(keys)
+
+
+def _random_file(path: Path, size: int) -> None:
+    with path.open("wb") as out:
+        for start in range(0, size, WRITE_CHUNK):
+            out.write(os.urandom(min(WRITE_CHUNK, size - start)))
+
+
+def _rate(size: int, seconds: float, cost) -> dict:
+    return {"seconds": round(seconds, 2), "mb_per_s": round(size / MB / seconds, 2),
+            **{k: None if v is None else round(v, 2) for k, v in cost.per_mb(size).items()}}
