@@ -18,7 +18,8 @@ from .s3_support import error_code
 HTTP = urllib3.PoolManager(retries=False)
 
 
-def _post(s3, bucket: str, fields: dict[str, str], data: bytes, filename: str = "upload.bin") -> urllib3.BaseHTTPResponse:
+def _post(s3, bucket: str, fields: dict[str, str], data: bytes,
+          filename: str = "upload.bin") -> urllib3.BaseHTTPResponse:
     """POST the form ``fields`` then the file, unsigned, as a browser does."""
     body, content_type = urllib3.encode_multipart_formdata([*fields.items(), ("file", (filename, data))])
     return HTTP.request("POST", f"{s3.meta.endpoint_url}/{bucket}", body=body,
@@ -56,6 +57,14 @@ def test_a_form_post_signed_by_a_presigned_policy_stores_the_file_byte_exact_wit
     answer = _post(s3, "forms", {**post["fields"], "x-amz-checksum-sha256": checksum}, small)
     assert answer.status == 201 and ET.fromstring(answer.data).findtext("Key") == "small.txt"
     assert s3.get_object(Bucket="forms", Key="small.txt")["Body"].read() == small
+    # success_action_redirect: 303 to it, the stored object named in its query.
+    redirect = "https://site.test/done?x=1"
+    post = s3.generate_presigned_post("forms", "a b.txt", Fields={"success_action_redirect": redirect},
+                                      Conditions=[{"success_action_redirect": redirect}])
+    answer = _post(s3, "forms", post["fields"], small)
+    assert answer.status == 303
+    etag = hashlib.md5(small).hexdigest()
+    assert answer.headers["location"] == f"{redirect}&bucket=forms&key=a+b.txt&etag=%22{etag}%22"
 
 
 def test_a_form_post_the_policy_does_not_allow_stores_nothing(s3):

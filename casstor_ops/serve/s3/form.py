@@ -11,8 +11,9 @@ takes them, so they are kept in lower case; values are UTF-8.
 
 Example::
 
-    >>> body = b'--X\\r\\nContent-Disposition: form-data; name="Key"\\r\\n\\r\\nk\\r\\n' \\
-    ...        b'--X\\r\\nContent-Disposition: form-data; name="file"; filename="a.txt"\\r\\n\\r\\nbytes\\r\\n--X--\\r\\n'
+    >>> body = (b'--X\\r\\nContent-Disposition: form-data; name="Key"\\r\\n\\r\\nk\\r\\n'
+    ...         b'--X\\r\\nContent-Disposition: form-data; name="file"; filename="a.txt"\\r\\n\\r\\n'
+    ...         b'bytes\\r\\n--X--\\r\\n')
     >>> head = parse_head(body, b"X", ended=True)
     >>> head.fields, head.filename
     ({'key': 'k'}, 'a.txt')
