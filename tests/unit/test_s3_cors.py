@@ -4,9 +4,15 @@ first matching rule's headers for an origin, a method and requested headers (wil
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
-from casstor_ops.serve.s3.cors import allowed, dumps, loads, parse_rules
+import pytest
+from cassandra import OperationTimedOut
+from starlette.responses import Response
+
+from casstor_ops.serve.s3.cors import Cors, allowed, dumps, loads, parse_rules
 from casstor_ops.serve.s3.errors import S3Error
 
 
@@ -72,3 +78,26 @@ def test_a_configuration_s3_refuses_is_refused(body: bytes, code: str):
     with pytest.raises(S3Error) as err:
         parse_rules(body)
     assert err.value.code == code
+
+
+class TimingOutSession:
+    """Prepares anything; every read times out, as on an overloaded node."""
+
+    def prepare(self, cql: str) -> str:
+        return cql
+
+    def execution_profile_clone_update(self, profile: object, **changes: object) -> dict:
+        return dict(changes)
+
+    def execute(self, statement: str, values: tuple = ()) -> None:
+        raise OperationTimedOut("injected: the node did not answer")
+
+
+def test_an_answer_stands_without_cors_headers_when_the_rules_cannot_be_read():
+    """Injects a read timeout into the rules' read made for an answer to an Origin: the answer must go out as it
+    is (without Access-Control-* headers, so the browser refuses it), not become a 500."""
+    with ThreadPoolExecutor(1) as pool:
+        cors = Cors(SimpleNamespace(session=TimingOutSession()), None, None, pool)
+        response = Response(b"body", status_code=200)
+        asyncio.run(cors.decorate(response, "https://app.example", "GET", "/bucket/key"))
+    assert response.status_code == 200 and not any(h.startswith("access-control-") for h in response.headers)
