@@ -174,6 +174,7 @@ _TABLES = [
     f"ALTER TABLE {META_KS}.dir_entries ADD IF NOT EXISTS ctime_ns bigint",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.buckets (name text PRIMARY KEY, created_at timestamp)""",
     f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS versioning text",  # S3's Enabled or Suspended; null: never set
+    f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS cors text",  # S3's CORS rules as JSON (serve/s3/cors.py)
     # An S3 conditional write's turn on its key, across gateways (a lightweight transaction; rows live seconds).
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.object_locks (id text PRIMARY KEY, holder uuid)""",
     # Keyed by "/" + prefix (as dir_entries' dir: Cassandra refuses an empty key, the whole store's prefix).

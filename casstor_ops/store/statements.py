@@ -130,6 +130,8 @@ class Statements:
     read_bucket = _Prepared(f"SELECT name, created_at, versioning FROM {META_KS}.buckets WHERE name = ?")
     set_bucket_versioning = _Prepared(f"UPDATE {META_KS}.buckets SET versioning = ? WHERE name = ?")
     all_buckets = _Prepared(f"SELECT name, created_at FROM {META_KS}.buckets")
+    bucket_cors = _Prepared(f"SELECT cors FROM {META_KS}.buckets WHERE name = ?")
+    set_bucket_cors = _Prepared(f"UPDATE {META_KS}.buckets SET cors = ? WHERE name = ? IF EXISTS")  # null: delete
     # S3 conditional writes: one gateway's turn on a key at a time (casstor_ops.serve.s3.conditions)
     lock_object = _Prepared(f"INSERT INTO {META_KS}.object_locks (id, holder) VALUES (?, ?) IF NOT EXISTS USING TTL ?")
     unlock_object = _Prepared(f"DELETE FROM {META_KS}.object_locks WHERE id = ? IF holder = ?")

@@ -20,8 +20,10 @@ Modules: :mod:`.app` (the dispatcher: authentication, bucket or object, the
 operation), :mod:`.buckets`, :mod:`.objects`, :mod:`.listing` (ListObjects v1
 and v2 on the directory index), :mod:`.multipart` (multipart uploads, parts
 as hidden files), :mod:`.versions` (versioning on the history),
-:mod:`.conditions` (conditional writes atomic across gateways), and the ones
-above.
+:mod:`.conditions` (conditional writes atomic across gateways),
+:mod:`.post_object` (browser form uploads signed by a policy, parsed by
+:mod:`.form`), :mod:`.cors` (a bucket's CORS rules and the preflight), and
+the ones above.
 
 Example::
 

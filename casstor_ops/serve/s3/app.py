@@ -1,7 +1,9 @@
 """The S3 dispatcher: :class:`S3Handlers`, the plain server's handlers with S3's requests, signatures and errors.
 
 Every request is authenticated first (:func:`~.sigv4.authenticate`: no
-anonymous access), then routed by path-style address and query:
+anonymous access), then routed by path-style address and query; but a CORS
+preflight (``OPTIONS``, which browsers send unsigned: :mod:`.cors`) and a
+browser form's POST Object (signed by its policy: :mod:`.post_object`):
 
 =====================================  ==========================================
 ``GET /``                              ListBuckets
@@ -14,6 +16,9 @@ anonymous access), then routed by path-style address and query:
 ``DELETE /b/k``                        DeleteObject (``?versionId``: that version)
 ``GET /b?versions``                    ListObjectVersions (:mod:`.versions`)
 ``PUT|GET /b?versioning``              Put/GetBucketVersioning
+``PUT|GET|DELETE /b?cors``             Put/Get/DeleteBucketCors (:mod:`.cors`)
+``OPTIONS /b[/k]``                     the CORS preflight
+``POST /b`` (``multipart/form-data``)  POST Object (:mod:`.post_object`)
 ``GET /b?uploads``                     ListMultipartUploads
 ``POST /b/k?uploads``                  CreateMultipartUpload
 ``PUT /b/k?uploadId&partNumber``       UploadPart, or UploadPartCopy
@@ -21,7 +26,8 @@ anonymous access), then routed by path-style address and query:
                                        AbortMultipartUpload (:mod:`.multipart`)
 =====================================  ==========================================
 
-Anything else (ACLs, tagging, ...) is answered
+A request with an ``Origin`` gets the bucket's matching CORS headers on its
+answer. Anything else (ACLs, tagging, ...) is answered
 NotImplemented (501). The engine is the plain server's (:class:`~..app.Handlers`:
 its read and write pools, shared lease, key locks, body deadlines, metrics).
 
@@ -54,9 +60,11 @@ from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.s3.buckets import Buckets
+from casstor_ops.serve.s3.cors import Cors
 from casstor_ops.serve.s3.errors import S3Error, render
 from casstor_ops.serve.s3.listing import Listing, decode_token, encode_token, encoded, max_keys
 from casstor_ops.serve.s3.multipart import Multipart
+from casstor_ops.serve.s3.post_object import PostObjects, is_form_post
 from casstor_ops.serve.s3.versions import Versions
 from casstor_ops.serve.s3.objects import Objects, s3_time, xml_response
 from casstor_ops.serve.s3.sigv4 import Signed, authenticate
@@ -90,6 +98,8 @@ class S3Handlers(Handlers):
         self.listing = Listing(store)
         self.multipart = Multipart(store, self.objects, self.writes, self.listing)
         self.versions = Versions(store, self.objects, self.buckets, self.writes)
+        self.cors = Cors(store, self.buckets, self.writes, self.reads.pool)
+        self.posts = PostObjects(self.objects, self.writes, policy, self._secrets)
 
     async def handle(self, request: Request) -> Response:
         request_id = uuid.uuid4().hex[:16].upper()
@@ -97,9 +107,15 @@ class S3Handlers(Handlers):
         try:
             path = unquote(request.scope["raw_path"].decode("latin-1"), errors="strict")
             headers = {name: ",".join(request.headers.getlist(name)) for name in request.headers.keys()}
-            signed = authenticate(request.method, path, request.scope["query_string"].decode("latin-1"), headers,
-                                  self._secrets, time.time())
-            response = await self._route(request, path, signed)
+            if request.method == "OPTIONS":  # a CORS preflight: browsers send it unsigned
+                response = await self.cors.preflight(headers, path)
+            elif is_form_post(request.method, path, headers.get("content-type")):  # signed by its policy
+                self._check_writable(request.method)
+                response = await self.posts.post(request, path.strip("/"))
+            else:
+                signed = authenticate(request.method, path, request.scope["query_string"].decode("latin-1"),
+                                      headers, self._secrets, time.time())
+                response = await self._route(request, path, signed)
         except S3Error as err:
             response = self._error(request.method, path, err, request_id)
         except ClientDisconnect:
@@ -112,6 +128,8 @@ class S3Handlers(Handlers):
         except Exception as err:  # every failure becomes an S3 error document and one log line (a bug: 500)
             response = self._error(request.method, path, _s3_error(err), request_id, err)
         response.headers["x-amz-request-id"] = request_id
+        if "origin" in request.headers and request.method != "OPTIONS":
+            await self.cors.decorate(response, request.headers["origin"], request.method, path)
         return response
 
     def _error(self, method: str, path: str, err: S3Error, request_id: str,
@@ -131,16 +149,17 @@ class S3Handlers(Handlers):
         bucket, _, key = path.lstrip("/").partition("/")
         query = dict(parse_qsl(request.scope["query_string"].decode("latin-1"), keep_blank_values=True))
         method = request.method
-        if self._read_only and method in ("PUT", "POST", "DELETE"):
-            raise S3Error("AccessDenied", "This server is read-only.")
+        self._check_writable(method)
         if not bucket:
             if method == "GET":
                 return await on_pool(self.reads.pool, self._list_buckets, signed)
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
         unsupported = {"acl", "tagging", "policy", "lifecycle",
-                       "cors", "website", "encryption", "object-lock", "retention", "legal-hold"} & query.keys()
+                       "website", "encryption", "object-lock", "retention", "legal-hold"} & query.keys()
         if unsupported:
             raise S3Error("NotImplemented", f"?{sorted(unsupported)[0]} is not supported by this server yet.")
+        if not key and "cors" in query:
+            return await self._cors(request, method, bucket, signed)
         if not key:
             return await self._bucket(request, method, bucket, query)
         if "uploads" in query or "uploadId" in query:
@@ -157,6 +176,19 @@ class S3Handlers(Handlers):
                 return await self.versions.delete_version(bucket, key, query["versionId"])
             return await self.objects.delete(bucket, key, request.headers)
         raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+
+    async def _cors(self, request: Request, method: str, bucket: str, signed: Signed) -> Response:
+        if method == "PUT":
+            return await self.cors.put(request, bucket, signed)
+        if method == "GET":
+            return await self.cors.get(bucket)
+        if method == "DELETE":
+            return await self.cors.delete(bucket)
+        raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+
+    def _check_writable(self, method: str) -> None:
+        if self._read_only and method in ("PUT", "POST", "DELETE"):
+            raise S3Error("AccessDenied", "This server is read-only.")
 
     async def _multipart(self, request: Request, method: str, bucket: str, key: str, query: dict[str, str],
                          signed: Signed) -> Response:

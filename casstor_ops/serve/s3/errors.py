@@ -30,6 +30,9 @@ STATUS = {
     "NoSuchBucket": 404, "NoSuchKey": 404, "NoSuchUpload": 404, "NoSuchVersion": 404, "NotImplemented": 501, "NotModified": 304,
     "PreconditionFailed": 412, "RequestTimeTooSkewed": 403, "RequestTimeout": 400, "ServiceUnavailable": 503,
     "SignatureDoesNotMatch": 403, "SlowDown": 503, "XAmzContentSHA256Mismatch": 400,
+    # POST Object (.post_object) and CORS (.cors)
+    "AccessForbidden": 403, "BadRequest": 400, "InvalidPolicyDocument": 400, "MalformedPOSTRequest": 400,
+    "MaxPostPreDataLengthExceededError": 400, "NoSuchCORSConfiguration": 404,
 }
 
 

@@ -253,7 +253,7 @@ class Objects:
         headers = request.headers
         meta = S3Object(FileInfo(file_id, None, 0, b"", 0, None), None, headers.get("content-type"),
                         user_meta(headers))
-        await self._writes.write(partial(self._store_body, body, file_id, condition, meta))
+        await self._writes.write(partial(self.store_body, body, file_id, condition, meta))
         return Response(status_code=200, headers={"etag": quoted(body.etag)})
 
     def current_etag(self, file_id: str) -> str | None:
@@ -262,10 +262,10 @@ class Objects:
             return None
         return quoted(row.etag or row.hash.hex())
 
-    def _store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
-                    lease: WriterLease, check_source=lambda: None, inline: bool = True) -> None:
-        """The store call of a PUT or copy (write thread): digests and the precondition checked just before the
-        head write, under the key's lock."""
+    def store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
+                   lease: WriterLease, check_source=lambda: None, inline: bool = True) -> None:
+        """The store call of a PUT, POST or copy (write thread): digests and the precondition checked just before
+        the head write, under the key's lock."""
         def check() -> None:
             check_source()
             body.check()
@@ -380,7 +380,7 @@ class Objects:
         with open(read_end, "rb") as pipe:
             body = Digests(pipe, {})
             try:
-                self._store_body(body, file_id, condition, meta, lease, check_source, inline)
+                self.store_body(body, file_id, condition, meta, lease, check_source, inline)
             finally:
                 _drain(pipe)
                 reader.join()

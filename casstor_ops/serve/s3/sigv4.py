@@ -12,6 +12,9 @@ owed:
   RequestTimeTooSkewed; a presigned URL past ``X-Amz-Date + X-Amz-Expires``: AccessDenied;
 * a malformed header or scope: AuthorizationHeaderMalformed / AccessDenied.
 
+:func:`authenticate_form` checks a POST form's policy signature instead
+(SigV4's ``x-amz-signature`` or the older ``AWSAccessKeyId`` + ``signature``).
+
 The payload is named by ``x-amz-content-sha256`` (the SHA-256 hex of the
 body, checked against it as it is read; ``UNSIGNED-PAYLOAD``; or one of the
 ``STREAMING-...`` modes of an aws-chunked body: :mod:`.chunked`). A presigned
@@ -29,6 +32,7 @@ Example (the S3 documentation's GET with a range)::
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import re
@@ -189,10 +193,14 @@ def authenticate(method: str, path: str, raw_query: str, headers: Mapping[str, s
 
 
 def _key(secrets: Mapping[str, str], access_key: str, date: str, region: str) -> bytes:
+    return signing_key(_secret(secrets, access_key), date, region, "s3")
+
+
+def _secret(secrets: Mapping[str, str], access_key: str) -> str:
     secret = secrets.get(access_key)
     if secret is None:
         raise S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
-    return signing_key(secret, date, region, "s3")
+    return secret
 
 
 def _presigned(method: str, path: str, raw_query: str, query: Mapping[str, str], headers: Mapping[str, str],
@@ -221,3 +229,36 @@ def _presigned(method: str, path: str, raw_query: str, query: Mapping[str, str],
     if not hmac.compare_digest(expected, query["X-Amz-Signature"]):
         raise signature_mismatch()
     return Signed(access_key, payload)
+
+
+def authenticate_form(fields: Mapping[str, str], secrets: Mapping[str, str]) -> str:
+    """The access key that signed a POST form's ``policy`` (``fields`` by lower-case name): SigV4's
+    ``x-amz-signature`` (the hex HMAC-SHA256 of the base64 policy under ``x-amz-credential``'s signing key), or
+    the older ``AWSAccessKeyId`` and ``signature`` (the base64 HMAC-SHA1 of it under the secret key). The policy's
+    own expiration bounds its use, so no clock skew is checked. A signing field missing: InvalidArgument; an
+    unknown key: InvalidAccessKeyId; a wrong signature: SignatureDoesNotMatch."""
+    policy = fields["policy"]
+    if "x-amz-credential" in fields or "x-amz-signature" in fields:
+        _require(fields, "x-amz-algorithm", "x-amz-credential", "x-amz-date", "x-amz-signature")
+        if fields["x-amz-algorithm"] != ALGORITHM:
+            raise S3Error("InvalidArgument", f"x-amz-algorithm must be {ALGORITHM}")
+        amz_date = fields["x-amz-date"]
+        _parse_time(amz_date)
+        access_key, date, region = _scope(fields["x-amz-credential"], amz_date)
+        expected, given = sign(_key(secrets, access_key, date, region), policy), fields["x-amz-signature"]
+    else:
+        _require(fields, "awsaccesskeyid", "signature")
+        access_key = fields["awsaccesskeyid"]
+        secret = _secret(secrets, access_key)
+        digest = hmac.new(secret.encode("utf-8"), policy.encode("utf-8"), hashlib.sha1).digest()
+        expected, given = base64.b64encode(digest).decode(), fields["signature"]
+    if not hmac.compare_digest(expected.encode(), given.encode("utf-8", "replace")):
+        raise signature_mismatch()
+    return access_key
+
+
+def _require(fields: Mapping[str, str], *names: str) -> None:
+    for name in names:
+        if name not in fields:
+            raise S3Error("InvalidArgument", f"Bucket POST must contain a field named '{name}'. If it is "
+                                             f"specified, please check the order of the fields.")
