@@ -7,7 +7,9 @@ its record ``upload`` (a small file: the key, Content-Type and
 chunked and deduplicated like any file and kept with its MD5 as ETag. Complete
 commits the object's new version as the parts' block lists end to end
 (:func:`~casstor_ops.store.multipart.commit_parts`: no byte read again), its
-ETag ``MD5(part MD5s)-N`` as S3 makes it, then removes the upload's files.
+ETag ``MD5(part MD5s)-N`` as S3 makes it, then removes the parts and marks the
+record completed: a Complete sent again (a client retrying) answers the object
+again, as S3 and RGW do, until the record is forgotten with the abandoned ones.
 UploadPartCopy of a whole object is a concatenation of one list too (no byte
 read); with ``x-amz-copy-source-range`` the range's bytes are read and stored
 (its blocks are found: dedup). An upload nobody completes or aborts is
@@ -91,7 +93,8 @@ def no_such_upload(upload_id: str) -> S3Error:
 
 
 class Upload:
-    """One upload's record: its key and the object's Content-Type and user metadata."""
+    """One upload's record: its key, the object's Content-Type, user metadata and kept headers, and its ETag once
+    completed."""
 
     def __init__(self, bucket: str, upload_id: str, key: str, content_type: str | None, meta: dict[str, str],
                  initiated: str, completed: str | None = None, headers: dict[str, str] | None = None) -> None:

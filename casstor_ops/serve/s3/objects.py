@@ -5,9 +5,10 @@ the store on a write thread (decoding an aws-chunked body on the way,
 :mod:`.chunked`), digesting it as the store reads it (:mod:`.checksums`): the
 MD5 is the ETag; Content-MD5, ``x-amz-content-sha256`` and
 ``x-amz-checksum-*`` are checked in the store's ``before_commit`` hook, so a
-body that does not match them commits nothing. The ETag, ``Content-Type`` and
-``x-amz-meta-*`` are kept in the version row (``versions.etag``,
-``content_type``, ``user_meta``). A GET answers from one head read and
+body that does not match them commits nothing. The ETag, ``Content-Type``,
+``x-amz-meta-*`` and :data:`KEPT_HEADERS` (Cache-Control, Expires, ...) are
+kept in the version row (``versions.etag``, ``content_type``, ``user_meta``,
+``http_headers``); a GET's ``response-*`` query replaces them in its answer. A GET answers from one head read and
 serves the content as the plain server does (:meth:`Reads.content
 <casstor_ops.serve.reads.Reads.content>`), honouring Range, If-Match,
 If-None-Match, If-Modified-Since and If-Unmodified-Since (S3's order). A file
