@@ -24,9 +24,7 @@ def test_buckets_are_created_listed_and_deleted_only_when_empty(s3):
     s3.create_bucket(Bucket="bkt-life")
     assert "bkt-life" in [b["Name"] for b in s3.list_buckets()["Buckets"]]
     s3.head_bucket(Bucket="bkt-life")
-    with pytest.raises(ClientError) as err:
-        s3.create_bucket(Bucket="bkt-life")
-    assert error_code(err) == "BucketAlreadyOwnedByYou"
+    s3.create_bucket(Bucket="bkt-life")  # its owner's second create: 200, as in us-east-1
     s3.put_object(Bucket="bkt-life", Key="a/b.txt", Body=b"x")
     with pytest.raises(ClientError) as err:
         s3.delete_bucket(Bucket="bkt-life")

@@ -144,11 +144,13 @@ class FileInfo:
 @dataclass(frozen=True)
 class ObjectMeta:
     """An S3 object's attributes, kept in its version row (``casstor serve --s3``): ``etag`` (the MD5 hex of its
-    bytes), ``content_type``, ``user_meta`` (``x-amz-meta-*`` without the prefix). Other files have none."""
+    bytes), ``content_type``, ``user_meta`` (``x-amz-meta-*`` without the prefix), ``headers`` (the HTTP headers
+    a GET answers with as they were written: Cache-Control, Expires, ...). Other files have none."""
 
     etag: str
     content_type: str | None = None
     user_meta: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

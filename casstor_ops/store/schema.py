@@ -167,6 +167,8 @@ _TABLES = [
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS etag text",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS content_type text",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS user_meta map<text, text>",
+    # Cache-Control, Content-Disposition, Content-Encoding, Content-Language, Expires as written (lower-case names).
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS http_headers map<text, text>",
     # A tree store's source file when it was read (inode, change time): an unchanged re-run skips by them.
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ino bigint",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ctime_ns bigint",
@@ -175,6 +177,9 @@ _TABLES = [
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.buckets (name text PRIMARY KEY, created_at timestamp)""",
     f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS versioning text",  # S3's Enabled or Suspended; null: never set
     f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS cors text",  # S3's CORS rules as JSON (serve/s3/cors.py)
+    # The access key that created it (S3's owner; null: made before owners, every user's) and its LocationConstraint.
+    f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS owner text",
+    f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS location text",
     # An S3 conditional write's turn on its key, across gateways (a lightweight transaction; rows live seconds).
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.object_locks (id text PRIMARY KEY, holder uuid)""",
     # Keyed by "/" + prefix (as dir_entries' dir: Cassandra refuses an empty key, the whole store's prefix).

@@ -117,19 +117,21 @@ class Statements:
     # An S3 object's version: insert_version's columns, then its S3 attributes (casstor_ops.serve.s3).
     insert_version_meta = _Prepared(
         f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, ino, "
-        f"ctime_ns, content, codec, stored_size, deleted, etag, content_type, user_meta) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
-    object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta "
-                            f"FROM {META_KS}.versions WHERE id = ? LIMIT 1")
+        f"ctime_ns, content, codec, stored_size, deleted, etag, content_type, user_meta, http_headers) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+    object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
+                            f"http_headers FROM {META_KS}.versions WHERE id = ? LIMIT 1")
     object_etag = _Prepared(f"SELECT etag, deleted FROM {META_KS}.versions WHERE id = ? AND version = ?")
-    object_version = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta "
-                               f"FROM {META_KS}.versions WHERE id = ? AND version = ?")
+    object_version = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
+                               f"http_headers FROM {META_KS}.versions WHERE id = ? AND version = ?")
     object_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, etag FROM {META_KS}.versions WHERE id = ?")
     # -- S3 buckets (rare writes: a lightweight transaction makes a second CreateBucket of a name fail)
-    create_bucket = _Prepared(f"INSERT INTO {META_KS}.buckets (name, created_at) VALUES (?, ?) IF NOT EXISTS")
-    read_bucket = _Prepared(f"SELECT name, created_at, versioning FROM {META_KS}.buckets WHERE name = ?")
+    create_bucket = _Prepared(
+        f"INSERT INTO {META_KS}.buckets (name, created_at, owner, location) VALUES (?, ?, ?, ?) IF NOT EXISTS")
+    read_bucket = _Prepared(
+        f"SELECT name, created_at, versioning, owner, location FROM {META_KS}.buckets WHERE name = ?")
     set_bucket_versioning = _Prepared(f"UPDATE {META_KS}.buckets SET versioning = ? WHERE name = ?")
-    all_buckets = _Prepared(f"SELECT name, created_at FROM {META_KS}.buckets")
+    all_buckets = _Prepared(f"SELECT name, created_at, owner FROM {META_KS}.buckets")
     bucket_cors = _Prepared(f"SELECT cors FROM {META_KS}.buckets WHERE name = ?")
     set_bucket_cors = _Prepared(f"UPDATE {META_KS}.buckets SET cors = ? WHERE name = ? IF EXISTS")  # null: delete
     # S3 conditional writes: one gateway's turn on a key at a time (casstor_ops.serve.s3.conditions)

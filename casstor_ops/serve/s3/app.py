@@ -1,7 +1,9 @@
 """The S3 dispatcher: :class:`S3Handlers`, the plain server's handlers with S3's requests, signatures and errors.
 
 Every request is authenticated first (:func:`~.sigv4.authenticate`: no
-anonymous access), then routed by path-style address and query; but a CORS
+anonymous access), then authorized (the bucket, and a copy's source bucket,
+must be the caller's: :meth:`~.buckets.Buckets.authorize`; CreateBucket and
+ListBuckets excepted), then routed by path-style address and query; but a CORS
 preflight (``OPTIONS``, which browsers send unsigned: :mod:`.cors`) and a
 browser form's POST Object (signed by its policy: :mod:`.post_object`):
 
@@ -24,10 +26,12 @@ browser form's POST Object (signed by its policy: :mod:`.post_object`):
 ``PUT /b/k?uploadId&partNumber``       UploadPart, or UploadPartCopy
 ``GET|POST|DELETE /b/k?uploadId``      ListParts, CompleteMultipartUpload,
                                        AbortMultipartUpload (:mod:`.multipart`)
+``GET|PUT /b?acl``, ``/b/k?acl``       Get/PutBucketAcl, Get/PutObjectAcl (:mod:`.acl`)
+``GET /b/k?torrent``                   NoSuchKey: no torrent is kept
 =====================================  ==========================================
 
 A request with an ``Origin`` gets the bucket's matching CORS headers on its
-answer. Anything else (ACLs, tagging, ...) is answered
+answer. Anything else (tagging, policies, ...) is answered
 NotImplemented (501). The engine is the plain server's (:class:`~..app.Handlers`:
 its read and write pools, shared lease, key locks, body deadlines, metrics).
 
@@ -59,14 +63,15 @@ from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.policy import Policy
-from casstor_ops.serve.s3.buckets import Buckets
+from casstor_ops.serve.s3.acl import Acls
+from casstor_ops.serve.s3.buckets import Buckets, location_of, max_buckets, owner_of
 from casstor_ops.serve.s3.cors import Cors
 from casstor_ops.serve.s3.errors import S3Error, render
 from casstor_ops.serve.s3.listing import Listing, decode_token, encode_token, encoded, max_keys
 from casstor_ops.serve.s3.multipart import Multipart
 from casstor_ops.serve.s3.post_object import PostObjects, is_form_post
 from casstor_ops.serve.s3.versions import Versions
-from casstor_ops.serve.s3.objects import Objects, s3_time, xml_response
+from casstor_ops.serve.s3.objects import Objects, copy_source_of, s3_time, xml_response
 from casstor_ops.serve.s3.sigv4 import Signed, authenticate
 from casstor_ops.serve.s3.xml import document
 from casstor_ops.serve.shared_lease import SharedLease
@@ -100,6 +105,7 @@ class S3Handlers(Handlers):
         self.versions = Versions(store, self.objects, self.buckets, self.writes)
         self.cors = Cors(store, self.buckets, self.writes, self.reads.pool)
         self.posts = PostObjects(self.objects, self.writes, policy, self._secrets)
+        self.acls = Acls(self.objects)
 
     async def handle(self, request: Request) -> Response:
         request_id = uuid.uuid4().hex[:16].upper()
@@ -152,16 +158,25 @@ class S3Handlers(Handlers):
         self._check_writable(method)
         if not bucket:
             if method == "GET":
-                return await on_pool(self.reads.pool, self._list_buckets, signed)
+                return await on_pool(self.reads.pool, self._list_buckets, signed, query)
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
-        unsupported = {"acl", "tagging", "policy", "lifecycle",
+        if method != "PUT" or key or query:  # but CreateBucket: any user may try a name
+            await on_pool(self.reads.pool, self.buckets.authorize, bucket, signed.access_key)
+        if key and "x-amz-copy-source" in request.headers:
+            await on_pool(self.reads.pool, self.buckets.authorize, copy_source_of(request.headers)[0],
+                          signed.access_key)
+        if "acl" in query:
+            return await self.acls.answer(request, bucket, key, signed.access_key, query.get("versionId"))
+        if "torrent" in query and method == "GET" and key:
+            raise S3Error("NoSuchKey", "No torrent is kept for this object (torrents are not supported).")
+        unsupported = {"tagging", "policy", "lifecycle", "torrent",
                        "website", "encryption", "object-lock", "retention", "legal-hold"} & query.keys()
         if unsupported:
             raise S3Error("NotImplemented", f"?{sorted(unsupported)[0]} is not supported by this server yet.")
         if not key and "cors" in query:
             return await self._cors(request, method, bucket, signed)
         if not key:
-            return await self._bucket(request, method, bucket, query)
+            return await self._bucket(request, method, bucket, query, signed)
         if "uploads" in query or "uploadId" in query:
             return await self._multipart(request, method, bucket, key, query, signed)
         if method in ("GET", "HEAD"):
@@ -204,45 +219,55 @@ class S3Handlers(Handlers):
                 return await uploads.copy_part(request, bucket, key, query)
             return await uploads.upload_part(request, bucket, key, query, signed)
         if method == "GET":
-            return await uploads.list_parts(bucket, key, query)
+            return await uploads.list_parts(bucket, key, query, signed.access_key)
         if method == "DELETE":
             return await uploads.abort(bucket, key, query)
         raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
-    async def _bucket(self, request: Request, method: str, bucket: str, query: dict[str, str]) -> Response:
+    async def _bucket(self, request: Request, method: str, bucket: str, query: dict[str, str],
+                      signed: Signed) -> Response:
         pool = self.reads.pool
         if method == "PUT" and "versioning" in query:
             return await self.versions.put_config(request, bucket)
         if method == "PUT":
-            await self.writes.write(lambda lease: self.buckets.create(bucket))
+            location = location_of(await request.body())
+            await self.writes.write(lambda lease: self.buckets.create(bucket, signed.access_key, location))
             return Response(status_code=200, headers={"location": f"/{bucket}"})
         if method == "HEAD":
-            await on_pool(pool, self.buckets.created, bucket)
-            return Response(status_code=200)
+            return Response(status_code=200)  # authorized: it exists
         if method == "DELETE":
             await self.writes.write(lambda lease: self.buckets.delete(bucket))
             return Response(status_code=204)
         if method == "POST" and "delete" in query:
             return await self.objects.delete_many(request, bucket)
         if method == "GET" and "uploads" in query:
-            return await self.multipart.list_uploads(bucket, query)
+            return await self.multipart.list_uploads(bucket, query, signed.access_key)
         if method != "GET":
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
-        await on_pool(pool, self.buckets.created, bucket)
         if "location" in query:
-            return xml_response(document("LocationConstraint", {}))
+            row = await on_pool(pool, self.buckets.row, bucket)
+            return xml_response(document("LocationConstraint", {}, text=row.location))
         if "versioning" in query:
             return await self.versions.get_config(bucket)
         if "versions" in query:
-            return await self.versions.list(bucket, query)
-        return await on_pool(pool, partial(self._list_objects, bucket, query))
+            return await self.versions.list(bucket, query, signed.access_key)
+        return await on_pool(pool, partial(self._list_objects, bucket, query, signed.access_key))
 
-    def _list_buckets(self, signed: Signed) -> Response:
-        owner = {"ID": signed.access_key, "DisplayName": signed.access_key}
-        buckets = [{"Name": row.name, "CreationDate": s3_time(row.created_at)} for row in self.buckets.all()]
-        return xml_response(document("ListAllMyBucketsResult", {"Owner": owner, "Buckets": {"Bucket": buckets}}))
+    def _list_buckets(self, signed: Signed, query: dict[str, str]) -> Response:
+        """The caller's buckets, ``max-buckets`` a page (from ``continuation-token`` on), ``prefix``."""
+        limit = max_buckets(query.get("max-buckets"))
+        token = query.get("continuation-token")
+        prefix = query.get("prefix", "")
+        rows = [row for row in self.buckets.all(signed.access_key, decode_token(token) if token else "")
+                if row.name.startswith(prefix)]
+        shown = rows[:limit]
+        buckets = [{"Name": row.name, "CreationDate": s3_time(row.created_at)} for row in shown]
+        return xml_response(document("ListAllMyBucketsResult", {
+            "Owner": owner_of(signed.access_key), "Buckets": {"Bucket": buckets},
+            "ContinuationToken": encode_token(shown[-1].name) if len(rows) > limit else None,
+            "Prefix": prefix or None}))
 
-    def _list_objects(self, bucket: str, query: dict[str, str]) -> Response:
+    def _list_objects(self, bucket: str, query: dict[str, str], owner: str) -> Response:
         v2 = query.get("list-type") == "2"
         prefix, delimiter, encoding = query.get("prefix", ""), query.get("delimiter", ""), query.get("encoding-type")
         limit = max_keys(query.get("max-keys"))
@@ -255,10 +280,12 @@ class S3Handlers(Handlers):
         root = len(bucket) + 1
         contents = [{"Key": encoded(e.file.id[root:], encoding), "LastModified": s3_time(e.file.committed_at),
                      "ETag": f'"{page.etags[e.file.id]}"', "Size": e.file.size, "StorageClass": "STANDARD",
-                     "Owner": {"ID": "casstor", "DisplayName": "casstor"} if not v2 or "fetch-owner" in query
+                     "Owner": owner_of(owner) if not v2 or "fetch-owner" in query
                      and query["fetch-owner"] == "true" else None} for e in page.contents]
-        fields = {"Name": bucket, "Prefix": encoded(prefix, encoding), "Delimiter": encoded(delimiter, encoding)
-                  if delimiter else None, "MaxKeys": limit, "EncodingType": encoding, "IsTruncated": page.truncated}
+        # v1's Prefix is sent as it came (S3 and RGW do, botocore decodes it in v2 only)
+        fields = {"Name": bucket, "Prefix": encoded(prefix, encoding) if v2 else prefix,
+                  "Delimiter": encoded(delimiter, encoding) if delimiter else None, "MaxKeys": limit,
+                  "EncodingType": encoding, "IsTruncated": page.truncated}
         if v2:
             fields.update({"KeyCount": len(page.contents) + len(page.prefixes),
                            "ContinuationToken": query.get("continuation-token"),

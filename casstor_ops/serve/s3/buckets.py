@@ -5,19 +5,21 @@ time (ListBuckets shows it) and a versioning state, which a marker
 has no column for; and a bucket must stay a bucket while it is empty, while a
 directory of the index exists as soon as anything was stored under it (a
 ``casstor store b/x`` makes ``b/`` a directory, not a bucket). CreateBucket
-writes the row (``IF NOT EXISTS``: a second create is BucketAlreadyOwnedByYou)
+writes the row with its owner, the access key that signed the request (``IF NOT EXISTS``: a second create
+by its owner succeeds, by another user is BucketAlreadyExists)
 and makes the directory ``b/`` (its marker in the root), so ``casstor ls b/``
 lists the bucket's objects; DeleteBucket removes the row only, and only while
 no object is under ``b/`` (the empty directory stays, as after ``casstor rm``).
 
 Example::
 
-    >>> Buckets(store).create("photos")                       # doctest: +SKIP
-    >>> [b.name for b in Buckets(store).all()]                # doctest: +SKIP
+    >>> Buckets(store).create("photos", owner="AKIAME")       # doctest: +SKIP
+    >>> [b.name for b in Buckets(store).all("AKIAME")]        # doctest: +SKIP
     ['photos']
 
 Failures (:class:`~.errors.S3Error`): an invalid name: InvalidBucketName;
-unknown: NoSuchBucket; a second create: BucketAlreadyOwnedByYou; a delete
+unknown: NoSuchBucket; another user's: AccessDenied (:meth:`Buckets.authorize`: every request but
+ListBuckets and CreateBucket is checked); a second create by another user: BucketAlreadyExists; a delete
 while objects remain: BucketNotEmpty. The driver's errors propagate.
 """
 
@@ -28,14 +30,45 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
-from casstor_ops.serve.s3.errors import S3Error, no_such_bucket
+from casstor_ops.serve.s3.errors import S3Error, access_denied, invalid_argument, no_such_bucket
+from casstor_ops.serve.s3.xml import parse
 from casstor_ops.store.api import Store
 from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.statements import Statements
 
 KEEP_EVERY = 2 ** 31 - 1  # keep_last of a versioned bucket: every version (the column is a CQL int)
+MAX_BUCKETS = 10_000  # S3's largest max-buckets
+MAX_CONFIG_BODY = 64 * 1024
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def owner_of(access_key: str) -> dict[str, str]:
+    """An S3 Owner (or Grantee, Initiator) element: the access key is the user's ID and display name."""
+    return {"ID": access_key, "DisplayName": access_key}
+
+
+def location_of(body: bytes) -> str | None:
+    """The LocationConstraint of a CreateBucket body (None: no body, or none named); MalformedXML."""
+    if not body:
+        return None
+    try:
+        if len(body) > MAX_CONFIG_BODY:
+            raise ValueError("too large")
+        return (parse(body).findtext("LocationConstraint") or "").strip() or None
+    except (ValueError, SyntaxError):
+        raise S3Error("MalformedXML", "The XML you provided was not well-formed or did not validate.") from None
+
+
+def max_buckets(value: str | None) -> int:
+    """ListBuckets' ``max-buckets``: 1 to 10000 (the default: all, as without paging); InvalidArgument."""
+    try:
+        wanted = MAX_BUCKETS if value is None else int(value)
+    except ValueError:
+        wanted = 0
+    if not 1 <= wanted <= MAX_BUCKETS:
+        raise invalid_argument(f"max-buckets must be a number from 1 to {MAX_BUCKETS}")
+    return wanted
 
 
 def check_name(name: str) -> str:
@@ -63,27 +96,36 @@ class Buckets:
         self._session = store.session
         self._st = Statements.for_session(store.session)
 
-    def create(self, name: str) -> None:
+    def create(self, name: str, owner: str, location: str | None = None) -> None:
+        """Create bucket ``name`` owned by the access key ``owner``. A second create by its owner changes nothing
+        and succeeds (S3 in us-east-1, RGW); by another user it is BucketAlreadyExists."""
         check_name(name)
-        applied = self._session.execute(self._st.create_bucket, (name, datetime.now(timezone.utc))).one()[0]
-        if not applied:
-            raise S3Error("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket "
-                                                     "succeeded and you already own it.", f"/{name}", BucketName=name)
+        row = self._session.execute(self._st.create_bucket, (name, datetime.now(timezone.utc), owner, location)).one()
+        if not row[0] and row.owner not in (None, owner):  # not applied: the row is the bucket's as it is
+            raise S3Error("BucketAlreadyExists", "The requested bucket name is not available. The bucket namespace "
+                                                 "is shared by all users of the system.", f"/{name}", BucketName=name)
         self._store.namespace.generation(name + "/")  # makes the directory and its marker in the root
+
+    def row(self, name: str):
+        """Bucket ``name``'s row (``created_at``, ``versioning``, ``owner``, ``location``); NoSuchBucket."""
+        row = self._session.execute(self._st.read_bucket, (name,)).one()
+        if row is None:
+            raise no_such_bucket(name)
+        return row
+
+    def authorize(self, name: str, access_key: str) -> None:
+        """NoSuchBucket, or AccessDenied unless ``access_key`` owns the bucket (one made before owners were
+        recorded has none: every user's, as before)."""
+        if self.row(name).owner not in (None, access_key):
+            raise access_denied()
 
     def created(self, name: str) -> datetime:
         """When bucket ``name`` was created; NoSuchBucket if it does not exist."""
-        row = self._session.execute(self._st.read_bucket, (name,)).one()
-        if row is None:
-            raise no_such_bucket(name)
-        return row.created_at
+        return self.row(name).created_at
 
     def versioning(self, name: str) -> str | None:
         """The bucket's versioning state (``Enabled``, ``Suspended``, or None: never set); NoSuchBucket."""
-        row = self._session.execute(self._st.read_bucket, (name,)).one()
-        if row is None:
-            raise no_such_bucket(name)
-        return row.versioning
+        return self.row(name).versioning
 
     def set_versioning(self, name: str, status: str) -> None:
         """Record ``status``; Enabled also keeps every version of the bucket's objects from forget (a retention
@@ -93,9 +135,11 @@ class Buckets:
             self._store.set_retention(name + "/", Policy(keep_last=KEEP_EVERY))
         self._session.execute(self._st.set_bucket_versioning, (status, name))
 
-    def all(self) -> list:
-        """Every bucket (rows with ``name`` and ``created_at``), by name: a read of the small ``buckets`` table."""
-        return sorted(self._session.execute(self._st.all_buckets), key=lambda row: row.name)
+    def all(self, owner: str, after: str = "") -> list:
+        """The buckets ``owner`` owns (rows with ``name`` and ``created_at``) named after ``after``, by name: a read
+        of the small ``buckets`` table."""
+        return sorted((row for row in self._session.execute(self._st.all_buckets)
+                       if row.owner in (None, owner) and row.name > after), key=lambda row: row.name)
 
     def delete(self, name: str) -> None:
         self.created(name)

@@ -26,7 +26,7 @@ import base64
 import binascii
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from urllib.parse import quote_plus
+from urllib.parse import quote
 
 from casstor_ops.serve.s3.errors import invalid_argument
 from casstor_ops.store.api import Store
@@ -70,8 +70,9 @@ def max_keys(value: str | None) -> int:
 
 
 def encoded(key: str, encoding: str | None) -> str:
-    """A key as the response carries it: URL-encoded when the client asked (``encoding-type=url``)."""
-    return quote_plus(key, safe="/") if encoding == "url" else key
+    """A key as the response carries it: percent-encoded as S3 does (a space is ``%20``, ``+`` is ``%2B``, ``/``
+    stays) when the client asked (``encoding-type=url``)."""
+    return quote(key, safe="/") if encoding == "url" else key
 
 
 class Listing:
@@ -85,6 +86,8 @@ class Listing:
         """Up to ``limit`` keys and prefixes of ``bucket`` under ``prefix``, after the bucket-relative ``after``."""
         root = bucket + "/"
         page = Page()
+        if limit == 0:
+            return page  # S3: an empty page that is not truncated (there is no token to go on from)
         items = (self._one_directory(root, prefix, after) if delimiter == "/"
                  else self._grouped(root, prefix, delimiter, after))
         for item in items:

@@ -7,7 +7,9 @@ its record ``upload`` (a small file: the key, Content-Type and
 chunked and deduplicated like any file and kept with its MD5 as ETag. Complete
 commits the object's new version as the parts' block lists end to end
 (:func:`~casstor_ops.store.multipart.commit_parts`: no byte read again), its
-ETag ``MD5(part MD5s)-N`` as S3 makes it, then removes the upload's files.
+ETag ``MD5(part MD5s)-N`` as S3 makes it, then removes the parts and marks the
+record completed: a Complete sent again (a client retrying) answers the object
+again, as S3 and RGW do, until the record is forgotten with the abandoned ones.
 UploadPartCopy of a whole object is a concatenation of one list too (no byte
 read); with ``x-amz-copy-source-range`` the range's bytes are read and stored
 (its blocks are found: dedup). An upload nobody completes or aborts is
@@ -38,9 +40,11 @@ from starlette.responses import Response
 
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.bridge import on_pool
+from casstor_ops.serve.s3.buckets import owner_of
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument
 from casstor_ops.serve.s3.listing import Listing, max_keys
-from casstor_ops.serve.s3.objects import Objects, condition_of, quoted, s3_time, user_meta, xml_response
+from casstor_ops.serve.s3.objects import (Objects, condition_of, kept_headers, quoted, s3_time, user_meta,
+                                          xml_response)
 from casstor_ops.serve.s3.sigv4 import Signed
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.validators import WritePrecondition
@@ -89,12 +93,15 @@ def no_such_upload(upload_id: str) -> S3Error:
 
 
 class Upload:
-    """One upload's record: its key and the object's Content-Type and user metadata."""
+    """One upload's record: its key, the object's Content-Type, user metadata and kept headers, and its ETag once
+    completed."""
 
     def __init__(self, bucket: str, upload_id: str, key: str, content_type: str | None, meta: dict[str, str],
-                 initiated: str) -> None:
+                 initiated: str, completed: str | None = None, headers: dict[str, str] | None = None) -> None:
         self.bucket, self.id, self.key = bucket, upload_id, key
         self.content_type, self.meta, self.initiated = content_type, meta, initiated
+        self.headers = headers or {}  # Cache-Control, Expires, ... (objects.KEPT_HEADERS)
+        self.completed = completed  # the object's ETag once completed
 
 
 class Multipart:
@@ -110,8 +117,9 @@ class Multipart:
 
     # -- the record
 
-    def _record(self, bucket: str, upload_id: str, key: str | None = None) -> Upload:
-        """The upload's record (NoSuchUpload if it is not there, or is another key's)."""
+    def _record(self, bucket: str, upload_id: str, key: str | None = None, completed: bool = False) -> Upload:
+        """The upload's record (NoSuchUpload if it is not there, is another key's, or is completed unless
+        ``completed``)."""
         if not _UPLOAD_ID.fullmatch(upload_id):
             raise no_such_upload(upload_id)
         try:
@@ -121,17 +129,18 @@ class Multipart:
         out = io.BytesIO()
         self._store.read(head, out)
         fields = json.loads(out.getvalue())
-        if key is not None and fields["key"] != key:
+        if (key is not None and fields["key"] != key) or ("completed" in fields and not completed):
             raise no_such_upload(upload_id)
         return Upload(bucket, upload_id, fields["key"], fields["content_type"], fields["meta"],
-                      s3_time(head.committed_at))
+                      s3_time(head.committed_at), fields.get("completed"), fields.get("headers"))
 
     async def create(self, request: Request, bucket: str, key: str) -> Response:
         check_id(f"{bucket}/{key}", storing=True)
         await self._objects.require_bucket(bucket)
         upload_id = uuid.uuid4().hex
-        record = json.dumps({"key": key, "content_type": request.headers.get("content-type"),
-                             "meta": user_meta(request.headers)}).encode("utf-8")
+        headers = request.headers
+        record = json.dumps(_fields(Upload(bucket, upload_id, key, headers.get("content-type"), user_meta(headers),
+                                           "", headers=kept_headers(headers)))).encode("utf-8")
         await self._writes.write(lambda lease: self._store.put(io.BytesIO(record),
                                                                upload_dir(bucket, upload_id) + RECORD, lease=lease))
         return xml_response(document("InitiateMultipartUploadResult",
@@ -176,7 +185,7 @@ class Multipart:
         entries = directory_entries(self._store.session, self._st, upload_dir(bucket, upload_id), f"{after + 1:05d}")
         return [entry for entry in entries if entry.name != RECORD and entry.file is not None]
 
-    async def list_parts(self, bucket: str, key: str, query: dict[str, str]) -> Response:
+    async def list_parts(self, bucket: str, key: str, query: dict[str, str], initiator: str) -> Response:
         upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
         try:
             after = int(query.get("part-number-marker", "0"))
@@ -186,7 +195,7 @@ class Multipart:
         parts = await on_pool(self._pool, self._parts, bucket, upload.id, after)
         shown = parts[:limit]
         etags = await on_pool(self._pool, self._listing.etags, shown)
-        owner = {"ID": "casstor", "DisplayName": "casstor"}
+        owner = owner_of(initiator)  # the bucket's owner: no other user may start an upload in it
         fields = {"Bucket": bucket, "Key": key, "UploadId": upload.id, "Initiator": owner, "Owner": owner,
                   "StorageClass": "STANDARD", "PartNumberMarker": after,
                   "NextPartNumberMarker": int(shown[-1].name) if shown else after, "MaxParts": limit,
@@ -195,7 +204,7 @@ class Multipart:
                             "ETag": quoted(etags[e.file.id]), "Size": e.file.size} for e in shown]}
         return xml_response(document("ListPartsResult", fields))
 
-    async def list_uploads(self, bucket: str, query: dict[str, str]) -> Response:
+    async def list_uploads(self, bucket: str, query: dict[str, str], initiator: str) -> Response:
         await self._objects.require_bucket(bucket)
         uploads = await on_pool(self._pool, self._uploads, bucket)
         prefix = query.get("prefix", "")
@@ -205,7 +214,7 @@ class Multipart:
                   if u.key.startswith(prefix) and (u.key > key_marker or (u.key == key_marker and id_marker
                                                                          and u.id > id_marker))]
         shown = chosen[:limit]
-        owner = {"ID": "casstor", "DisplayName": "casstor"}
+        owner = owner_of(initiator)  # the bucket's owner: no other user may start an upload in it
         fields = {"Bucket": bucket, "KeyMarker": key_marker, "UploadIdMarker": id_marker,
                   "NextKeyMarker": shown[-1].key if shown else None,
                   "NextUploadIdMarker": shown[-1].id if shown else None, "MaxUploads": limit,
@@ -227,7 +236,7 @@ class Multipart:
 
     async def complete(self, request: Request, bucket: str, key: str, query: dict[str, str]) -> Response:
         file_id = check_id(f"{bucket}/{key}", storing=True)
-        upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
+        upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key, True)
         body = await request.body()
         if len(body) > MAX_COMPLETE_BODY:
             raise S3Error("MalformedXML", "The XML you provided was too large.")
@@ -238,17 +247,19 @@ class Multipart:
             raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
         if not wanted:
             raise S3Error("MalformedXML", "You must specify at least one part.")
-        if [n for n, _ in wanted] != sorted({n for n, _ in wanted}):
+        if [n for n, _ in wanted] != sorted(n for n, _ in wanted):
             raise S3Error("InvalidPartOrder", "The list of parts was not in ascending order.")
-        parts, md5s = await on_pool(self._pool, self._chosen, upload, wanted)
-        etag = multipart_etag(md5s)
-        condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        meta = ObjectMeta(etag, upload.content_type, upload.meta)
-        await self._writes.write(partial(self._commit, parts, file_id, condition, meta))
-        await self._writes.write(partial(self._forget_upload, upload))
+        if upload.completed is None:
+            wanted = list(dict(wanted).items())  # a part listed twice (re-sent): its last entry's ETag, as RGW
+            parts, md5s = await on_pool(self._pool, self._chosen, upload, wanted)
+            upload.completed = multipart_etag(md5s)
+            condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+            meta = ObjectMeta(upload.completed, upload.content_type, upload.meta, upload.headers)
+            await self._writes.write(partial(self._commit, parts, file_id, condition, meta))
+            await self._writes.write(partial(self._forget_upload, upload))
         return xml_response(document("CompleteMultipartUploadResult",
                                      {"Location": f"/{bucket}/{key}", "Bucket": bucket, "Key": key,
-                                      "ETag": quoted(etag)}))
+                                      "ETag": quoted(upload.completed)}))
 
     def _chosen(self, upload: Upload, wanted: list[tuple[int, str]]) -> tuple[list[FileInfo], list[str]]:
         """The named parts' heads and MD5s; InvalidPart for one missing or with another ETag, EntityTooSmall."""
@@ -272,10 +283,17 @@ class Multipart:
             return commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
 
     def _forget_upload(self, upload: Upload, lease: WriterLease) -> None:
-        """Remove the upload's parts, then its record (delete markers: forget drops them, reclaim their blocks)."""
+        """Remove the upload's parts (delete markers: forget drops them, reclaim their blocks), then its record; a
+        completed upload's record stays, saying so, for a Complete sent again (until forget drops it as
+        abandoned: a second Complete is then NoSuchUpload)."""
         for entry in self._parts(upload.bucket, upload.id):
             self._store.remove(entry.file.id, lease=lease)
-        self._store.remove(upload_dir(upload.bucket, upload.id) + RECORD, lease=lease)
+        record = upload_dir(upload.bucket, upload.id) + RECORD
+        if upload.completed is None:
+            self._store.remove(record, lease=lease)
+        else:
+            self._store.put(io.BytesIO(json.dumps({**_fields(upload), "completed": upload.completed}).encode()),
+                            record, lease=lease)
 
     async def abort(self, bucket: str, key: str, query: dict[str, str]) -> Response:
         upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
@@ -283,11 +301,20 @@ class Multipart:
         return Response(status_code=204)
 
 
+def _fields(upload: Upload) -> dict:
+    """The upload's record as JSON fields."""
+    return {"key": upload.key, "content_type": upload.content_type, "meta": upload.meta, "headers": upload.headers}
+
+
 def _copy_range(header: str, size: int) -> tuple[int, int]:
-    """``bytes=A-B`` of x-amz-copy-source-range as [A, B+1); InvalidArgument outside the source."""
+    """``bytes=A-B`` of x-amz-copy-source-range as [A, B+1); InvalidArgument if malformed, InvalidRange (S3's
+    answer) if it ends past the source."""
     match = re.fullmatch(r"bytes=(\d+)-(\d+)", header.strip())
-    if not match or int(match[1]) > int(match[2]) or int(match[2]) >= size:
+    if not match or int(match[1]) > int(match[2]):
         raise invalid_argument("The x-amz-copy-source-range value must be of the form bytes=first-last where "
                                "first and last are the zero-based offsets of the first and last bytes to copy")
+    if int(match[2]) >= size:
+        raise S3Error("InvalidRange", "The requested range is not satisfiable", ActualObjectSize=str(size),
+                      RangeRequested=header)
     return int(match[1]), int(match[2]) + 1
 

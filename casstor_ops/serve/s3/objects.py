@@ -5,9 +5,10 @@ the store on a write thread (decoding an aws-chunked body on the way,
 :mod:`.chunked`), digesting it as the store reads it (:mod:`.checksums`): the
 MD5 is the ETag; Content-MD5, ``x-amz-content-sha256`` and
 ``x-amz-checksum-*`` are checked in the store's ``before_commit`` hook, so a
-body that does not match them commits nothing. The ETag, ``Content-Type`` and
-``x-amz-meta-*`` are kept in the version row (``versions.etag``,
-``content_type``, ``user_meta``). A GET answers from one head read and
+body that does not match them commits nothing. The ETag, ``Content-Type``,
+``x-amz-meta-*`` and :data:`KEPT_HEADERS` (Cache-Control, Expires, ...) are
+kept in the version row (``versions.etag``, ``content_type``, ``user_meta``,
+``http_headers``); a GET's ``response-*`` query replaces them in its answer. A GET answers from one head read and
 serves the content as the plain server does (:meth:`Reads.content
 <casstor_ops.serve.reads.Reads.content>`), honouring Range, If-Match,
 If-None-Match, If-Modified-Since and If-Unmodified-Since (S3's order). A file
@@ -74,6 +75,10 @@ MAX_DELETE_BODY = 2 << 20
 META_PREFIX = "x-amz-meta-"
 DEFAULT_CONTENT_TYPE = "binary/octet-stream"
 EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e"
+# Kept with a version (ObjectMeta.headers) and answered by its GETs and HEADs, as S3 does.
+KEPT_HEADERS = ("cache-control", "content-disposition", "content-encoding", "content-language", "expires")
+# What a GET's response-* query may replace (presigned links name a download's type and file name this way).
+OVERRIDABLE = KEPT_HEADERS + ("content-type",)
 
 
 def s3_time(when: datetime | None) -> str:
@@ -90,20 +95,23 @@ class S3Object:
     """An object's head: the file's version and its S3 attributes."""
 
     def __init__(self, info: FileInfo, etag: str | None, content_type: str | None,
-                 user_meta: Mapping[str, str] | None) -> None:
+                 user_meta: Mapping[str, str] | None, http_headers: Mapping[str, str] | None = None) -> None:
         self.info = info
         self.etag = quoted(etag or info.hash.hex())
         self.content_type = content_type or DEFAULT_CONTENT_TYPE
         self.user_meta = dict(user_meta or {})
+        self.http_headers = dict(http_headers or {})
 
     def meta(self, etag: str) -> ObjectMeta:
-        return ObjectMeta(etag, self.content_type, self.user_meta)
+        return ObjectMeta(etag, self.content_type, self.user_meta, self.http_headers)
 
-    def headers(self) -> dict[str, str]:
+    def headers(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The object's response headers; ``overrides`` (a GET's ``response-*`` query) replace the kept ones."""
         modified = (self.info.committed_at or datetime.now(timezone.utc)).replace(tzinfo=timezone.utc)
         return {"etag": self.etag, "last-modified": format_datetime(modified, usegmt=True),
                 "content-type": self.content_type, "accept-ranges": "bytes", "x-amz-version-id": str(self.info.version),
-                **{META_PREFIX + name: value for name, value in self.user_meta.items()}}
+                **{META_PREFIX + name: value for name, value in self.user_meta.items()}, **self.http_headers,
+                **{name: value for name, value in (overrides or {}).items() if name in OVERRIDABLE}}
 
 
 def is_marker(key: str, headers: Mapping[str, str]) -> bool:
@@ -122,6 +130,21 @@ def version_id(text: str) -> uuid.UUID:
     if version is None or version.version != 1:
         raise S3Error("NoSuchVersion", "The specified version does not exist.", VersionId=text)
     return version
+
+
+def copy_source_of(headers: Mapping[str, str]) -> tuple[str, str, str]:
+    """The bucket, key and versionId (``""``: none) ``x-amz-copy-source`` names."""
+    source_bucket, _, source_key = unquote(headers["x-amz-copy-source"]).lstrip("/").partition("/")
+    source_key, _, version = source_key.partition("?")
+    return source_bucket, source_key, version
+
+
+def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The request's headers a GET answers with again (:data:`KEPT_HEADERS`); Content-Encoding without
+    ``aws-chunked``, which names the request's framing, not the object's."""
+    kept = {name: headers[name] for name in KEPT_HEADERS if name in headers}
+    codings = [c.strip() for c in kept.pop("content-encoding", "").split(",") if c.strip() not in ("", "aws-chunked")]
+    return {**kept, "content-encoding": ", ".join(codings)} if codings else kept
 
 
 def user_meta(headers: Mapping[str, str]) -> dict[str, str]:
@@ -196,12 +219,13 @@ class Objects:
             if row is None:
                 raise S3Error("NoSuchVersion", "The specified version does not exist.", VersionId=version) from None
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against a delete marker.") from None
-        return S3Object(info, row.etag, row.content_type, row.user_meta)
+        return S3Object(info, row.etag, row.content_type, row.user_meta, row.http_headers)
 
     async def get(self, request: Request, bucket: str, key: str, send_body: bool, version: str | None = None
                   ) -> Response:
         obj = await self.head(bucket, key, version)
-        headers = obj.headers()
+        headers = obj.headers({name.removeprefix("response-"): value for name, value in request.query_params.items()
+                               if name.startswith("response-")})
         try:
             check_read_conditions(request.headers, obj)
         except S3Error as err:
@@ -224,7 +248,10 @@ class Objects:
     def body(self, request: Request, signed: Signed) -> Digests:
         """The request's body as the store will read it: decoded, counted, digested."""
         headers = request.headers
-        reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body,
+        # A chunked body (no length checked first) is refused as soon as it passes S3's limit (or --max-body).
+        limit = (self._policy.max_body if "content-length" in headers
+                 else min(MAX_PUT_BYTES, self._policy.max_body or MAX_PUT_BYTES))
+        reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=limit,
                             deadline_s=self._policy.body_timeout_s)
         if signed.payload in STREAMING:
             chunks = AwsChunked(reader, signed)
@@ -237,6 +264,8 @@ class Objects:
     def check_size(self, request: Request) -> None:
         length = request.headers.get("x-amz-decoded-content-length") or request.headers.get("content-length")
         if length is None:
+            if "chunked" in request.headers.get("transfer-encoding", "") and not self._policy.require_length:
+                return  # streamed as the plain server streams a chunked PUT, counted against the limit as it comes
             raise S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.")
         if int(length) > MAX_PUT_BYTES or (self._policy.max_body is not None and int(length) > self._policy.max_body):
             raise S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size")
@@ -252,7 +281,7 @@ class Objects:
         body = self.body(request, signed)
         headers = request.headers
         meta = S3Object(FileInfo(file_id, None, 0, b"", 0, None), None, headers.get("content-type"),
-                        user_meta(headers))
+                        user_meta(headers), kept_headers(headers))
         await self._writes.write(partial(self.store_body, body, file_id, condition, meta))
         return Response(status_code=200, headers={"etag": quoted(body.etag)})
 
@@ -282,23 +311,30 @@ class Objects:
         return Response(status_code=204)
 
     def check_condition(self, file_id: str, condition: WritePrecondition | None, turn: Turn) -> None:
-        """PreconditionFailed unless ``condition`` (if any) holds, checked under the key's ``turn`` across gateways
-        (:mod:`.conditions`), which it takes: the caller writes the head before the turn is given back."""
+        """PreconditionFailed unless ``condition`` (if any) holds (NoSuchKey: ``If-Match`` of a missing key), checked
+        under the key's ``turn`` across gateways (:mod:`.conditions`), which it takes: the caller writes the head
+        before the turn is given back."""
         if condition is None:
             return
         turn.take()
-        if not condition.holds(self.current_etag(file_id)):
+        current = self.current_etag(file_id)
+        if current is None and condition.if_match is not None:
+            raise no_such_key(*file_id.split("/", 1))  # S3's answer to If-Match on a missing key, not 412
+        if not condition.holds(current):
             raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
 
     def _remove(self, file_id: str, condition: WritePrecondition | None, lease: WriterLease) -> None:
         if file_id.endswith("/"):
             return  # a directory marker: never stored (see is_marker)
         with self._writes.head_locks.holding(file_id), self.turns.turn(file_id) as turn:
-            self.check_condition(file_id, condition, turn)
             try:
+                self.check_condition(file_id, condition, turn)
                 self._store.remove(file_id, lease=lease)
             except NotFoundError:
                 pass  # S3 answers 204 for a key that is not there
+            except S3Error as err:
+                if err.code != "NoSuchKey":  # If-Match of a missing key: 204 as well (RGW; AWS has conditional
+                    raise                    # deletes in directory buckets only)
 
     async def delete_many(self, request: Request, bucket: str) -> Response:
         await self.require_bucket(bucket)
@@ -325,8 +361,7 @@ class Objects:
 
     async def copy_source(self, request: Request) -> S3Object:
         """The head ``x-amz-copy-source`` names, its ``x-amz-copy-source-if-*`` conditions checked."""
-        source_bucket, _, source_key = unquote(request.headers["x-amz-copy-source"]).lstrip("/").partition("/")
-        source_key, _, version = source_key.partition("?")
+        source_bucket, source_key, version = copy_source_of(request.headers)
         if version:
             raise S3Error("NotImplemented", "Copying a version (versionId) is not supported yet.")
         source = await self.head(source_bucket, source_key)
@@ -345,7 +380,7 @@ class Objects:
             raise S3Error("InvalidRequest", "This copy request is illegal because it is trying to copy an object "
                                             "to itself without changing the object's metadata.")
         meta = source if directive == "COPY" else S3Object(source.info, None, request.headers.get("content-type"),
-                                                           user_meta(request.headers))
+                                                           user_meta(request.headers), kept_headers(request.headers))
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         etag = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta))
         return xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))

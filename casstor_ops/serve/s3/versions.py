@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from casstor_ops.serve.bridge import on_pool
-from casstor_ops.serve.s3.buckets import Buckets
+from casstor_ops.serve.s3.buckets import Buckets, owner_of
 from casstor_ops.serve.s3.errors import S3Error
 from casstor_ops.serve.s3.listing import max_keys
 from casstor_ops.serve.s3.objects import Objects, quoted, s3_time, version_id, xml_response
@@ -44,7 +44,6 @@ from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.statements import Statements
 
 MAX_CONFIG_BODY = 64 * 1024
-OWNER = {"ID": "casstor", "DisplayName": "casstor"}
 
 
 class Versions:
@@ -72,11 +71,11 @@ class Versions:
         status = await on_pool(self._objects.reads.pool, self._buckets.versioning, bucket)
         return xml_response(document("VersioningConfiguration", {"Status": status}))
 
-    async def list(self, bucket: str, query: dict[str, str]) -> Response:
+    async def list(self, bucket: str, query: dict[str, str], owner: str) -> Response:
         await self._objects.require_bucket(bucket)
-        return await on_pool(self._objects.reads.pool, self._list, bucket, query)
+        return await on_pool(self._objects.reads.pool, self._list, bucket, query, owner_of(owner))
 
-    def _list(self, bucket: str, query: dict[str, str]) -> Response:
+    def _list(self, bucket: str, query: dict[str, str], owner: dict[str, str]) -> Response:
         prefix, after, limit = query.get("prefix", ""), query.get("key-marker", ""), max_keys(query.get("max-keys"))
         root = bucket + "/"
         versions, markers, shown, truncated, last, last_version = [], [], 0, False, "", None
@@ -91,7 +90,7 @@ class Versions:
                 break
             for newest, row in zip([True] + [False] * len(rows), rows):
                 fields = {"Key": key, "VersionId": str(row.version), "IsLatest": newest,
-                          "LastModified": s3_time(row.committed_at), "Owner": OWNER}
+                          "LastModified": s3_time(row.committed_at), "Owner": owner}
                 if row.deleted:
                     markers.append(fields)
                 else:

@@ -9,7 +9,8 @@ Example::
     ['a']
 
 A field whose value is a list is repeated (``{"Contents": [{...}, {...}]}``),
-a dict is a nested element, None is left out, a bool is ``true``/``false``.
+a dict is a nested element, None is left out, a bool is ``true``/``false``; a name starting
+with ``@`` is an attribute of its parent (``{"Grantee": {"@xsi:type": "CanonicalUser", ...}}``).
 A key with a character XML 1.0 cannot carry (a control character) is sent
 as it is by S3 too; ElementTree would write it unescaped, so such names are
 refused at store time (``store/ids.py`` refuses control characters).
@@ -33,6 +34,9 @@ def _fill(parent: ET.Element, fields: Mapping[str, Any]) -> None:
         for item in value if isinstance(value, list) else [value]:
             if item is None:
                 continue
+            if name.startswith("@"):
+                parent.set(name[1:], str(item))
+                continue
             child = ET.SubElement(parent, name)
             if isinstance(item, Mapping):
                 _fill(child, item)
@@ -42,9 +46,10 @@ def _fill(parent: ET.Element, fields: Mapping[str, Any]) -> None:
                 child.text = str(item)
 
 
-def document(root: str, fields: Mapping[str, Any], namespace: bool = True) -> bytes:
-    """An XML document: ``root`` with ``fields`` as children (see the module docstring)."""
+def document(root: str, fields: Mapping[str, Any], namespace: bool = True, text: str | None = None) -> bytes:
+    """An XML document: ``root`` with ``fields`` as children (see the module docstring), or ``text``."""
     element = ET.Element(root, {"xmlns": NAMESPACE} if namespace else {})
+    element.text = text
     _fill(element, fields)
     return _DECLARATION + ET.tostring(element, encoding="unicode").encode("utf-8")
 
