@@ -200,8 +200,12 @@ class Objects:
         self._policy = policy
         self.turns = ConditionTurns(store.session, self._st)
 
-    async def require_bucket(self, bucket: str) -> None:
-        await on_pool(self.reads.pool, self._buckets.created, bucket)
+    async def require_bucket(self, bucket: str, access_key: str | None = None) -> None:
+        """NoSuchBucket unless ``bucket`` exists; given ``access_key``, AccessDenied unless that key owns it too."""
+        if access_key is None:
+            await on_pool(self.reads.pool, self._buckets.created, bucket)
+        else:
+            await on_pool(self.reads.pool, self._buckets.authorize, bucket, access_key)
 
     async def head(self, bucket: str, key: str, version: str | None = None) -> S3Object:
         """The object's head, or its version ``version`` (a versionId) (one read, on the driver's callbacks);

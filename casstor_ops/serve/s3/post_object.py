@@ -187,7 +187,7 @@ class PostObjects:
         fields = head.fields
         if "policy" not in fields:
             raise access_denied("Anonymous access is not allowed: a POST needs a signed policy.")
-        authenticate_form(fields, self._secrets)
+        access_key = authenticate_form(fields, self._secrets)
         policy = PostPolicy.parse(fields["policy"])
         if "key" not in fields:
             raise S3Error("InvalidArgument", "Bucket POST must contain a field named 'key'. If it is specified, "
@@ -195,7 +195,7 @@ class PostObjects:
         key = fields["key"].replace("${filename}", head.filename)
         fields = {**fields, "key": key}
         policy.check(fields, bucket, time.time())
-        await self._objects.require_bucket(bucket)
+        await self._objects.require_bucket(bucket, access_key)  # the form's signer must own the bucket
         file_id = check_id(f"{bucket}/{key}", storing=True)
         most = MAX_PUT_BYTES if policy.most is None else min(policy.most, MAX_PUT_BYTES)
         body = Digests(FilePart(reader, boundary, head.offset, most), fields)
