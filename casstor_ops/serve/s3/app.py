@@ -10,7 +10,9 @@ anonymous access), then routed by path-style address and query:
                                        ``?location``, ``?versioning`` answered
 ``POST /b?delete``                     DeleteObjects
 ``PUT /b/k``                           PutObject, or CopyObject (``x-amz-copy-source``)
-``GET|HEAD /b/k``                      GetObject, HeadObject
+``GET|HEAD /b/k``                      GetObject, HeadObject (``?partNumber``: one part)
+``GET /b/k?attributes``                GetObjectAttributes (:mod:`.attributes`)
+``PUT|GET|DELETE /b[/k]?tagging``      Put/Get/DeleteObjectTagging, ...BucketTagging (:mod:`.tagging`)
 ``DELETE /b/k``                        DeleteObject (``?versionId``: that version)
 ``GET /b?versions``                    ListObjectVersions (:mod:`.versions`)
 ``PUT|GET /b?versioning``              Put/GetBucketVersioning
@@ -21,7 +23,7 @@ anonymous access), then routed by path-style address and query:
                                        AbortMultipartUpload (:mod:`.multipart`)
 =====================================  ==========================================
 
-Anything else (ACLs, tagging, ...) is answered
+Anything else (ACLs, policies, ...) is answered
 NotImplemented (501). The engine is the plain server's (:class:`~..app.Handlers`:
 its read and write pools, shared lease, key locks, body deadlines, metrics).
 
@@ -53,6 +55,7 @@ from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.policy import Policy
+from casstor_ops.serve.s3.attributes import get_attributes
 from casstor_ops.serve.s3.buckets import Buckets
 from casstor_ops.serve.s3.errors import S3Error, render
 from casstor_ops.serve.s3.listing import Listing, decode_token, encode_token, encoded, max_keys
@@ -60,6 +63,7 @@ from casstor_ops.serve.s3.multipart import Multipart
 from casstor_ops.serve.s3.versions import Versions
 from casstor_ops.serve.s3.objects import Objects, s3_time, xml_response
 from casstor_ops.serve.s3.sigv4 import Signed, authenticate
+from casstor_ops.serve.s3.tagging import Tagging
 from casstor_ops.serve.s3.xml import document
 from casstor_ops.serve.shared_lease import SharedLease
 from casstor_ops.serve.status import one_line, status_of
@@ -90,6 +94,7 @@ class S3Handlers(Handlers):
         self.listing = Listing(store)
         self.multipart = Multipart(store, self.objects, self.writes, self.listing)
         self.versions = Versions(store, self.objects, self.buckets, self.writes)
+        self.tagging = Tagging(store, self.objects, self.buckets, self.writes)
 
     async def handle(self, request: Request) -> Response:
         request_id = uuid.uuid4().hex[:16].upper()
@@ -137,7 +142,9 @@ class S3Handlers(Handlers):
             if method == "GET":
                 return await on_pool(self.reads.pool, self._list_buckets, signed)
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
-        unsupported = {"acl", "tagging", "policy", "lifecycle",
+        if "tagging" in query:
+            return await self.tagging.handle(request, bucket, key, query.get("versionId"))
+        unsupported = {"acl", "policy", "lifecycle",
                        "cors", "website", "encryption", "object-lock", "retention", "legal-hold"} & query.keys()
         if unsupported:
             raise S3Error("NotImplemented", f"?{sorted(unsupported)[0]} is not supported by this server yet.")
@@ -145,9 +152,11 @@ class S3Handlers(Handlers):
             return await self._bucket(request, method, bucket, query)
         if "uploads" in query or "uploadId" in query:
             return await self._multipart(request, method, bucket, key, query, signed)
+        if method == "GET" and "attributes" in query:
+            return await get_attributes(self.objects, request, bucket, key, query.get("versionId"))
         if method in ("GET", "HEAD"):
             return await self.objects.get(request, bucket, key, send_body=method == "GET",
-                                          version=query.get("versionId"))
+                                          version=query.get("versionId"), part=query.get("partNumber"))
         if method == "PUT":
             if "x-amz-copy-source" in request.headers:
                 return await self.objects.copy(request, bucket, key, signed)
