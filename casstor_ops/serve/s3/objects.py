@@ -230,15 +230,16 @@ class Objects:
         """The bytes of part ``number`` of ``obj`` (None: all of an object of one PUT, its part 1) and its
         checksum; ``x-amz-mp-parts-count`` put in ``headers``. InvalidPart for a part it does not have."""
         parts = await on_pool(self.reads.pool, self.parts, obj.info)
-        if number > len(parts or [None]):
+        if number > (len(parts) if parts is not None else 1):
             raise S3Error("InvalidPart", "The requested partnumber is not satisfiable", PartNumber=str(number))
         if parts is None:
             return None, obj.checksum
         headers["x-amz-mp-parts-count"] = str(len(parts))
         start = sum(size for size, _ in parts[:number - 1])
         size, value = parts[number - 1]
-        checksum = obj.checksum and value and Checksum(obj.checksum.algorithm, value, obj.checksum.type)
-        return ByteRange(start, start + size), checksum or None
+        if obj.checksum is None or value is None:
+            return ByteRange(start, start + size), None
+        return ByteRange(start, start + size), Checksum(obj.checksum.algorithm, value, obj.checksum.type)
 
     async def get(self, request: Request, bucket: str, key: str, send_body: bool, version: str | None = None,
                   part: str | None = None) -> Response:
