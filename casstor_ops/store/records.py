@@ -145,12 +145,17 @@ class FileInfo:
 class ObjectMeta:
     """An S3 object's attributes, kept in its version row (``casstor serve --s3``): ``etag`` (the MD5 hex of its
     bytes), ``content_type``, ``user_meta`` (``x-amz-meta-*`` without the prefix), ``headers`` (the HTTP headers
-    a GET answers with as they were written: Cache-Control, Expires, ...). Other files have none."""
+    a GET answers with as they were written: Cache-Control, Expires, ...), ``tags``, ``checksum`` (as
+    ``casstor_ops.serve.s3.checksums.Checksum`` stores it) and a multipart object's ``parts`` (each part's size
+    and checksum). Other files have none."""
 
     etag: str
     content_type: str | None = None
     user_meta: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    checksum: str | None = None
+    parts: list[tuple[int, str | None]] | None = None
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,11 @@ _TABLES = [
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS user_meta map<text, text>",
     # Cache-Control, Content-Disposition, Content-Encoding, Content-Language, Expires as written (lower-case names).
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS http_headers map<text, text>",
+    # An S3 object's tags, checksum ("ALGORITHM TYPE VALUE") and, for a multipart one, its parts (size, checksum):
+    # with the version, so a version's forget takes them with it and no other table has to follow it.
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS tags map<text, text>",
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS checksum text",
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS parts list<frozen<tuple<bigint, text>>>",
     # A tree store's source file when it was read (inode, change time): an unchanged re-run skips by them.
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ino bigint",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ctime_ns bigint",
@@ -180,6 +185,7 @@ _TABLES = [
     # The access key that created it (S3's owner; null: made before owners, every user's) and its LocationConstraint.
     f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS owner text",
     f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS location text",
+    f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS tags map<text, text>",  # S3's bucket tagging
     # An S3 conditional write's turn on its key, across gateways (a lightweight transaction; rows live seconds).
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.object_locks (id text PRIMARY KEY, holder uuid)""",
     # Keyed by "/" + prefix (as dir_entries' dir: Cassandra refuses an empty key, the whole store's prefix).

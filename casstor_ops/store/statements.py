@@ -117,13 +117,18 @@ class Statements:
     # An S3 object's version: insert_version's columns, then its S3 attributes (casstor_ops.serve.s3).
     insert_version_meta = _Prepared(
         f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, ino, "
-        f"ctime_ns, content, codec, stored_size, deleted, etag, content_type, user_meta, http_headers) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+        f"ctime_ns, content, codec, stored_size, deleted, etag, content_type, user_meta, http_headers, tags, "
+        f"checksum, parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
     object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
-                            f"http_headers FROM {META_KS}.versions WHERE id = ? LIMIT 1")
+                            f"http_headers, tags, checksum FROM {META_KS}.versions WHERE id = ? LIMIT 1")
     object_etag = _Prepared(f"SELECT etag, deleted FROM {META_KS}.versions WHERE id = ? AND version = ?")
     object_version = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
-                               f"http_headers FROM {META_KS}.versions WHERE id = ? AND version = ?")
+                               f"http_headers, tags, checksum FROM {META_KS}.versions WHERE id = ? AND version = ?")
+    # A multipart object's parts (not in object_head: up to 10,000 of them, read only when asked for).
+    object_parts = _Prepared(f"SELECT parts FROM {META_KS}.versions WHERE id = ? AND version = ?")
+    object_checksum = _Prepared(f"SELECT checksum FROM {META_KS}.versions WHERE id = ? AND version = ?")
+    # IF EXISTS: a version forgotten meanwhile is not brought back as a row of tags only.
+    set_object_tags = _Prepared(f"UPDATE {META_KS}.versions SET tags = ? WHERE id = ? AND version = ? IF EXISTS")
     object_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, etag FROM {META_KS}.versions WHERE id = ?")
     # -- S3 buckets (rare writes: a lightweight transaction makes a second CreateBucket of a name fail)
     create_bucket = _Prepared(
@@ -134,6 +139,8 @@ class Statements:
     all_buckets = _Prepared(f"SELECT name, created_at, owner FROM {META_KS}.buckets")
     bucket_cors = _Prepared(f"SELECT cors FROM {META_KS}.buckets WHERE name = ?")
     set_bucket_cors = _Prepared(f"UPDATE {META_KS}.buckets SET cors = ? WHERE name = ? IF EXISTS")  # null: delete
+    read_bucket_tags = _Prepared(f"SELECT tags FROM {META_KS}.buckets WHERE name = ?")
+    set_bucket_tags = _Prepared(f"UPDATE {META_KS}.buckets SET tags = ? WHERE name = ? IF EXISTS")
     # S3 conditional writes: one gateway's turn on a key at a time (casstor_ops.serve.s3.conditions)
     lock_object = _Prepared(f"INSERT INTO {META_KS}.object_locks (id, holder) VALUES (?, ?) IF NOT EXISTS USING TTL ?")
     unlock_object = _Prepared(f"DELETE FROM {META_KS}.object_locks WHERE id = ? IF holder = ?")

@@ -14,7 +14,9 @@ browser form's POST Object (signed by its policy: :mod:`.post_object`):
                                        ``?location``, ``?versioning`` answered
 ``POST /b?delete``                     DeleteObjects
 ``PUT /b/k``                           PutObject, or CopyObject (``x-amz-copy-source``)
-``GET|HEAD /b/k``                      GetObject, HeadObject
+``GET|HEAD /b/k``                      GetObject, HeadObject (``?partNumber``: one part)
+``GET /b/k?attributes``                GetObjectAttributes (:mod:`.attributes`)
+``PUT|GET|DELETE /b[/k]?tagging``      Put/Get/DeleteObjectTagging, ...BucketTagging (:mod:`.tagging`)
 ``DELETE /b/k``                        DeleteObject (``?versionId``: that version)
 ``GET /b?versions``                    ListObjectVersions (:mod:`.versions`)
 ``PUT|GET /b?versioning``              Put/GetBucketVersioning
@@ -31,7 +33,7 @@ browser form's POST Object (signed by its policy: :mod:`.post_object`):
 =====================================  ==========================================
 
 A request with an ``Origin`` gets the bucket's matching CORS headers on its
-answer. Anything else (tagging, policies, ...) is answered
+answer. Anything else (policies, lifecycle, ...) is answered
 NotImplemented (501). The engine is the plain server's (:class:`~..app.Handlers`:
 its read and write pools, shared lease, key locks, body deadlines, metrics).
 
@@ -64,6 +66,7 @@ from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.s3.acl import Acls
+from casstor_ops.serve.s3.attributes import get_attributes
 from casstor_ops.serve.s3.buckets import Buckets, location_of, max_buckets, owner_of
 from casstor_ops.serve.s3.cors import Cors
 from casstor_ops.serve.s3.errors import S3Error, render
@@ -73,6 +76,7 @@ from casstor_ops.serve.s3.post_object import PostObjects, is_form_post
 from casstor_ops.serve.s3.versions import Versions
 from casstor_ops.serve.s3.objects import Objects, copy_source_of, s3_time, xml_response
 from casstor_ops.serve.s3.sigv4 import Signed, authenticate
+from casstor_ops.serve.s3.tagging import Tagging
 from casstor_ops.serve.s3.xml import document
 from casstor_ops.serve.shared_lease import SharedLease
 from casstor_ops.serve.status import one_line, status_of
@@ -106,6 +110,7 @@ class S3Handlers(Handlers):
         self.cors = Cors(store, self.buckets, self.writes, self.reads.pool)
         self.posts = PostObjects(self.objects, self.writes, policy, self._secrets)
         self.acls = Acls(self.objects)
+        self.tagging = Tagging(store, self.objects, self.buckets, self.writes)
 
     async def handle(self, request: Request) -> Response:
         request_id = uuid.uuid4().hex[:16].upper()
@@ -167,9 +172,11 @@ class S3Handlers(Handlers):
                           signed.access_key)
         if "acl" in query:
             return await self.acls.answer(request, bucket, key, signed.access_key, query.get("versionId"))
+        if "tagging" in query:
+            return await self.tagging.handle(request, bucket, key, query.get("versionId"))
         if "torrent" in query and method == "GET" and key:
             raise S3Error("NoSuchKey", "No torrent is kept for this object (torrents are not supported).")
-        unsupported = {"tagging", "policy", "lifecycle", "torrent",
+        unsupported = {"policy", "lifecycle", "torrent",
                        "website", "encryption", "object-lock", "retention", "legal-hold"} & query.keys()
         if unsupported:
             raise S3Error("NotImplemented", f"?{sorted(unsupported)[0]} is not supported by this server yet.")
@@ -179,9 +186,11 @@ class S3Handlers(Handlers):
             return await self._bucket(request, method, bucket, query, signed)
         if "uploads" in query or "uploadId" in query:
             return await self._multipart(request, method, bucket, key, query, signed)
+        if method == "GET" and "attributes" in query:
+            return await get_attributes(self.objects, request, bucket, key, query.get("versionId"))
         if method in ("GET", "HEAD"):
             return await self.objects.get(request, bucket, key, send_body=method == "GET",
-                                          version=query.get("versionId"))
+                                          version=query.get("versionId"), part=query.get("partNumber"))
         if method == "PUT":
             if "x-amz-copy-source" in request.headers:
                 return await self.objects.copy(request, bucket, key, signed)

@@ -29,50 +29,143 @@ import hashlib
 import io
 import zlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from casstor_ops.serve.s3.errors import S3Error
 
 
-def _crc32c_table() -> list[int]:
+def _reflected_table(poly: int) -> list[int]:
     table = []
     for byte in range(256):
         crc = byte
         for _ in range(8):
-            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
         table.append(crc)
     return table
 
 
-_CRC32C = _crc32c_table()
-
-
 class _Crc:
-    """A CRC32 or CRC32C (Castagnoli, table-driven: no compiled library is at hand) as a hashlib-like object."""
+    """A reflected CRC of ``width`` bits (CRC32, CRC32C, CRC64NVME) as a hashlib-like object. CRC32 is zlib's;
+    the others are table-driven in Python (no compiled library for them is at hand)."""
 
-    def __init__(self, update: Callable[[bytes, int], int]) -> None:
+    def __init__(self, update: Callable[[bytes, int], int], width: int = 32) -> None:
         self._update = update
+        self._width = width
         self._value = 0
 
     def update(self, data: bytes) -> None:
         self._value = self._update(data, self._value)
 
     def digest(self) -> bytes:
-        return self._value.to_bytes(4, "big")
+        return self._value.to_bytes(self._width // 8, "big")
 
 
-def _crc32c(data: bytes, crc: int) -> int:
-    crc ^= 0xFFFFFFFF
-    table = _CRC32C
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
+def _table_crc(poly: int, width: int) -> Callable[[bytes, int], int]:
+    table, ones = _reflected_table(poly), (1 << width) - 1
 
+    def update(data: bytes, crc: int) -> int:
+        crc ^= ones
+        for byte in data:
+            crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+        return crc ^ ones
+    return update
+
+
+# Reflected polynomials, by algorithm: what a full-object checksum of several parts is combined with.
+CRC_POLYNOMIALS = {"crc32": (0xEDB88320, 32), "crc32c": (0x82F63B78, 32), "crc64nvme": (0x9A6C9329AC4BC9B5, 64)}
 
 CHECKSUMS: dict[str, Callable[[], object]] = {
-    "crc32": lambda: _Crc(zlib.crc32), "crc32c": lambda: _Crc(_crc32c),
+    "crc32": lambda: _Crc(zlib.crc32), "crc32c": lambda: _Crc(_table_crc(*CRC_POLYNOMIALS["crc32c"]), 32),
+    "crc64nvme": lambda: _Crc(_table_crc(*CRC_POLYNOMIALS["crc64nvme"]), 64),
     "sha1": hashlib.sha1, "sha256": hashlib.sha256,
 }
+FULL_OBJECT, COMPOSITE = "FULL_OBJECT", "COMPOSITE"
+
+
+def _multiply(a: int, b: int, poly: int, width: int) -> int:
+    """``a * b`` modulo the CRC's polynomial, both in its reflected form (zlib's multmodp)."""
+    top, product = 1 << (width - 1), 0
+    while a:
+        if a & top:
+            product ^= b
+        a = (a << 1) & ((1 << width) - 1)
+        b = (b >> 1) ^ poly if b & 1 else b >> 1
+    return product
+
+
+def combine_crc(algorithm: str, crc1: int, crc2: int, length2: int) -> int:
+    """The CRC of ``A + B`` from A's CRC ``crc1``, B's ``crc2`` and B's length (zlib's crc32_combine, for any of
+    :data:`CRC_POLYNOMIALS`): the parts' CRCs give the object's without reading its bytes again."""
+    poly, width = CRC_POLYNOMIALS[algorithm]
+    shift, power = 1 << (width - 1), 1 << (width - 9)  # x^0; x^8 (a byte)
+    while length2:
+        if length2 & 1:
+            shift = _multiply(power, shift, poly, width)
+        power = _multiply(power, power, poly, width)
+        length2 >>= 1
+    return _multiply(shift, crc1, poly, width) ^ crc2
+
+
+@dataclass(frozen=True)
+class Checksum:
+    """An object's checksum as S3 answers it: the algorithm (``sha256``), its ``type`` (FULL_OBJECT: of all the
+    bytes; COMPOSITE: of the parts' checksums, ``-N`` after it) and the base64 ``value``."""
+
+    algorithm: str
+    value: str
+    type: str = FULL_OBJECT
+
+    def stored(self) -> str:
+        """As the ``versions.checksum`` column keeps it."""
+        return f"{self.algorithm} {self.type} {self.value}"
+
+    @classmethod
+    def parse(cls, stored: str | None) -> Checksum | None:
+        if not stored:
+            return None
+        algorithm, kind, value = stored.split(" ")
+        return cls(algorithm, value, kind)
+
+    def headers(self) -> dict[str, str]:
+        return {f"x-amz-checksum-{self.algorithm}": self.value, "x-amz-checksum-type": self.type}
+
+    def fields(self) -> dict[str, str]:
+        """As S3's XML names them (``ChecksumSHA256``, ``ChecksumType``)."""
+        return {f"Checksum{self.algorithm.upper()}": self.value, "ChecksumType": self.type}
+
+
+# The checksum types S3 allows a multipart upload, by algorithm; the last one is its default.
+_TYPES = {"crc32": (FULL_OBJECT, COMPOSITE), "crc32c": (FULL_OBJECT, COMPOSITE), "crc64nvme": (FULL_OBJECT,),
+          "sha1": (COMPOSITE,), "sha256": (COMPOSITE,)}
+
+
+def checksum_type(algorithm: str, wanted: str | None) -> str:
+    """The checksum type of a multipart upload: ``wanted`` (x-amz-checksum-type), else S3's default for the
+    algorithm; InvalidRequest for an algorithm or a pair S3 refuses."""
+    if algorithm not in _TYPES:
+        raise S3Error("InvalidRequest", f"the checksum algorithm {algorithm!r} is not supported here "
+                                        f"(supported: {', '.join(sorted(CHECKSUMS))})")
+    kind = (wanted or _TYPES[algorithm][-1]).upper()
+    if kind not in _TYPES[algorithm]:
+        raise S3Error("InvalidRequest", f"the checksum type {kind} is not supported for {algorithm.upper()}")
+    return kind
+
+
+def multipart_checksum(algorithm: str, kind: str, parts: list[tuple[int, str]]) -> Checksum:
+    """The checksum of an object made of ``parts`` (each part's size and base64 checksum): COMPOSITE, the
+    algorithm over the parts' digests then ``-N``; FULL_OBJECT, the parts' CRCs combined."""
+    if kind == COMPOSITE:
+        digest = CHECKSUMS[algorithm]()
+        for _, value in parts:
+            digest.update(base64.b64decode(value))
+        return Checksum(algorithm, base64.b64encode(digest.digest()).decode() + f"-{len(parts)}", kind)
+    crc = None
+    for size, value in parts:
+        part = int.from_bytes(base64.b64decode(value), "big")
+        crc = part if crc is None else combine_crc(algorithm, crc, part, size)
+    width = CRC_POLYNOMIALS[algorithm][1]
+    return Checksum(algorithm, base64.b64encode(crc.to_bytes(width // 8, "big")).decode(), kind)
 
 
 def checksum_names(headers: Mapping[str, str]) -> dict[str, str | None]:
@@ -108,15 +201,19 @@ def content_md5(value: str | None) -> bytes | None:
 
 class Digests(io.RawIOBase):
     """The body, counted and digested as it is read (see the module docstring). ``trailer`` gives the
-    trailing headers once the body ended (an aws-chunked body's)."""
+    trailing headers once the body ended (an aws-chunked body's); ``also``: an algorithm to compute even if the
+    request names none (a multipart upload's, for each part)."""
 
     def __init__(self, source: BinaryIO, headers: Mapping[str, str], payload_sha256: str | None = None,
-                 length: int | None = None, trailer: Callable[[], Mapping[str, str]] = dict) -> None:
+                 length: int | None = None, trailer: Callable[[], Mapping[str, str]] = dict,
+                 also: str | None = None) -> None:
         super().__init__()
         self._source = source
         self._md5_wanted = content_md5(headers.get("content-md5"))
         self._wanted = checksum_names(headers)
         self._sums = {name: CHECKSUMS[name]() for name in self._wanted}
+        if also is not None:
+            self._sums.setdefault(also, CHECKSUMS[also]())
         self._md5 = hashlib.md5()
         self._sha256 = hashlib.sha256() if payload_sha256 else None
         self._sha256_wanted = payload_sha256
@@ -154,11 +251,20 @@ class Digests(io.RawIOBase):
             raise S3Error("XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not "
                                                        "match what was computed.")
         trailer = self._trailer()
-        for name, digest in self._sums.items():
+        for name in self._wanted:
             given = self._wanted[name] or trailer.get(f"x-amz-checksum-{name}")
             if given is None:
                 raise S3Error("InvalidRequest", f"x-amz-trailer named x-amz-checksum-{name} but the trailer "
                                                 f"did not carry it")
-            if base64.b64encode(digest.digest()).decode() != given.strip():
+            if self._value(name) != given.strip():
                 raise S3Error("BadDigest", f"The {name.upper()} you specified did not match the calculated "
                                            f"checksum.")
+
+    def _value(self, name: str) -> str:
+        return base64.b64encode(self._sums[name].digest()).decode()
+
+    def checksum(self, algorithm: str | None = None) -> Checksum | None:
+        """The body's checksum by ``algorithm`` (one it computed), else by the first the request named (None:
+        it named none). Once the body was read and checked."""
+        name = algorithm or next(iter(self._wanted), None)
+        return Checksum(name, self._value(name)) if name is not None else None

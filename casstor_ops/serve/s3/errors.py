@@ -25,10 +25,10 @@ STATUS = {
     "AccessDenied": 403, "AuthorizationHeaderMalformed": 400, "BadDigest": 400, "BucketAlreadyExists": 409,
     "BucketAlreadyOwnedByYou": 409, "BucketNotEmpty": 409, "EntityTooLarge": 400, "EntityTooSmall": 400, "IncompleteBody": 400,
     "InternalError": 500, "InvalidAccessKeyId": 403, "InvalidArgument": 400, "InvalidBucketName": 400,
-    "InvalidDigest": 400, "InvalidPart": 400, "InvalidPartOrder": 400, "InvalidRange": 416, "InvalidRequest": 400, "KeyTooLongError": 400,
+    "InvalidDigest": 400, "InvalidPart": 400, "InvalidPartOrder": 400, "InvalidRange": 416, "InvalidRequest": 400, "InvalidTag": 400, "KeyTooLongError": 400,
     "MalformedACLError": 400,
     "MalformedXML": 400, "MethodNotAllowed": 405, "MissingContentLength": 411, "MissingSecurityHeader": 400,
-    "NoSuchBucket": 404, "NoSuchKey": 404, "NoSuchUpload": 404, "NoSuchVersion": 404, "NotImplemented": 501, "NotModified": 304,
+    "NoSuchBucket": 404, "NoSuchKey": 404, "NoSuchTagSet": 404, "NoSuchUpload": 404, "NoSuchVersion": 404, "NotImplemented": 501, "NotModified": 304,
     "PreconditionFailed": 412, "RequestTimeTooSkewed": 403, "RequestTimeout": 400, "ServiceUnavailable": 503,
     "SignatureDoesNotMatch": 403, "SlowDown": 503, "XAmzContentSHA256Mismatch": 400,
     # POST Object (.post_object) and CORS (.cors)

@@ -10,6 +10,11 @@ commits the object's new version as the parts' block lists end to end
 ETag ``MD5(part MD5s)-N`` as S3 makes it, then removes the parts and marks the
 record completed: a Complete sent again (a client retrying) answers the object
 again, as S3 and RGW do, until the record is forgotten with the abandoned ones.
+An upload created with ``x-amz-checksum-algorithm`` has that checksum of
+every part computed and kept with it; Complete keeps the object's (COMPOSITE
+or FULL_OBJECT, :func:`~.checksums.multipart_checksum`) and its parts' sizes
+and checksums with the object's version (for ``partNumber`` and
+GetObjectAttributes).
 UploadPartCopy of a whole object is a concatenation of one list too (no byte
 read); with ``x-amz-copy-source-range`` the range's bytes are read and stored
 (its blocks are found: dedup). An upload nobody completes or aborts is
@@ -23,7 +28,8 @@ Example::
 Failures (:class:`~.errors.S3Error`): an unknown upload ID: NoSuchUpload; a
 part list out of order: InvalidPartOrder; a part missing or with another
 ETag: InvalidPart; a part but the last under 5 MiB: EntityTooSmall; a bad
-part number: InvalidArgument; the object's preconditions: PreconditionFailed.
+part number: InvalidArgument; the object's preconditions: PreconditionFailed; a
+checksum that does not match: BadDigest (the object's), InvalidPart (a part's).
 """
 
 from __future__ import annotations
@@ -41,11 +47,14 @@ from starlette.responses import Response
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.s3.buckets import owner_of
+from casstor_ops.serve.s3.checksums import Checksum, checksum_type, multipart_checksum
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument
 from casstor_ops.serve.s3.listing import Listing, max_keys
-from casstor_ops.serve.s3.objects import (Objects, condition_of, kept_headers, quoted, s3_time, user_meta,
+from casstor_ops.serve.s3.objects import (Objects, condition_of, kept_headers, part_number, quoted, s3_time,
+                                          user_meta,
                                           xml_response)
 from casstor_ops.serve.s3.sigv4 import Signed
+from casstor_ops.serve.s3.tags import tags_of_header
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.validators import WritePrecondition
 from casstor_ops.serve.writes import Writes
@@ -57,7 +66,6 @@ from casstor_ops.store.namespace.listing import directory_entries
 from casstor_ops.store.records import ObjectMeta
 from casstor_ops.store.statements import Statements
 
-MAX_PARTS = 10_000
 MIN_PART_BYTES = 5 * 1024 ** 2  # S3's least size of a part but the last
 MAX_COMPLETE_BODY = 2 << 20
 RECORD = "upload"
@@ -72,16 +80,6 @@ def part_id(bucket: str, upload_id: str, number: int) -> str:
     return f"{upload_dir(bucket, upload_id)}{number:05d}"
 
 
-def part_number(value: str | None) -> int:
-    try:
-        number = int(value or "")
-    except ValueError:
-        number = 0
-    if not 1 <= number <= MAX_PARTS:
-        raise invalid_argument(f"Part number must be an integer between 1 and {MAX_PARTS}, inclusive")
-    return number
-
-
 def multipart_etag(md5s: list[str]) -> str:
     """S3's ETag of a multipart object: the MD5 of its parts' MD5s, then ``-`` and their count."""
     return hashlib.md5(b"".join(bytes.fromhex(m) for m in md5s)).hexdigest() + f"-{len(md5s)}"
@@ -93,15 +91,25 @@ def no_such_upload(upload_id: str) -> S3Error:
 
 
 class Upload:
-    """One upload's record: its key, the object's Content-Type, user metadata and kept headers, and its ETag once
-    completed."""
+    """One upload's record (``fields``, its JSON as stored): its key, the object's Content-Type, user metadata,
+    kept headers and tags, the checksum algorithm and type it asked for (None: none), and once completed the
+    object's ETag and checksum."""
 
-    def __init__(self, bucket: str, upload_id: str, key: str, content_type: str | None, meta: dict[str, str],
-                 initiated: str, completed: str | None = None, headers: dict[str, str] | None = None) -> None:
-        self.bucket, self.id, self.key = bucket, upload_id, key
-        self.content_type, self.meta, self.initiated = content_type, meta, initiated
-        self.headers = headers or {}  # Cache-Control, Expires, ... (objects.KEPT_HEADERS)
-        self.completed = completed  # the object's ETag once completed
+    def __init__(self, bucket: str, upload_id: str, key: str, fields: dict, initiated: str) -> None:
+        self.bucket, self.id, self.key, self.initiated = bucket, upload_id, key, initiated
+        self.fields = fields
+        self.content_type, self.meta, self.tags = fields["content_type"], fields["meta"], fields.get("tags", {})
+        self.http_headers: dict[str, str] = fields.get("headers", {})  # Cache-Control, ... (objects.KEPT_HEADERS)
+        self.checksum: str | None = fields.get("checksum")
+        self.checksum_type: str | None = fields.get("checksum_type")
+        self.completed: str | None = fields.get("completed")  # the object's ETag once completed
+        self.completed_checksum: str | None = fields.get("completed_checksum")
+
+    def headers(self) -> dict[str, str]:
+        """The upload's checksum algorithm and type as S3's headers name them."""
+        if self.checksum is None:
+            return {}
+        return {"x-amz-checksum-algorithm": self.checksum.upper(), "x-amz-checksum-type": self.checksum_type}
 
 
 class Multipart:
@@ -131,20 +139,25 @@ class Multipart:
         fields = json.loads(out.getvalue())
         if (key is not None and fields["key"] != key) or ("completed" in fields and not completed):
             raise no_such_upload(upload_id)
-        return Upload(bucket, upload_id, fields["key"], fields["content_type"], fields["meta"],
-                      s3_time(head.committed_at), fields.get("completed"), fields.get("headers"))
+        return Upload(bucket, upload_id, fields["key"], fields, s3_time(head.committed_at))
 
     async def create(self, request: Request, bucket: str, key: str) -> Response:
         check_id(f"{bucket}/{key}", storing=True)
         await self._objects.require_bucket(bucket)
         upload_id = uuid.uuid4().hex
         headers = request.headers
-        record = json.dumps(_fields(Upload(bucket, upload_id, key, headers.get("content-type"), user_meta(headers),
-                                           "", headers=kept_headers(headers)))).encode("utf-8")
+        algorithm = (headers.get("x-amz-checksum-algorithm") or "").lower() or None
+        fields = {"key": key, "content_type": headers.get("content-type"), "meta": user_meta(headers),
+                  "headers": kept_headers(headers), "tags": tags_of_header(headers.get("x-amz-tagging")),
+                  "checksum": algorithm,
+                  "checksum_type": checksum_type(algorithm, headers.get("x-amz-checksum-type")) if algorithm else None}
+        record = json.dumps(fields).encode("utf-8")
         await self._writes.write(lambda lease: self._store.put(io.BytesIO(record),
                                                                upload_dir(bucket, upload_id) + RECORD, lease=lease))
-        return xml_response(document("InitiateMultipartUploadResult",
-                                     {"Bucket": bucket, "Key": key, "UploadId": upload_id}))
+        response = xml_response(document("InitiateMultipartUploadResult",
+                                         {"Bucket": bucket, "Key": key, "UploadId": upload_id}))
+        response.headers.update(Upload(bucket, upload_id, key, fields, "").headers())
+        return response
 
     # -- parts
 
@@ -152,16 +165,19 @@ class Multipart:
                           signed: Signed) -> Response:
         number = part_number(query.get("partNumber"))
         self._objects.check_size(request)
-        await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
-        body = self._objects.body(request, signed)
+        upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
+        body = self._objects.body(request, signed, also=upload.checksum)
         target = part_id(bucket, query["uploadId"], number)
 
         def store(lease: WriterLease) -> None:
             self._store.put(body, target, lease=lease, before_commit=body.check, inline=False,
-                            object_meta=lambda: ObjectMeta(body.etag, None, {}))
+                            object_meta=lambda: ObjectMeta(body.etag, checksum=_stored(checksum())))
+
+        def checksum() -> Checksum | None:
+            return body.checksum(upload.checksum)
 
         await self._writes.write(store)
-        return Response(status_code=200, headers={"etag": quoted(body.etag)})
+        return Response(status_code=200, headers={"etag": quoted(body.etag), **_headers(checksum())})
 
     async def copy_part(self, request: Request, bucket: str, key: str, query: dict[str, str]) -> Response:
         number = part_number(query.get("partNumber"))
@@ -241,8 +257,9 @@ class Multipart:
         if len(body) > MAX_COMPLETE_BODY:
             raise S3Error("MalformedXML", "The XML you provided was too large.")
         try:
+            listed = list(parse(body).iter("Part"))
             wanted = [(int(p.findtext("PartNumber") or ""), (p.findtext("ETag") or "").strip().strip('"'))
-                      for p in parse(body).iter("Part")]
+                      for p in listed]
         except (ValueError, SyntaxError):
             raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
         if not wanted:
@@ -250,16 +267,61 @@ class Multipart:
         if [n for n, _ in wanted] != sorted(n for n, _ in wanted):
             raise S3Error("InvalidPartOrder", "The list of parts was not in ascending order.")
         if upload.completed is None:
-            wanted = list(dict(wanted).items())  # a part listed twice (re-sent): its last entry's ETag, as RGW
-            parts, md5s = await on_pool(self._pool, self._chosen, upload, wanted)
-            upload.completed = multipart_etag(md5s)
-            condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-            meta = ObjectMeta(upload.completed, upload.content_type, upload.meta, upload.headers)
-            await self._writes.write(partial(self._commit, parts, file_id, condition, meta))
-            await self._writes.write(partial(self._forget_upload, upload))
+            await self._complete(request, upload, file_id, listed, wanted)
+        checksum = Checksum.parse(upload.completed_checksum)
         return xml_response(document("CompleteMultipartUploadResult",
                                      {"Location": f"/{bucket}/{key}", "Bucket": bucket, "Key": key,
-                                      "ETag": quoted(upload.completed)}))
+                                      "ETag": quoted(upload.completed), **(checksum.fields() if checksum else {})}))
+
+    async def _complete(self, request: Request, upload: Upload, file_id: str, listed: list,
+                        wanted: list[tuple[int, str]]) -> None:
+        """Commit the object of the parts ``wanted`` and forget the upload (marked completed: ``upload.completed``
+        and ``completed_checksum`` set)."""
+        by_part = {int(p.findtext("PartNumber")): p.findtext(f"Checksum{(upload.checksum or '').upper()}")
+                   for p in listed}  # a part listed twice (re-sent): its last entry, as RGW
+        wanted = list(dict(wanted).items())
+        parts, md5s = await on_pool(self._pool, self._chosen, upload, wanted)
+        etag = multipart_etag(md5s)
+        layout = await on_pool(self._pool, self._layout, upload, parts, [by_part[n] for n, _ in wanted])
+        checksum = self._object_checksum(upload, layout, request.headers)
+        condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
+        meta = ObjectMeta(etag, upload.content_type, upload.meta, headers=upload.http_headers, tags=upload.tags,
+                          checksum=_stored(checksum), parts=layout)
+        await self._writes.write(partial(self._commit, parts, file_id, condition, meta))
+        upload.completed, upload.completed_checksum = etag, _stored(checksum)
+        await self._writes.write(partial(self._forget_upload, upload))
+
+    def _layout(self, upload: Upload, parts: list[FileInfo], given: list[str | None]
+                ) -> list[tuple[int, str | None]]:
+        """Each part's size and checksum (by the upload's algorithm; None without one); InvalidPart for a part
+        whose checksum in the request is not the one it was uploaded with."""
+        if upload.checksum is None:
+            return [(part.size, None) for part in parts]
+        layout = []
+        for part, wanted in zip(parts, given):
+            row = self._store.session.execute(self._st.object_checksum, (part.id, part.version),
+                                              execution_profile=self._st.named_rows).one()
+            stored = Checksum.parse(row.checksum if row is not None else None)
+            value = stored.value if stored is not None and stored.algorithm == upload.checksum else None
+            if wanted is not None and wanted != value:
+                raise S3Error("InvalidPart", "One or more of the specified parts could not be found or its "
+                                             "checksum did not match.", PartNumber=part.id.rpartition("/")[2])
+            layout.append((part.size, value))
+        return layout
+
+    @staticmethod
+    def _object_checksum(upload: Upload, layout: list[tuple[int, str | None]], headers) -> Checksum | None:
+        """The object's checksum from its parts' (None: the upload asked for none, or a part has none: a copied
+        one); BadDigest if the request's ``x-amz-checksum-*`` names another."""
+        checksum = None
+        if upload.checksum is not None and all(value is not None for _, value in layout):
+            checksum = multipart_checksum(upload.checksum, upload.checksum_type, layout)
+        for name, value in headers.items():
+            if name.startswith("x-amz-checksum-") and name not in ("x-amz-checksum-type", "x-amz-checksum-algorithm") \
+                    and (checksum is None or checksum.headers().get(name) != value.strip()):
+                raise S3Error("BadDigest", f"The {name.removeprefix('x-amz-checksum-').upper()} you specified did "
+                                           f"not match the calculated checksum.")
+        return checksum
 
     def _chosen(self, upload: Upload, wanted: list[tuple[int, str]]) -> tuple[list[FileInfo], list[str]]:
         """The named parts' heads and MD5s; InvalidPart for one missing or with another ETag, EntityTooSmall."""
@@ -292,18 +354,13 @@ class Multipart:
         if upload.completed is None:
             self._store.remove(record, lease=lease)
         else:
-            self._store.put(io.BytesIO(json.dumps({**_fields(upload), "completed": upload.completed}).encode()),
-                            record, lease=lease)
+            completed = {**upload.fields, "completed": upload.completed, "completed_checksum": upload.completed_checksum}
+            self._store.put(io.BytesIO(json.dumps(completed).encode()), record, lease=lease)
 
     async def abort(self, bucket: str, key: str, query: dict[str, str]) -> Response:
         upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
         await self._writes.write(partial(self._forget_upload, upload))
         return Response(status_code=204)
-
-
-def _fields(upload: Upload) -> dict:
-    """The upload's record as JSON fields."""
-    return {"key": upload.key, "content_type": upload.content_type, "meta": upload.meta, "headers": upload.headers}
 
 
 def _copy_range(header: str, size: int) -> tuple[int, int]:
@@ -318,3 +375,10 @@ def _copy_range(header: str, size: int) -> tuple[int, int]:
                       RangeRequested=header)
     return int(match[1]), int(match[2]) + 1
 
+
+def _stored(checksum: Checksum | None) -> str | None:
+    return checksum.stored() if checksum is not None else None
+
+
+def _headers(checksum: Checksum | None) -> dict[str, str]:
+    return {f"x-amz-checksum-{checksum.algorithm}": checksum.value} if checksum is not None else {}

@@ -6,9 +6,13 @@ the store on a write thread (decoding an aws-chunked body on the way,
 MD5 is the ETag; Content-MD5, ``x-amz-content-sha256`` and
 ``x-amz-checksum-*`` are checked in the store's ``before_commit`` hook, so a
 body that does not match them commits nothing. The ETag, ``Content-Type``,
-``x-amz-meta-*`` and :data:`KEPT_HEADERS` (Cache-Control, Expires, ...) are
-kept in the version row (``versions.etag``, ``content_type``, ``user_meta``,
-``http_headers``); a GET's ``response-*`` query replaces them in its answer. A GET answers from one head read and
+``x-amz-meta-*``, :data:`KEPT_HEADERS` (Cache-Control, Expires, ...),
+``x-amz-tagging`` and the checksum the request named are kept in the version
+row (``versions.etag``, ``content_type``, ``user_meta``, ``http_headers``,
+``tags``, ``checksum``: answered with ``x-amz-checksum-mode: ENABLED``); a
+GET's ``response-*`` query replaces the kept headers in its answer. A GET of
+``partNumber`` N answers that part of a multipart object (its
+``versions.parts``). A GET answers from one head read and
 serves the content as the plain server does (:meth:`Reads.content
 <casstor_ops.serve.reads.Reads.content>`), honouring Range, If-Match,
 If-None-Match, If-Modified-Since and If-Unmodified-Since (S3's order). A file
@@ -51,14 +55,15 @@ from starlette.responses import Response
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.bridge import answered, on_pool
 from casstor_ops.serve.policy import Policy
-from casstor_ops.serve.ranges import Unsatisfiable, parse_range
+from casstor_ops.serve.ranges import ByteRange, Unsatisfiable, parse_range
 from casstor_ops.serve.reads import Reads
 from casstor_ops.serve.s3.buckets import Buckets
-from casstor_ops.serve.s3.checksums import Digests
+from casstor_ops.serve.s3.checksums import Checksum, Digests
 from casstor_ops.serve.s3.conditions import ConditionTurns, Turn
 from casstor_ops.serve.s3.chunked import AwsChunked
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument, no_such_key, precondition_failed
 from casstor_ops.serve.s3.sigv4 import STREAMING, Signed
+from casstor_ops.serve.s3.tags import tags_of_header
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.streams import BodyReader
 from casstor_ops.serve.validators import WritePrecondition
@@ -71,6 +76,7 @@ from casstor_ops.store.records import ObjectMeta
 from casstor_ops.store.statements import Statements
 
 MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit of one PutObject
+MAX_PARTS = 10_000
 MAX_DELETE_BODY = 2 << 20
 META_PREFIX = "x-amz-meta-"
 DEFAULT_CONTENT_TYPE = "binary/octet-stream"
@@ -95,15 +101,19 @@ class S3Object:
     """An object's head: the file's version and its S3 attributes."""
 
     def __init__(self, info: FileInfo, etag: str | None, content_type: str | None,
-                 user_meta: Mapping[str, str] | None, http_headers: Mapping[str, str] | None = None) -> None:
+                 user_meta: Mapping[str, str] | None, http_headers: Mapping[str, str] | None = None,
+                 tags: Mapping[str, str] | None = None, checksum: Checksum | None = None) -> None:
         self.info = info
         self.etag = quoted(etag or info.hash.hex())
         self.content_type = content_type or DEFAULT_CONTENT_TYPE
         self.user_meta = dict(user_meta or {})
         self.http_headers = dict(http_headers or {})
+        self.tags = dict(tags or {})
+        self.checksum = checksum
 
-    def meta(self, etag: str) -> ObjectMeta:
-        return ObjectMeta(etag, self.content_type, self.user_meta, self.http_headers)
+    def meta(self, etag: str, checksum: Checksum | None = None) -> ObjectMeta:
+        return ObjectMeta(etag, self.content_type, self.user_meta, headers=self.http_headers, tags=self.tags,
+                          checksum=checksum.stored() if checksum is not None else None)
 
     def headers(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """The object's response headers; ``overrides`` (a GET's ``response-*`` query) replace the kept ones."""
@@ -111,6 +121,7 @@ class S3Object:
         return {"etag": self.etag, "last-modified": format_datetime(modified, usegmt=True),
                 "content-type": self.content_type, "accept-ranges": "bytes", "x-amz-version-id": str(self.info.version),
                 **{META_PREFIX + name: value for name, value in self.user_meta.items()}, **self.http_headers,
+                **({"x-amz-tagging-count": str(len(self.tags))} if self.tags else {}),
                 **{name: value for name, value in (overrides or {}).items() if name in OVERRIDABLE}}
 
 
@@ -145,6 +156,16 @@ def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
     kept = {name: headers[name] for name in KEPT_HEADERS if name in headers}
     codings = [c.strip() for c in kept.pop("content-encoding", "").split(",") if c.strip() not in ("", "aws-chunked")]
     return {**kept, "content-encoding": ", ".join(codings)} if codings else kept
+
+def part_number(value: str | None) -> int:
+    try:
+        number = int(value or "")
+    except ValueError:
+        number = 0
+    if not 1 <= number <= MAX_PARTS:
+        raise invalid_argument(f"Part number must be an integer between 1 and {MAX_PARTS}, inclusive")
+    return number
+
 
 
 def user_meta(headers: Mapping[str, str]) -> dict[str, str]:
@@ -223,10 +244,33 @@ class Objects:
             if row is None:
                 raise S3Error("NoSuchVersion", "The specified version does not exist.", VersionId=version) from None
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against a delete marker.") from None
-        return S3Object(info, row.etag, row.content_type, row.user_meta, row.http_headers)
+        return S3Object(info, row.etag, row.content_type, row.user_meta, row.http_headers, row.tags,
+                        Checksum.parse(row.checksum))
 
-    async def get(self, request: Request, bucket: str, key: str, send_body: bool, version: str | None = None
-                  ) -> Response:
+    def parts(self, info: FileInfo) -> list[tuple[int, str | None]] | None:
+        """A multipart object's parts (each one's size and checksum), None for an object of one PUT."""
+        row = self._store.session.execute(self._st.object_parts, (info.id, info.version),
+                                          execution_profile=self._st.named_rows).one()
+        return row.parts if row is not None else None
+
+    async def part_span(self, obj: S3Object, number: int, headers: dict[str, str]
+                        ) -> tuple[ByteRange | None, Checksum | None]:
+        """The bytes of part ``number`` of ``obj`` (None: all of an object of one PUT, its part 1) and its
+        checksum; ``x-amz-mp-parts-count`` put in ``headers``. InvalidPart for a part it does not have."""
+        parts = await on_pool(self.reads.pool, self.parts, obj.info)
+        if number > (len(parts) if parts is not None else 1):
+            raise S3Error("InvalidPart", "The requested partnumber is not satisfiable", PartNumber=str(number))
+        if parts is None:
+            return None, obj.checksum
+        headers["x-amz-mp-parts-count"] = str(len(parts))
+        start = sum(size for size, _ in parts[:number - 1])
+        size, value = parts[number - 1]
+        if obj.checksum is None or value is None:
+            return ByteRange(start, start + size), None
+        return ByteRange(start, start + size), Checksum(obj.checksum.algorithm, value, obj.checksum.type)
+
+    async def get(self, request: Request, bucket: str, key: str, send_body: bool, version: str | None = None,
+                  part: str | None = None) -> Response:
         obj = await self.head(bucket, key, version)
         headers = obj.headers({name.removeprefix("response-"): value for name, value in request.query_params.items()
                                if name.startswith("response-")})
@@ -237,11 +281,13 @@ class Objects:
                 return Response(status_code=304, headers={k: headers[k] for k in ("etag", "last-modified")})
             raise
         size = obj.info.size
-        try:
-            wanted = parse_range(request.headers.get("range"), size)
-        except Unsatisfiable:
-            raise S3Error("InvalidRange", "The requested range is not satisfiable", ActualObjectSize=str(size),
-                          RangeRequested=request.headers.get("range", "")) from None
+        if part is not None:
+            wanted, checksum = await self.part_span(obj, part_number(part), headers)
+        else:
+            wanted = self._range(request, size)
+            checksum = obj.checksum if wanted is None else None  # a range's bytes have none
+        if checksum is not None and request.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
+            headers.update(checksum.headers())
         headers["content-length"] = str(size if wanted is None else wanted.stop - wanted.start)
         if wanted is not None:
             headers["content-range"] = wanted.content_range(size)
@@ -249,8 +295,17 @@ class Objects:
             return Response(status_code=200 if wanted is None else 206, headers=headers)
         return await self.reads.content(obj.info, wanted, headers, f"{bucket}/{key}")
 
-    def body(self, request: Request, signed: Signed) -> Digests:
-        """The request's body as the store will read it: decoded, counted, digested."""
+    @staticmethod
+    def _range(request: Request, size: int) -> ByteRange | None:
+        try:
+            return parse_range(request.headers.get("range"), size)
+        except Unsatisfiable:
+            raise S3Error("InvalidRange", "The requested range is not satisfiable", ActualObjectSize=str(size),
+                          RangeRequested=request.headers.get("range", "")) from None
+
+    def body(self, request: Request, signed: Signed, also: str | None = None) -> Digests:
+        """The request's body as the store will read it: decoded, counted, digested (``also``: by that
+        algorithm too)."""
         headers = request.headers
         # A chunked body (no length checked first) is refused as soon as it passes S3's limit (or --max-body).
         limit = (self._policy.max_body if "content-length" in headers
@@ -260,10 +315,11 @@ class Objects:
         if signed.payload in STREAMING:
             chunks = AwsChunked(reader, signed)
             length = headers.get("x-amz-decoded-content-length")
-            return Digests(chunks, headers, length=int(length) if length else None, trailer=lambda: chunks.trailer)
+            return Digests(chunks, headers, length=int(length) if length else None, trailer=lambda: chunks.trailer,
+                           also=also)
         length = headers.get("content-length")
         sha256 = signed.payload if len(signed.payload) == 64 else None
-        return Digests(reader, headers, sha256, int(length) if length else None)
+        return Digests(reader, headers, sha256, int(length) if length else None, also=also)
 
     def check_size(self, request: Request) -> None:
         length = request.headers.get("x-amz-decoded-content-length") or request.headers.get("content-length")
@@ -285,9 +341,11 @@ class Objects:
         body = self.body(request, signed)
         headers = request.headers
         meta = S3Object(FileInfo(file_id, None, 0, b"", 0, None), None, headers.get("content-type"),
-                        user_meta(headers), kept_headers(headers))
+                        user_meta(headers), kept_headers(headers), tags_of_header(headers.get("x-amz-tagging")))
         await self._writes.write(partial(self.store_body, body, file_id, condition, meta))
-        return Response(status_code=200, headers={"etag": quoted(body.etag)})
+        checksum = body.checksum()
+        return Response(status_code=200, headers={"etag": quoted(body.etag),
+                                                  **(checksum.headers() if checksum is not None else {})})
 
     def current_etag(self, file_id: str) -> str | None:
         row = self._store.session.execute(self._st.object_head, (file_id,), execution_profile=self._st.named_rows).one()
@@ -306,7 +364,8 @@ class Objects:
 
         with self._writes.head_locks.turn(file_id) as turn, self.turns.turn(file_id) as guard:
             self._store.put(body, file_id, lease=lease, before_commit=turn.then(check), inline=inline,
-                            object_meta=lambda: meta.meta(body.etag) if meta else ObjectMeta(body.etag, None, {}))
+                            object_meta=lambda: meta.meta(body.etag, body.checksum()) if meta
+                            else ObjectMeta(body.etag, None, {}))
 
     async def delete(self, bucket: str, key: str, headers: Mapping[str, str]) -> Response:
         await self.require_bucket(bucket)
@@ -383,8 +442,14 @@ class Objects:
         if directive == "COPY" and source.info.id == file_id:
             raise S3Error("InvalidRequest", "This copy request is illegal because it is trying to copy an object "
                                             "to itself without changing the object's metadata.")
-        meta = source if directive == "COPY" else S3Object(source.info, None, request.headers.get("content-type"),
-                                                           user_meta(request.headers), kept_headers(request.headers))
+        tagging = request.headers.get("x-amz-tagging-directive", "COPY").upper()
+        if tagging not in ("COPY", "REPLACE"):
+            raise invalid_argument("x-amz-tagging-directive must be COPY or REPLACE")
+        tags = source.tags if tagging == "COPY" else tags_of_header(request.headers.get("x-amz-tagging"))
+        meta = (S3Object(source.info, None, source.content_type, source.user_meta, source.http_headers, tags)
+                if directive == "COPY" else
+                S3Object(source.info, None, request.headers.get("content-type"), user_meta(request.headers),
+                         kept_headers(request.headers), tags))
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         etag = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta))
         return xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))

@@ -1,0 +1,143 @@
+"""S3 tags, checksums, GetObjectAttributes and GetObject ``PartNumber`` through a real ``casstor serve --s3``.
+
+boto3 (real HTTP) against the session's node: what is kept with a version
+(its tags, checksum and a multipart object's parts) is read back through
+the operations that answer it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zlib
+
+import pytest
+from botocore.exceptions import ClientError
+
+from .s3_support import error_code
+
+MiB = 1024 * 1024
+
+
+def _sha256(data: bytes) -> str:
+    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+def _multipart(s3, bucket: str, key: str, parts: list[bytes], **create) -> dict:
+    upload_id = s3.create_multipart_upload(Bucket=bucket, Key=key, **create)["UploadId"]
+    listed = []
+    for number, data in enumerate(parts, 1):
+        extra = {"ChecksumAlgorithm": create["ChecksumAlgorithm"]} if "ChecksumAlgorithm" in create else {}
+        etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data,
+                              **extra)["ETag"]
+        listed.append({"PartNumber": number, "ETag": etag})
+    return s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id,
+                                        MultipartUpload={"Parts": listed})
+
+
+def test_object_tags_are_kept_with_the_version_and_counted_on_head(s3):
+    """Tags from x-amz-tagging at PUT, replaced by PutObjectTagging, counted on HEAD, removed by
+    DeleteObjectTagging; an 11th tag or a 129-character key is InvalidTag and changes nothing."""
+    s3.create_bucket(Bucket="tags")
+    s3.put_object(Bucket="tags", Key="a", Body=b"x", Tagging="b=2&a")
+    assert s3.get_object_tagging(Bucket="tags", Key="a")["TagSet"] == [{"Key": "a", "Value": ""},
+                                                                       {"Key": "b", "Value": "2"}]
+    s3.put_object_tagging(Bucket="tags", Key="a", Tagging={"TagSet": [{"Key": "k", "Value": "v"}]})
+    assert s3.head_object(Bucket="tags", Key="a")["ResponseMetadata"]["HTTPHeaders"]["x-amz-tagging-count"] == "1"
+    for bad in ([{"Key": str(i), "Value": ""} for i in range(11)], [{"Key": "k" * 129, "Value": ""}]):
+        with pytest.raises(ClientError) as err:
+            s3.put_object_tagging(Bucket="tags", Key="a", Tagging={"TagSet": bad})
+        assert error_code(err) == "InvalidTag"
+    assert s3.get_object_tagging(Bucket="tags", Key="a")["TagSet"] == [{"Key": "k", "Value": "v"}]
+    s3.copy_object(Bucket="tags", Key="copy", CopySource="tags/a")
+    assert s3.get_object_tagging(Bucket="tags", Key="copy")["TagSet"] == [{"Key": "k", "Value": "v"}]
+    s3.delete_object_tagging(Bucket="tags", Key="a")
+    assert s3.get_object_tagging(Bucket="tags", Key="a")["TagSet"] == []
+    assert "x-amz-tagging-count" not in s3.head_object(Bucket="tags", Key="a")["ResponseMetadata"]["HTTPHeaders"]
+
+
+def test_bucket_tags_are_set_read_and_removed(s3):
+    """GetBucketTagging of an untagged bucket is NoSuchTagSet; Put then Get answers the set; Delete removes it."""
+    s3.create_bucket(Bucket="btags")
+    with pytest.raises(ClientError) as err:
+        s3.get_bucket_tagging(Bucket="btags")
+    assert error_code(err) == "NoSuchTagSet"
+    s3.put_bucket_tagging(Bucket="btags", Tagging={"TagSet": [{"Key": "team", "Value": "data"}]})
+    assert s3.get_bucket_tagging(Bucket="btags")["TagSet"] == [{"Key": "team", "Value": "data"}]
+    s3.delete_bucket_tagging(Bucket="btags")
+    with pytest.raises(ClientError) as err:
+        s3.get_bucket_tagging(Bucket="btags")
+    assert error_code(err) == "NoSuchTagSet"
+
+
+def test_a_put_checksum_is_kept_and_answered_with_checksum_mode(s3):
+    """A PUT's x-amz-checksum-crc64nvme is checked (a wrong one: BadDigest), kept, and answered on HEAD only with
+    x-amz-checksum-mode: ENABLED; GetObjectAttributes answers it with the size and ETag."""
+    s3.create_bucket(Bucket="sums")
+    data = b"A" * 1024
+    put = s3.put_object(Bucket="sums", Key="k", Body=data, ChecksumCRC64NVME="Qeh8oXvGiSo=")
+    assert put["ChecksumCRC64NVME"] == "Qeh8oXvGiSo="
+    assert "ChecksumCRC64NVME" not in s3.head_object(Bucket="sums", Key="k")
+    assert s3.head_object(Bucket="sums", Key="k", ChecksumMode="ENABLED")["ChecksumCRC64NVME"] == "Qeh8oXvGiSo="
+    with pytest.raises(ClientError) as err:
+        s3.put_object(Bucket="sums", Key="k", Body=data, ChecksumCRC64NVME="AAAAAAAAAAA=")
+    assert error_code(err) == "BadDigest"
+    attributes = s3.get_object_attributes(Bucket="sums", Key="k",
+                                          ObjectAttributes=["ETag", "Checksum", "ObjectParts", "ObjectSize"])
+    assert attributes["ObjectSize"] == 1024 and attributes["ETag"] == hashlib.md5(data).hexdigest()
+    assert attributes["Checksum"] == {"ChecksumCRC64NVME": "Qeh8oXvGiSo=", "ChecksumType": "FULL_OBJECT"}
+    assert "ObjectParts" not in attributes
+
+
+def test_a_multipart_object_answers_its_composite_checksum_parts_and_part_numbers(s3):
+    """A SHA256 upload: Create answers the algorithm, Complete the composite checksum (SHA256 of the parts'
+    digests, -N), HEAD with checksum mode the same; GetObjectAttributes pages the parts with their sizes and
+    checksums; GET ?partNumber answers that part's bytes, its checksum and the part count; a part past the last
+    is InvalidPart, and part 1 of an object of one PUT is all of it."""
+    s3.create_bucket(Bucket="mpsums")
+    parts = [b"a" * 5 * MiB, b"b" * 5 * MiB, b"c" * MiB]
+    created = s3.create_multipart_upload(Bucket="mpsums", Key="k", ChecksumAlgorithm="SHA256")
+    assert created["ChecksumAlgorithm"] == "SHA256"
+    s3.abort_multipart_upload(Bucket="mpsums", Key="k", UploadId=created["UploadId"])
+    done = _multipart(s3, "mpsums", "k", parts, ChecksumAlgorithm="SHA256", Tagging="t=1")
+    composite = base64.b64encode(hashlib.sha256(b"".join(
+        hashlib.sha256(p).digest() for p in parts)).digest()).decode() + "-3"
+    assert done["ChecksumSHA256"] == composite and done["ChecksumType"] == "COMPOSITE"
+    assert s3.head_object(Bucket="mpsums", Key="k", ChecksumMode="ENABLED")["ChecksumSHA256"] == composite
+    assert s3.get_object_tagging(Bucket="mpsums", Key="k")["TagSet"] == [{"Key": "t", "Value": "1"}]
+    page = s3.get_object_attributes(Bucket="mpsums", Key="k", ObjectAttributes=["ObjectParts"], MaxParts=1,
+                                    PartNumberMarker=1)["ObjectParts"]
+    assert (page["TotalPartsCount"], page["IsTruncated"], page["NextPartNumberMarker"]) == (3, True, 2)
+    assert page["Parts"] == [{"PartNumber": 2, "Size": 5 * MiB, "ChecksumSHA256": _sha256(parts[1])}]
+    for number, data in enumerate(parts, 1):
+        got = s3.get_object(Bucket="mpsums", Key="k", PartNumber=number, ChecksumMode="ENABLED")
+        assert got["Body"].read() == data and got["PartsCount"] == 3 and got["ChecksumSHA256"] == _sha256(data)
+    with pytest.raises(ClientError) as err:
+        s3.get_object(Bucket="mpsums", Key="k", PartNumber=4)
+    assert error_code(err) == "InvalidPart"
+    s3.put_object(Bucket="mpsums", Key="one", Body=b"body")
+    assert s3.get_object(Bucket="mpsums", Key="one", PartNumber=1)["Body"].read() == b"body"
+    with pytest.raises(ClientError) as err:
+        s3.get_object(Bucket="mpsums", Key="one", PartNumber=2)
+    assert error_code(err) == "InvalidPart"
+
+
+def test_a_full_object_crc_of_a_multipart_object_is_its_parts_crcs_combined(s3):
+    """A CRC32 FULL_OBJECT upload's checksum is the CRC32 of all its bytes (combined from the parts', no byte
+    read again); a Complete naming another is BadDigest and commits nothing."""
+    s3.create_bucket(Bucket="fullcrc")
+    parts = [b"x" * 5 * MiB, b"y" * 1000]
+    whole = base64.b64encode(zlib.crc32(b"".join(parts)).to_bytes(4, "big")).decode()
+    done = _multipart(s3, "fullcrc", "k", parts, ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+    assert (done["ChecksumCRC32"], done["ChecksumType"]) == (whole, "FULL_OBJECT")
+    upload_id = s3.create_multipart_upload(Bucket="fullcrc", Key="bad", ChecksumAlgorithm="CRC32",
+                                           ChecksumType="FULL_OBJECT")["UploadId"]
+    etag = s3.upload_part(Bucket="fullcrc", Key="bad", UploadId=upload_id, PartNumber=1, Body=b"z",
+                          ChecksumAlgorithm="CRC32")["ETag"]
+    with pytest.raises(ClientError) as err:
+        s3.complete_multipart_upload(Bucket="fullcrc", Key="bad", UploadId=upload_id, ChecksumCRC32="AAAAAA==",
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert error_code(err) == "BadDigest"
+    with pytest.raises(ClientError) as err:
+        s3.head_object(Bucket="fullcrc", Key="bad")
+    assert err.value.response["Error"]["Code"] == "404"
