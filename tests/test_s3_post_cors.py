@@ -137,3 +137,17 @@ def test_cors_rules_answer_the_preflight_and_mark_answers_to_their_origins(s3):
     with pytest.raises(ClientError) as err:
         s3.put_bucket_cors(Bucket="no-such-bucket-cors", CORSConfiguration={"CORSRules": [rule]})
     assert error_code(err) == "NoSuchBucket"
+
+
+def test_a_form_signed_by_another_user_than_the_buckets_owner_stores_nothing(s3, s3_alt):
+    """Injects: a form policy signed by the alt user's key, posted to the main user's bucket (an owner's bucket
+    is refused to every other user's signed request). Checks: AccessDenied 403 and no object stored; the owner's
+    own form to it is stored."""
+    s3.create_bucket(Bucket="forms-owned")
+    post = s3_alt.generate_presigned_post("forms-owned", "stolen.txt")
+    answer = _post(s3, "forms-owned", post["fields"], b"not yours")
+    assert answer.status == 403 and _code(answer) == "AccessDenied", answer.data
+    assert _missing(s3, "forms-owned", "stolen.txt")
+    post = s3.generate_presigned_post("forms-owned", "mine.txt")
+    assert _post(s3, "forms-owned", post["fields"], b"mine").status == 204
+    assert s3.get_object(Bucket="forms-owned", Key="mine.txt")["Body"].read() == b"mine"
