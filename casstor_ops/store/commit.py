@@ -234,7 +234,8 @@ class Commit:
                 else:
                     meta = self._object_meta()
                     self._session.execute(self._st.insert_version_meta,
-                                          (*row[:-1], meta.etag, meta.content_type, meta.user_meta, row[-1]))
+                                          (*row[:-1], meta.etag, meta.content_type, meta.user_meta, meta.null_version,
+                                           row[-1]))
                 return time.monotonic()
             except RETRYABLE:
                 attempt += 1

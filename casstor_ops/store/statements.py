@@ -117,14 +117,15 @@ class Statements:
     # An S3 object's version: insert_version's columns, then its S3 attributes (casstor_ops.serve.s3).
     insert_version_meta = _Prepared(
         f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, ino, "
-        f"ctime_ns, content, codec, stored_size, deleted, etag, content_type, user_meta) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
-    object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta "
-                            f"FROM {META_KS}.versions WHERE id = ? LIMIT 1")
+        f"ctime_ns, content, codec, stored_size, deleted, etag, content_type, user_meta, null_version) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+    object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
+                            f"null_version FROM {META_KS}.versions WHERE id = ? LIMIT 1")
     object_etag = _Prepared(f"SELECT etag, deleted FROM {META_KS}.versions WHERE id = ? AND version = ?")
-    object_version = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta "
-                               f"FROM {META_KS}.versions WHERE id = ? AND version = ?")
-    object_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, etag FROM {META_KS}.versions WHERE id = ?")
+    object_version = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
+                               f"null_version FROM {META_KS}.versions WHERE id = ? AND version = ?")
+    object_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, etag, stored_size, null_version FROM {META_KS}.versions "
+                                f"WHERE id = ?")
     # -- S3 buckets (rare writes: a lightweight transaction makes a second CreateBucket of a name fail)
     create_bucket = _Prepared(f"INSERT INTO {META_KS}.buckets (name, created_at) VALUES (?, ?) IF NOT EXISTS")
     read_bucket = _Prepared(f"SELECT name, created_at, versioning FROM {META_KS}.buckets WHERE name = ?")
@@ -140,6 +141,10 @@ class Statements:
     insert_marker = _Prepared(f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name) VALUES (?, ?, ?)")
     delete_entry_at = _Prepared(
         f"DELETE FROM {META_KS}.dir_entries USING TIMESTAMP ? WHERE dir = ? AND bucket IN ? AND name = ?")
+    # When an ID's entry was written (its buckets of every generation): a rewrite after its version was dropped
+    # must be stamped later (casstor_ops.store.namespace.entries).
+    entry_written = _Prepared(
+        f"SELECT WRITETIME(version) AS written FROM {META_KS}.dir_entries WHERE dir = ? AND bucket IN ? AND name = ?")
     directory_entries = _Prepared(
         f"SELECT name, {_ENTRY_COLUMNS} FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ? AND name >= ?")
     bucket_rows = _Prepared(f"SELECT COUNT(*) FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ?")

@@ -40,8 +40,10 @@ from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument
 from casstor_ops.serve.s3.listing import Listing, max_keys
-from casstor_ops.serve.s3.objects import Objects, condition_of, quoted, s3_time, user_meta, xml_response
+from casstor_ops.serve.s3.objects import (Objects, condition_of, quoted, s3_time, user_meta, version_headers,
+                                          xml_response)
 from casstor_ops.serve.s3.sigv4 import Signed
+from casstor_ops.serve.s3.version_rows import is_null_write
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.validators import WritePrecondition
 from casstor_ops.serve.writes import Writes
@@ -167,8 +169,8 @@ class Multipart:
                                                                 [source.info], target, lease.fence, lambda: meta))
         else:
             start, stop = _copy_range(wanted, source.info.size)
-            etag = await self._writes.write(partial(self._objects.store_copy, source.info, target, None, None,
-                                                    span=(start, stop), inline=False))
+            etag, _ = await self._writes.write(partial(self._objects.store_copy, source.info, target, None, None,
+                                                       span=(start, stop), inline=False))
         return xml_response(document("CopyPartResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
 
     def _parts(self, bucket: str, upload_id: str, after: int = 0) -> list:
@@ -243,12 +245,15 @@ class Multipart:
         parts, md5s = await on_pool(self._pool, self._chosen, upload, wanted)
         etag = multipart_etag(md5s)
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        meta = ObjectMeta(etag, upload.content_type, upload.meta)
-        await self._writes.write(partial(self._commit, parts, file_id, condition, meta))
+        versioning = await self._objects.versioning(bucket)
+        meta = ObjectMeta(etag, upload.content_type, upload.meta, is_null_write(versioning))
+        head = await self._writes.write(partial(self._commit, parts, file_id, condition, meta, versioning))
         await self._writes.write(partial(self._forget_upload, upload))
-        return xml_response(document("CompleteMultipartUploadResult",
-                                     {"Location": f"/{bucket}/{key}", "Bucket": bucket, "Key": key,
-                                      "ETag": quoted(etag)}))
+        response = xml_response(document("CompleteMultipartUploadResult",
+                                         {"Location": f"/{bucket}/{key}", "Bucket": bucket, "Key": key,
+                                          "ETag": quoted(etag)}))
+        response.headers.update(version_headers(versioning, head.version))
+        return response
 
     def _chosen(self, upload: Upload, wanted: list[tuple[int, str]]) -> tuple[list[FileInfo], list[str]]:
         """The named parts' heads and MD5s; InvalidPart for one missing or with another ETag, EntityTooSmall."""
@@ -266,10 +271,12 @@ class Multipart:
         return [e.file for e in chosen], [etags[e.file.id].partition("-")[0] for e in chosen]
 
     def _commit(self, parts: list[FileInfo], file_id: str, condition: WritePrecondition | None, meta: ObjectMeta,
-                lease: WriterLease) -> FileInfo:
+                versioning: str | None, lease: WriterLease) -> FileInfo:
         with self._writes.head_locks.holding(file_id), self._objects.turns.turn(file_id) as turn:
             self._objects.check_condition(file_id, condition, turn)
-            return commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
+            head = commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
+            self._objects.drop_replaced(file_id, versioning)
+            return head
 
     def _forget_upload(self, upload: Upload, lease: WriterLease) -> None:
         """Remove the upload's parts, then its record (delete markers: forget drops them, reclaim their blocks)."""
