@@ -86,6 +86,9 @@ def test_writes_answer_their_version_id_and_deletes_their_marker(s3):
     with pytest.raises(ClientError) as err:
         s3.head_object(Bucket="vids", Key="a")
     assert err.value.response["ResponseMetadata"]["HTTPHeaders"]["x-amz-delete-marker"] == "true"
+    with pytest.raises(ClientError) as err:
+        s3.put_object(Bucket="vids", Key="a", Body=b"two", IfMatch="*")  # no current object: S3's NoSuchKey
+    assert error_code(err) == "NoSuchKey"
     many = s3.delete_objects(Bucket="vids", Delete={"Objects": [{"Key": "new"}, {"Key": "a", "VersionId": put}]})
     assert sorted((d["Key"], d.get("DeleteMarker", False)) for d in many["Deleted"]) == [("a", False), ("new", True)]
     markers = s3.list_object_versions(Bucket="vids")["DeleteMarkers"]
@@ -112,7 +115,8 @@ def test_deleting_the_current_version_makes_the_previous_one_current_in_the_list
         s3.delete_object(Bucket="vcur", Key="k", VersionId=dropped)
         assert s3.get_object(Bucket="vcur", Key="k")["ContentLength"] == size
         assert _listed(s3, "vcur") == {"k": size}
-        assert [v["IsLatest"] for v in s3.list_object_versions(Bucket="vcur")["Versions"]] == [True] + [False] * (size - 1)
+        latest = [v["IsLatest"] for v in s3.list_object_versions(Bucket="vcur")["Versions"]]
+        assert latest == [True] + [False] * (size - 1)
     s3.delete_object(Bucket="vcur", Key="k", VersionId=ids[0])
     assert _listed(s3, "vcur") == {} and "Versions" not in s3.list_object_versions(Bucket="vcur")
     with pytest.raises(ClientError) as err:
