@@ -62,3 +62,91 @@ def test_a_truncated_version_listing_pages_on_with_the_markers_it_returns(s3):
             break
         kwargs.update(KeyMarker=listed.get("NextKeyMarker"), VersionIdMarker=listed.get("NextVersionIdMarker"))
     assert pages == 3 and sorted(seen) == [(k, n) for k in "abc" for n in (1, 2)]
+
+
+def _listed(s3, bucket: str) -> dict[str, int]:
+    """ListObjectsV2 (read from the directory index): key -> size."""
+    return {o["Key"]: o["Size"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}
+
+
+def test_writes_answer_their_version_id_and_deletes_their_marker(s3):
+    s3.create_bucket(Bucket="vids")
+    s3.put_bucket_versioning(Bucket="vids", VersioningConfiguration={"Status": "Enabled"})
+    put = s3.put_object(Bucket="vids", Key="a", Body=b"one")["VersionId"]
+    copied = s3.copy_object(Bucket="vids", Key="b", CopySource={"Bucket": "vids", "Key": "a", "VersionId": put})
+    assert copied["CopySourceVersionId"] == put and copied["VersionId"] != put
+    upload = s3.create_multipart_upload(Bucket="vids", Key="c")["UploadId"]
+    etag = s3.upload_part(Bucket="vids", Key="c", UploadId=upload, PartNumber=1, Body=b"part")["ETag"]
+    done = s3.complete_multipart_upload(Bucket="vids", Key="c", UploadId=upload,
+                                        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    listed = {v["Key"]: v["VersionId"] for v in s3.list_object_versions(Bucket="vids")["Versions"]}
+    assert listed == {"a": put, "b": copied["VersionId"], "c": done["VersionId"]}
+    removed = s3.delete_object(Bucket="vids", Key="a")
+    assert removed["DeleteMarker"] and removed["VersionId"] not in (put, "null")
+    with pytest.raises(ClientError) as err:
+        s3.head_object(Bucket="vids", Key="a")
+    assert err.value.response["ResponseMetadata"]["HTTPHeaders"]["x-amz-delete-marker"] == "true"
+    with pytest.raises(ClientError) as err:
+        s3.put_object(Bucket="vids", Key="a", Body=b"two", IfMatch="*")  # no current object: S3's NoSuchKey
+    assert error_code(err) == "NoSuchKey"
+    many = s3.delete_objects(Bucket="vids", Delete={"Objects": [{"Key": "new"}, {"Key": "a", "VersionId": put}]})
+    assert sorted((d["Key"], d.get("DeleteMarker", False)) for d in many["Deleted"]) == [("a", False), ("new", True)]
+    markers = s3.list_object_versions(Bucket="vids")["DeleteMarkers"]
+    assert {m["Key"] for m in markers} == {"a", "new"}
+    # A bucket never versioned answers no versionId, and a DELETE leaves no marker S3 shows.
+    s3.create_bucket(Bucket="plain")
+    assert "VersionId" not in s3.put_object(Bucket="plain", Key="k", Body=b"x")
+    assert "DeleteMarker" not in s3.delete_object(Bucket="plain", Key="k")
+    with pytest.raises(ClientError) as err:
+        s3.head_object(Bucket="plain", Key="k")
+    assert err.value.response["ResponseMetadata"]["HTTPHeaders"]["x-amz-delete-marker"] == "false"
+    assert "DeleteMarkers" not in s3.list_object_versions(Bucket="plain")
+
+
+def test_deleting_the_current_version_makes_the_previous_one_current_in_the_listing_too(s3):
+    """Drops the current version by versionId three times in a row: each time the object and the directory index's
+    entry (ListObjectsV2's size) must be the previous version's, then nothing. The second rewrite of the entry is
+    stamped after the first: stamped with the dropped version's time (older each time) it was lost, and the
+    listing kept showing the version dropped before."""
+    s3.create_bucket(Bucket="vcur")
+    s3.put_bucket_versioning(Bucket="vcur", VersioningConfiguration={"Status": "Enabled"})
+    ids = [s3.put_object(Bucket="vcur", Key="k", Body=b"x" * n)["VersionId"] for n in (1, 2, 3)]
+    for dropped, size in zip(reversed(ids), (2, 1)):
+        s3.delete_object(Bucket="vcur", Key="k", VersionId=dropped)
+        assert s3.get_object(Bucket="vcur", Key="k")["ContentLength"] == size
+        assert _listed(s3, "vcur") == {"k": size}
+        latest = [v["IsLatest"] for v in s3.list_object_versions(Bucket="vcur")["Versions"]]
+        assert latest == [True] + [False] * (size - 1)
+    s3.delete_object(Bucket="vcur", Key="k", VersionId=ids[0])
+    assert _listed(s3, "vcur") == {} and "Versions" not in s3.list_object_versions(Bucket="vcur")
+    with pytest.raises(ClientError) as err:
+        s3.get_object(Bucket="vcur", Key="k")
+    assert error_code(err) == "NoSuchKey"
+    s3.put_object(Bucket="vcur", Key="k", Body=b"again")  # a later store wins over the rewritten entries
+    assert _listed(s3, "vcur") == {"k": 5}
+    marker = s3.delete_object(Bucket="vcur", Key="k")["VersionId"]
+    s3.delete_object(Bucket="vcur", Key="k", VersionId=marker)  # dropping a current marker brings the object back
+    assert s3.get_object(Bucket="vcur", Key="k")["Body"].read() == b"again" and _listed(s3, "vcur") == {"k": 5}
+
+
+def test_the_null_version_before_versioning_and_while_suspended(s3):
+    s3.create_bucket(Bucket="vnull")
+    s3.put_object(Bucket="vnull", Key="k", Body=b"plain")
+    s3.put_bucket_versioning(Bucket="vnull", VersioningConfiguration={"Status": "Enabled"})
+    newer = s3.put_object(Bucket="vnull", Key="k", Body=b"versioned")["VersionId"]
+    assert [v["VersionId"] for v in s3.list_object_versions(Bucket="vnull")["Versions"]] == [newer, "null"]
+    assert s3.get_object(Bucket="vnull", Key="k", VersionId="null")["Body"].read() == b"plain"
+    copy = {"Bucket": "vnull", "Key": "k", "VersionId": "null"}
+    s3.copy_object(Bucket="vnull", Key="copy", CopySource=copy)
+    assert s3.get_object(Bucket="vnull", Key="copy")["Body"].read() == b"plain"
+    s3.put_bucket_versioning(Bucket="vnull", VersioningConfiguration={"Status": "Suspended"})
+    for body in (b"s1", b"s2"):  # each replaces the null version
+        assert "VersionId" not in s3.put_object(Bucket="vnull", Key="k", Body=body)
+    assert [v["VersionId"] for v in s3.list_object_versions(Bucket="vnull", Prefix="k")["Versions"]] == ["null", newer]
+    assert s3.get_object(Bucket="vnull", Key="k")["Body"].read() == b"s2"
+    assert s3.delete_object(Bucket="vnull", Key="k")["VersionId"] == "null"  # the marker replaces it too
+    listed = s3.list_object_versions(Bucket="vnull", Prefix="k")
+    assert [v["VersionId"] for v in listed["Versions"]] == [newer]
+    assert [m["VersionId"] for m in listed["DeleteMarkers"]] == ["null"]
+    s3.delete_object(Bucket="vnull", Key="k", VersionId="null")
+    assert s3.get_object(Bucket="vnull", Key="k")["Body"].read() == b"versioned"

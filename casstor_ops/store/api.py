@@ -264,6 +264,12 @@ class Store:
         with self._lease("rm", lease):
             return catalog.remove(self.session, self._st, self.namespace, file_id)
 
+    def mark_removed(self, file_id: str, null_version: bool, lease: WriterLease | bool = True) -> FileInfo:
+        """Write a delete marker for the S3 object ``file_id`` whatever its head (S3 stacks them; ``null_version``:
+        its bucket's versioning is not Enabled); the marker."""
+        with self._lease("rm", lease):
+            return catalog.mark_removed(self.session, self._st, self.namespace, check_id(file_id), null_version)
+
     def list(self, prefix: str = "", at: datetime | None = None) -> Iterator[FileInfo]:
         """The files whose ID starts with ``prefix``, in ID order (read from the directories under it only); ``at``:
         as they were then (one version read per name: :func:`~casstor_ops.store.catalog.files_at`)."""

@@ -111,13 +111,23 @@ def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Ite
 def remove(session: Session, st: Statements, namespace: Namespace, file_id: str) -> FileInfo:
     """Write a delete marker for ``file_id`` (its versions and blocks are left to forget and reclaim)."""
     info = head(session, st, file_id)
+    mark_removed(session, st, namespace, file_id)
+    return info
+
+
+def mark_removed(session: Session, st: Statements, namespace: Namespace, file_id: str,
+                 null_version: bool | None = None) -> FileInfo:
+    """Write a delete marker for ``file_id``, whatever its head (an S3 object's: ``null_version`` not None, as
+    :class:`~casstor_ops.store.records.ObjectMeta`'s); the marker."""
     marker = uuid_from_time(datetime.now(timezone.utc).timestamp())
-    stamp = version_micros(marker)
-    session.execute(st.insert_version, (file_id, marker, 0, b"", 0, datetime.now(timezone.utc), None, None,
-                                        None, None, None, None, None, True, stamp))
+    row = (file_id, marker, 0, b"", 0, datetime.now(timezone.utc), None, None, None, None, None, None, None, True)
+    if null_version is None:
+        session.execute(st.insert_version, (*row, version_micros(marker)))
+    else:
+        session.execute(st.insert_version_meta, (*row, None, None, None, null_version, version_micros(marker)))
     gone = FileInfo(file_id, marker, 0, b"", 0, None)
     namespace.publish(gone, deleted=True)
-    return info
+    return gone
 
 
 def scan(session: Session, statement) -> Iterator:

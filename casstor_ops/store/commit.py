@@ -235,7 +235,7 @@ class Commit:
                     meta = self._object_meta()
                     self._session.execute(self._st.insert_version_meta,
                                           (*row[:-1], meta.etag, meta.content_type, meta.user_meta, meta.headers,
-                                           meta.tags, meta.checksum, meta.parts, row[-1]))
+                                           meta.tags, meta.checksum, meta.parts, meta.null_version, row[-1]))
                 return time.monotonic()
             except RETRYABLE:
                 attempt += 1

@@ -38,10 +38,11 @@ class StoreResult:
     seconds: float
     new_stored_bytes: int = 0
     hash: bytes | None = field(default=None, repr=False)
+    version: uuid.UUID | None = field(default=None, repr=False)  # the committed version (an S3 versionId)
 
     def as_dict(self) -> dict[str, Any]:
         result = asdict(self)
-        del result["hash"]
+        del result["hash"], result["version"]
         return result
 
 
@@ -156,6 +157,7 @@ class ObjectMeta:
     tags: dict[str, str] = field(default_factory=dict)
     checksum: str | None = None
     parts: list[tuple[int, str | None]] | None = None
+    null_version: bool = False  # S3's "null" version (its bucket's versioning not Enabled): casstor_ops.serve.s3
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,8 @@ _TABLES = [
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS tags map<text, text>",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS checksum text",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS parts list<frozen<tuple<bigint, text>>>",
+    # S3's "null" version: written while its bucket's versioning was not Enabled (casstor_ops.serve.s3.versions).
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS null_version boolean",
     # A tree store's source file when it was read (inode, change time): an unchanged re-run skips by them.
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ino bigint",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ctime_ns bigint",

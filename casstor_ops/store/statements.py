@@ -118,18 +118,21 @@ class Statements:
     insert_version_meta = _Prepared(
         f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, ino, "
         f"ctime_ns, content, codec, stored_size, deleted, etag, content_type, user_meta, http_headers, tags, "
-        f"checksum, parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+        f"checksum, parts, null_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        f"USING TIMESTAMP ?")
     object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
-                            f"http_headers, tags, checksum FROM {META_KS}.versions WHERE id = ? LIMIT 1")
+                            f"http_headers, tags, checksum, null_version FROM {META_KS}.versions WHERE id = ? LIMIT 1")
     object_etag = _Prepared(f"SELECT etag, deleted FROM {META_KS}.versions WHERE id = ? AND version = ?")
     object_version = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
-                               f"http_headers, tags, checksum FROM {META_KS}.versions WHERE id = ? AND version = ?")
+                               f"http_headers, tags, checksum, null_version FROM {META_KS}.versions "
+                               f"WHERE id = ? AND version = ?")
     # A multipart object's parts (not in object_head: up to 10,000 of them, read only when asked for).
     object_parts = _Prepared(f"SELECT parts FROM {META_KS}.versions WHERE id = ? AND version = ?")
     object_checksum = _Prepared(f"SELECT checksum FROM {META_KS}.versions WHERE id = ? AND version = ?")
     # IF EXISTS: a version forgotten meanwhile is not brought back as a row of tags only.
     set_object_tags = _Prepared(f"UPDATE {META_KS}.versions SET tags = ? WHERE id = ? AND version = ? IF EXISTS")
-    object_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, etag FROM {META_KS}.versions WHERE id = ?")
+    object_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, etag, stored_size, null_version FROM {META_KS}.versions "
+                                f"WHERE id = ?")
     # -- S3 buckets (rare writes: a lightweight transaction makes a second CreateBucket of a name fail)
     create_bucket = _Prepared(
         f"INSERT INTO {META_KS}.buckets (name, created_at, owner, location) VALUES (?, ?, ?, ?) IF NOT EXISTS")
@@ -151,6 +154,10 @@ class Statements:
     insert_marker = _Prepared(f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name) VALUES (?, ?, ?)")
     delete_entry_at = _Prepared(
         f"DELETE FROM {META_KS}.dir_entries USING TIMESTAMP ? WHERE dir = ? AND bucket IN ? AND name = ?")
+    # When an ID's entry was written (its buckets of every generation): a rewrite after its version was dropped
+    # must be stamped later (casstor_ops.store.namespace.entries).
+    entry_written = _Prepared(
+        f"SELECT WRITETIME(version) AS written FROM {META_KS}.dir_entries WHERE dir = ? AND bucket IN ? AND name = ?")
     directory_entries = _Prepared(
         f"SELECT name, {_ENTRY_COLUMNS} FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ? AND name >= ?")
     bucket_rows = _Prepared(f"SELECT COUNT(*) FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ?")

@@ -50,6 +50,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import BinaryIO
 
 from cassandra.cluster import Session
@@ -224,18 +225,21 @@ class Upload:
             size = self._read(reader)
             self._settle()
             blocks = VerifiedBlocks(self._hashes, self._sizes, self._uploads.verified, self._reverify)
-            Commit(self._session, self._requests, self._st, blocks, attributes=attributes, fence=self._fence,
-                   namespace=self._entries or Namespace.for_session(self._session, self._settings.directory_rows),
-                   stored=self._stored, inline_store=self._settings.inline_max > 0,
-                   object_meta=object_meta).run(reader, file_id, size)
+            committed = Commit(
+                self._session, self._requests, self._st, blocks, attributes=attributes, fence=self._fence,
+                namespace=self._entries or Namespace.for_session(self._session, self._settings.directory_rows),
+                stored=self._stored, inline_store=self._settings.inline_max > 0,
+                object_meta=object_meta).run(reader, file_id, size)
         except BaseException:
             self._claims.release()
             raise
         if self._stored is not None:
-            return inline_result(file_id, size, self._stored, file_hash(self._hashes), started)
-        return StoreResult(file_id, size, len(self._hashes), self.new_blocks, self.new_bytes,
-                           round(time.perf_counter() - started, 6), self._uploads.new_stored_bytes,
-                           file_hash(self._hashes))
+            result = inline_result(file_id, size, self._stored, file_hash(self._hashes), started)
+        else:
+            result = StoreResult(file_id, size, len(self._hashes), self.new_blocks, self.new_bytes,
+                                 round(time.perf_counter() - started, 6), self._uploads.new_stored_bytes,
+                                 file_hash(self._hashes))
+        return replace(result, version=committed.version)
 
 
 def _block_hashes(blocks: list[memoryview]) -> list[bytes]:

@@ -152,7 +152,7 @@ class S3Handlers(Handlers):
             log.debug("traceback of the 500", exc_info=cause)
         else:
             log.warning("%s %r -> %d %s: %s", method, path, err.status, err.code, one_line(cause or err))
-        headers = {"retry-after": "5"} if err.status == 503 else {}
+        headers = {**err.headers, **({"retry-after": "5"} if err.status == 503 else {})}
         body = b"" if method == "HEAD" or err.status == 304 else render(err, request_id)
         return Response(body, status_code=err.status, headers=headers, media_type="application/xml")
 

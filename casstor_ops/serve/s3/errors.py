@@ -47,6 +47,7 @@ class S3Error(Exception):
         self.message = message
         self.resource = resource
         self.extra = extra
+        self.headers: dict[str, str] = {}  # sent with the error (x-amz-delete-marker)
 
 
 def render(err: S3Error, request_id: str) -> bytes:

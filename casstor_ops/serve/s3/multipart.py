@@ -51,10 +51,10 @@ from casstor_ops.serve.s3.checksums import Checksum, checksum_type, multipart_ch
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument
 from casstor_ops.serve.s3.listing import Listing, max_keys
 from casstor_ops.serve.s3.objects import (Objects, condition_of, kept_headers, part_number, quoted, s3_time,
-                                          user_meta,
-                                          xml_response)
+                                          user_meta, version_headers, xml_response)
 from casstor_ops.serve.s3.sigv4 import Signed
 from casstor_ops.serve.s3.tags import tags_of_header
+from casstor_ops.serve.s3.version_rows import is_null_write
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.validators import WritePrecondition
 from casstor_ops.serve.writes import Writes
@@ -93,7 +93,7 @@ def no_such_upload(upload_id: str) -> S3Error:
 class Upload:
     """One upload's record (``fields``, its JSON as stored): its key, the object's Content-Type, user metadata,
     kept headers and tags, the checksum algorithm and type it asked for (None: none), and once completed the
-    object's ETag and checksum."""
+    object's ETag, checksum and version."""
 
     def __init__(self, bucket: str, upload_id: str, key: str, fields: dict, initiated: str) -> None:
         self.bucket, self.id, self.key, self.initiated = bucket, upload_id, key, initiated
@@ -104,6 +104,8 @@ class Upload:
         self.checksum_type: str | None = fields.get("checksum_type")
         self.completed: str | None = fields.get("completed")  # the object's ETag once completed
         self.completed_checksum: str | None = fields.get("completed_checksum")
+        version = fields.get("completed_version")
+        self.completed_version: uuid.UUID | None = uuid.UUID(version) if version else None
 
     def headers(self) -> dict[str, str]:
         """The upload's checksum algorithm and type as S3's headers name them."""
@@ -192,8 +194,8 @@ class Multipart:
                                                                 [source.info], target, lease.fence, lambda: meta))
         else:
             start, stop = _copy_range(wanted, source.info.size)
-            etag = await self._writes.write(partial(self._objects.store_copy, source.info, target, None, None,
-                                                    span=(start, stop), inline=False))
+            etag, _ = await self._writes.write(partial(self._objects.store_copy, source.info, target, None, None,
+                                                       span=(start, stop), inline=False))
         return xml_response(document("CopyPartResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
 
     def _parts(self, bucket: str, upload_id: str, after: int = 0) -> list:
@@ -266,17 +268,20 @@ class Multipart:
             raise S3Error("MalformedXML", "You must specify at least one part.")
         if [n for n, _ in wanted] != sorted(n for n, _ in wanted):
             raise S3Error("InvalidPartOrder", "The list of parts was not in ascending order.")
+        versioning = await self._objects.versioning(bucket)
         if upload.completed is None:
-            await self._complete(request, upload, file_id, listed, wanted)
+            await self._complete(request, upload, file_id, listed, wanted, versioning)
         checksum = Checksum.parse(upload.completed_checksum)
-        return xml_response(document("CompleteMultipartUploadResult",
-                                     {"Location": f"/{bucket}/{key}", "Bucket": bucket, "Key": key,
-                                      "ETag": quoted(upload.completed), **(checksum.fields() if checksum else {})}))
+        response = xml_response(document("CompleteMultipartUploadResult",
+                                         {"Location": f"/{bucket}/{key}", "Bucket": bucket, "Key": key,
+                                          "ETag": quoted(upload.completed), **(checksum.fields() if checksum else {})}))
+        response.headers.update(version_headers(versioning, upload.completed_version))
+        return response
 
     async def _complete(self, request: Request, upload: Upload, file_id: str, listed: list,
-                        wanted: list[tuple[int, str]]) -> None:
-        """Commit the object of the parts ``wanted`` and forget the upload (marked completed: ``upload.completed``
-        and ``completed_checksum`` set)."""
+                        wanted: list[tuple[int, str]], versioning: str | None) -> None:
+        """Commit the object of the parts ``wanted`` (in a bucket of ``versioning``) and forget the upload (marked
+        completed: ``upload.completed``, ``completed_checksum`` and ``completed_version`` set)."""
         by_part = {int(p.findtext("PartNumber")): p.findtext(f"Checksum{(upload.checksum or '').upper()}")
                    for p in listed}  # a part listed twice (re-sent): its last entry, as RGW
         wanted = list(dict(wanted).items())
@@ -286,9 +291,9 @@ class Multipart:
         checksum = self._object_checksum(upload, layout, request.headers)
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         meta = ObjectMeta(etag, upload.content_type, upload.meta, headers=upload.http_headers, tags=upload.tags,
-                          checksum=_stored(checksum), parts=layout)
-        await self._writes.write(partial(self._commit, parts, file_id, condition, meta))
-        upload.completed, upload.completed_checksum = etag, _stored(checksum)
+                          checksum=_stored(checksum), parts=layout, null_version=is_null_write(versioning))
+        head = await self._writes.write(partial(self._commit, parts, file_id, condition, meta, versioning))
+        upload.completed, upload.completed_checksum, upload.completed_version = etag, _stored(checksum), head.version
         await self._writes.write(partial(self._forget_upload, upload))
 
     def _layout(self, upload: Upload, parts: list[FileInfo], given: list[str | None]
@@ -339,10 +344,12 @@ class Multipart:
         return [e.file for e in chosen], [etags[e.file.id].partition("-")[0] for e in chosen]
 
     def _commit(self, parts: list[FileInfo], file_id: str, condition: WritePrecondition | None, meta: ObjectMeta,
-                lease: WriterLease) -> FileInfo:
+                versioning: str | None, lease: WriterLease) -> FileInfo:
         with self._writes.head_locks.holding(file_id), self._objects.turns.turn(file_id) as turn:
             self._objects.check_condition(file_id, condition, turn)
-            return commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
+            head = commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
+            self._objects.drop_replaced(file_id, versioning)
+            return head
 
     def _forget_upload(self, upload: Upload, lease: WriterLease) -> None:
         """Remove the upload's parts (delete markers: forget drops them, reclaim their blocks), then its record; a
@@ -354,7 +361,8 @@ class Multipart:
         if upload.completed is None:
             self._store.remove(record, lease=lease)
         else:
-            completed = {**upload.fields, "completed": upload.completed, "completed_checksum": upload.completed_checksum}
+            completed = {**upload.fields, "completed": upload.completed, "completed_checksum": upload.completed_checksum,
+                         "completed_version": str(upload.completed_version)}
             self._store.put(io.BytesIO(json.dumps(completed).encode()), record, lease=lease)
 
     async def abort(self, bucket: str, key: str, query: dict[str, str]) -> Response:

@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
 from functools import partial
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -64,6 +64,8 @@ from casstor_ops.serve.s3.chunked import AwsChunked
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument, no_such_key, precondition_failed
 from casstor_ops.serve.s3.sigv4 import STREAMING, Signed
 from casstor_ops.serve.s3.tags import tags_of_header
+from casstor_ops.serve.s3.version_rows import (ENABLED, NULL, SUSPENDED, drop, is_null_write, matching, name,
+                                               replaced, version_id)
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.streams import BodyReader
 from casstor_ops.serve.validators import WritePrecondition
@@ -102,7 +104,8 @@ class S3Object:
 
     def __init__(self, info: FileInfo, etag: str | None, content_type: str | None,
                  user_meta: Mapping[str, str] | None, http_headers: Mapping[str, str] | None = None,
-                 tags: Mapping[str, str] | None = None, checksum: Checksum | None = None) -> None:
+                 tags: Mapping[str, str] | None = None, checksum: Checksum | None = None,
+                 null_version: bool = False) -> None:
         self.info = info
         self.etag = quoted(etag or info.hash.hex())
         self.content_type = content_type or DEFAULT_CONTENT_TYPE
@@ -110,16 +113,17 @@ class S3Object:
         self.http_headers = dict(http_headers or {})
         self.tags = dict(tags or {})
         self.checksum = checksum
+        self.version_id = NULL if null_version else str(info.version)
 
-    def meta(self, etag: str, checksum: Checksum | None = None) -> ObjectMeta:
+    def meta(self, etag: str, checksum: Checksum | None = None, null_version: bool = False) -> ObjectMeta:
         return ObjectMeta(etag, self.content_type, self.user_meta, headers=self.http_headers, tags=self.tags,
-                          checksum=checksum.stored() if checksum is not None else None)
+                          checksum=checksum.stored() if checksum is not None else None, null_version=null_version)
 
     def headers(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """The object's response headers; ``overrides`` (a GET's ``response-*`` query) replace the kept ones."""
         modified = (self.info.committed_at or datetime.now(timezone.utc)).replace(tzinfo=timezone.utc)
         return {"etag": self.etag, "last-modified": format_datetime(modified, usegmt=True),
-                "content-type": self.content_type, "accept-ranges": "bytes", "x-amz-version-id": str(self.info.version),
+                "content-type": self.content_type, "accept-ranges": "bytes", "x-amz-version-id": self.version_id,
                 **{META_PREFIX + name: value for name, value in self.user_meta.items()}, **self.http_headers,
                 **({"x-amz-tagging-count": str(len(self.tags))} if self.tags else {}),
                 **{name: value for name, value in (overrides or {}).items() if name in OVERRIDABLE}}
@@ -132,22 +136,12 @@ def is_marker(key: str, headers: Mapping[str, str]) -> bool:
     return key.endswith("/") and (headers.get("x-amz-decoded-content-length") or headers.get("content-length")) == "0"
 
 
-def version_id(text: str) -> uuid.UUID:
-    """A ``versionId`` as this server gives them (a time-based UUID); NoSuchVersion otherwise."""
-    try:
-        version = uuid.UUID(text)
-    except ValueError:
-        version = None
-    if version is None or version.version != 1:
-        raise S3Error("NoSuchVersion", "The specified version does not exist.", VersionId=text)
-    return version
-
-
-def copy_source_of(headers: Mapping[str, str]) -> tuple[str, str, str]:
-    """The bucket, key and versionId (``""``: none) ``x-amz-copy-source`` names."""
-    source_bucket, _, source_key = unquote(headers["x-amz-copy-source"]).lstrip("/").partition("/")
-    source_key, _, version = source_key.partition("?")
-    return source_bucket, source_key, version
+def copy_source_of(headers: Mapping[str, str]) -> tuple[str, str, str | None]:
+    """The bucket, key and versionId (None: none) ``x-amz-copy-source`` names."""
+    # The query is cut before the path is decoded: a key may hold an encoded "?" ("?versionId" is one).
+    path, _, query = headers["x-amz-copy-source"].partition("?")
+    source_bucket, _, source_key = unquote(path).lstrip("/").partition("/")
+    return source_bucket, source_key, dict(parse_qsl(query)).get("versionId")
 
 
 def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -157,6 +151,7 @@ def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
     codings = [c.strip() for c in kept.pop("content-encoding", "").split(",") if c.strip() not in ("", "aws-chunked")]
     return {**kept, "content-encoding": ", ".join(codings)} if codings else kept
 
+
 def part_number(value: str | None) -> int:
     try:
         number = int(value or "")
@@ -165,7 +160,6 @@ def part_number(value: str | None) -> int:
     if not 1 <= number <= MAX_PARTS:
         raise invalid_argument(f"Part number must be an integer between 1 and {MAX_PARTS}, inclusive")
     return number
-
 
 
 def user_meta(headers: Mapping[str, str]) -> dict[str, str]:
@@ -228,24 +222,48 @@ class Objects:
         else:
             await on_pool(self.reads.pool, self._buckets.authorize, bucket, access_key)
 
+    async def versioning(self, bucket: str) -> str | None:
+        """The bucket's versioning state (None: never set); NoSuchBucket."""
+        return await on_pool(self.reads.pool, self._buckets.versioning, bucket)
+
     async def head(self, bucket: str, key: str, version: str | None = None) -> S3Object:
-        """The object's head, or its version ``version`` (a versionId) (one read, on the driver's callbacks);
-        NoSuchKey, NoSuchVersion, MethodNotAllowed (a delete marker's versionId), or NoSuchBucket."""
+        """The object's head, or its version ``version`` (a versionId) (one read, on the driver's callbacks; two
+        for ``null``); NoSuchKey, NoSuchVersion, MethodNotAllowed (a delete marker's versionId; both with
+        ``x-amz-delete-marker``), or NoSuchBucket."""
         file_id = f"{bucket}/{key}"
-        statement, values = ((self._st.object_head, (file_id,)) if version is None
-                             else (self._st.object_version, (file_id, version_id(version))))
-        row = await answered(partial(_execute, self._store.session, statement, values, self._st))
+        if version == NULL:
+            row = await on_pool(self.reads.pool, self._null_row, file_id)
+        else:
+            statement, values = ((self._st.object_head, (file_id,)) if version is None
+                                 else (self._st.object_version, (file_id, version_id(version))))
+            row = await answered(partial(_execute, self._store.session, statement, values, self._st))
         try:
             info = head_of(file_id, row)
         except NotFoundError:
-            await self.require_bucket(bucket)
-            if version is None:
-                raise no_such_key(bucket, key) from None
-            if row is None:
+            versioning = await self.versioning(bucket)
+            if row is None and version is not None:
                 raise S3Error("NoSuchVersion", "The specified version does not exist.", VersionId=version) from None
-            raise S3Error("MethodNotAllowed", "The specified method is not allowed against a delete marker.") from None
+            err = (no_such_key(bucket, key) if version is None else
+                   S3Error("MethodNotAllowed", "The specified method is not allowed against a delete marker."))
+            if row is not None:  # S3 shows no marker in a bucket never versioned: there DELETE removes the object
+                err.headers.update({"x-amz-delete-marker": "true", "x-amz-version-id": name(row)}
+                                   if versioning is not None else {"x-amz-delete-marker": "false"})
+            raise err from None
         return S3Object(info, row.etag, row.content_type, row.user_meta, row.http_headers, row.tags,
-                        Checksum.parse(row.checksum))
+                        Checksum.parse(row.checksum), bool(row.null_version))
+
+    def _null_row(self, file_id: str):
+        """The row of the object's ``null`` version (None: it has none)."""
+        session, st = self._store.session, self._st
+        found = matching(self.rows(file_id), NULL)
+        if not found:
+            return None
+        return session.execute(st.object_version, (file_id, found[0].version), execution_profile=st.named_rows).one()
+
+    def rows(self, file_id: str) -> list:
+        """Every version row of ``file_id``, newest first (the light columns)."""
+        return list(self._store.session.execute(self._st.object_versions, (file_id,),
+                                                execution_profile=self._st.named_rows))
 
     def parts(self, info: FileInfo) -> list[tuple[int, str | None]] | None:
         """A multipart object's parts (each one's size and checksum), None for an object of one PUT."""
@@ -332,7 +350,7 @@ class Objects:
 
     async def put(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
         self.check_size(request)
-        await self.require_bucket(bucket)
+        versioning = await self.versioning(bucket)
         if is_marker(key, request.headers):
             await request.body()
             return Response(status_code=200, headers={"etag": quoted(EMPTY_MD5)})
@@ -342,9 +360,10 @@ class Objects:
         headers = request.headers
         meta = S3Object(FileInfo(file_id, None, 0, b"", 0, None), None, headers.get("content-type"),
                         user_meta(headers), kept_headers(headers), tags_of_header(headers.get("x-amz-tagging")))
-        await self._writes.write(partial(self.store_body, body, file_id, condition, meta))
+        version = await self._writes.write(partial(self.store_body, body, file_id, condition, meta,
+                                                   versioning=versioning))
         checksum = body.checksum()
-        return Response(status_code=200, headers={"etag": quoted(body.etag),
+        return Response(status_code=200, headers={"etag": quoted(body.etag), **version_headers(versioning, version),
                                                   **(checksum.headers() if checksum is not None else {})})
 
     def current_etag(self, file_id: str) -> str | None:
@@ -354,50 +373,68 @@ class Objects:
         return quoted(row.etag or row.hash.hex())
 
     def store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
-                   lease: WriterLease, check_source=lambda: None, inline: bool = True) -> None:
+                   lease: WriterLease, check_source=lambda: None, inline: bool = True,
+                   versioning: str | None = ENABLED) -> uuid.UUID:
         """The store call of a PUT, POST or copy (write thread): digests and the precondition checked just before
-        the head write, under the key's lock."""
+        the head write, under the key's lock; in a bucket of ``versioning``, a null version replaces the older ones
+        (:mod:`.version_rows`). The version committed."""
         def check() -> None:
             check_source()
             body.check()
             self.check_condition(file_id, condition, guard)
 
+        null = is_null_write(versioning)
         with self._writes.head_locks.turn(file_id) as turn, self.turns.turn(file_id) as guard:
-            self._store.put(body, file_id, lease=lease, before_commit=turn.then(check), inline=inline,
-                            object_meta=lambda: meta.meta(body.etag, body.checksum()) if meta
-                            else ObjectMeta(body.etag, None, {}))
+            result = self._store.put(body, file_id, lease=lease, before_commit=turn.then(check), inline=inline,
+                                     object_meta=lambda: meta.meta(body.etag, body.checksum(), null) if meta
+                                     else ObjectMeta(body.etag, None, {}, null_version=null))
+            self.drop_replaced(file_id, versioning)
+        return result.version
+
+    def drop_replaced(self, file_id: str, versioning: str | None) -> None:
+        """In a Suspended bucket, drop the null versions a new one replaced (under the key's lock)."""
+        if versioning == SUSPENDED:
+            rows = self.rows(file_id)
+            drop(self._store, file_id, rows, replaced(rows))
 
     async def delete(self, bucket: str, key: str, headers: Mapping[str, str]) -> Response:
-        await self.require_bucket(bucket)
+        versioning = await self.versioning(bucket)
         condition = condition_of(headers.get("if-match"), None)
-        await self._writes.write(partial(self._remove, f"{bucket}/{key}", condition))
-        return Response(status_code=204)
+        marker = await self._writes.write(partial(self._remove, f"{bucket}/{key}", condition, versioning))
+        return Response(status_code=204, headers=marker_headers(versioning, marker))
 
     def check_condition(self, file_id: str, condition: WritePrecondition | None, turn: Turn) -> None:
-        """PreconditionFailed unless ``condition`` (if any) holds (NoSuchKey: ``If-Match`` of a missing key), checked
-        under the key's ``turn`` across gateways (:mod:`.conditions`), which it takes: the caller writes the head
-        before the turn is given back."""
+        """PreconditionFailed unless ``condition`` (if any) holds, checked under the key's ``turn`` across gateways
+        (:mod:`.conditions`), which it takes: the caller writes the head before the turn is given back. If-Match on
+        a key with no current object (none, or a delete marker) is NoSuchKey, as in S3."""
         if condition is None:
             return
         turn.take()
         current = self.current_etag(file_id)
-        if current is None and condition.if_match is not None:
-            raise no_such_key(*file_id.split("/", 1))  # S3's answer to If-Match on a missing key, not 412
+        if condition.if_match is not None and current is None:
+            raise no_such_key(*file_id.split("/", 1))
         if not condition.holds(current):
             raise precondition_failed("If-Match" if condition.if_match is not None else "If-None-Match")
 
-    def _remove(self, file_id: str, condition: WritePrecondition | None, lease: WriterLease) -> None:
+    def _remove(self, file_id: str, condition: WritePrecondition | None, versioning: str | None,
+                lease: WriterLease) -> uuid.UUID | None:
+        """DeleteObject (write thread): a delete marker (a null one unless versioning is Enabled, replacing the null
+        version when Suspended), stacked on any head; in a bucket never versioned only over an object (S3 answers
+        204 for a key that is not there). The marker's version, or None."""
         if file_id.endswith("/"):
-            return  # a directory marker: never stored (see is_marker)
+            return None  # a directory marker: never stored (see is_marker)
         with self._writes.head_locks.holding(file_id), self.turns.turn(file_id) as turn:
             try:
                 self.check_condition(file_id, condition, turn)
-                self._store.remove(file_id, lease=lease)
-            except NotFoundError:
-                pass  # S3 answers 204 for a key that is not there
             except S3Error as err:
                 if err.code != "NoSuchKey":  # If-Match of a missing key: 204 as well (RGW; AWS has conditional
                     raise                    # deletes in directory buckets only)
+                return None
+            if versioning is None and self.current_etag(file_id) is None:
+                return None
+            marker = self._store.mark_removed(file_id, is_null_write(versioning), lease=lease)
+            self.drop_replaced(file_id, versioning)
+            return marker.version
 
     async def delete_many(self, request: Request, bucket: str) -> Response:
         await self.require_bucket(bucket)
@@ -409,32 +446,52 @@ class Objects:
         except (ValueError, SyntaxError):
             raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
         quiet = (root.findtext("Quiet") or "").strip().lower() == "true"
-        keys = [element.findtext("Key") or "" for element in root.iter("Object")]
-        if len(keys) > 1000:
+        objects = [(element.findtext("Key") or "", element.findtext("VersionId")) for element in root.iter("Object")]
+        if len(objects) > 1000:
             raise S3Error("MalformedXML", "DeleteObjects takes at most 1000 keys.")
+        versioning = await self.versioning(bucket)
         deleted, errors = [], []
-        for key in keys:
+        for key, version in objects:
             try:
                 check_id(f"{bucket}/{key}".removesuffix("/"))
-                await self._writes.write(partial(self._remove, f"{bucket}/{key}", None))
-                deleted.append({"Key": key})
+                deleted.append({"Key": key, **await self._delete_one(f"{bucket}/{key}", version, versioning)})
             except Exception as err:  # noqa: BLE001 - one key's failure is reported in the result, S3's way
-                errors.append({"Key": key, "Code": getattr(err, "code", "InternalError"), "Message": str(err)})
+                errors.append({"Key": key, "VersionId": version, "Code": getattr(err, "code", "InternalError"),
+                               "Message": str(err)})
         return xml_response(document("DeleteResult", {"Deleted": [] if quiet else deleted, "Error": errors}))
+
+    async def _delete_one(self, file_id: str, version: str | None, versioning: str | None) -> dict:
+        """One object of DeleteObjects: its ``Deleted`` fields but the key."""
+        if version is not None:
+            dropped = await self._writes.write(partial(self.drop_version, file_id, version))
+            return {"VersionId": version, **({"DeleteMarker": True, "DeleteMarkerVersionId": version}
+                                             if dropped else {})}
+        marker = await self._writes.write(partial(self._remove, file_id, None, versioning))
+        headers = marker_headers(versioning, marker)
+        return {"DeleteMarker": True, "DeleteMarkerVersionId": headers["x-amz-version-id"]} if headers else {}
+
+    def drop_version(self, file_id: str, text: str, lease: WriterLease) -> bool:
+        """DeleteObject of the version ``text`` (write thread, under the key's lock; the current one too: the
+        previous becomes current, :func:`~.version_rows.drop`); whether it was a delete marker."""
+        with self._writes.head_locks.holding(file_id):
+            rows = self.rows(file_id)
+            dropping = matching(rows, text)
+            if dropping:
+                lease.fence(f"dropping a version of {file_id!r}")
+                drop(self._store, file_id, rows, dropping)
+            return any(row.deleted for row in dropping[:1])
 
     async def copy_source(self, request: Request) -> S3Object:
         """The head ``x-amz-copy-source`` names, its ``x-amz-copy-source-if-*`` conditions checked."""
         source_bucket, source_key, version = copy_source_of(request.headers)
-        if version:
-            raise S3Error("NotImplemented", "Copying a version (versionId) is not supported yet.")
-        source = await self.head(source_bucket, source_key)
+        source = await self.head(source_bucket, source_key, version)
         check_read_conditions({name.removeprefix("x-amz-copy-source-"): value for name, value in
                                request.headers.items() if name.startswith("x-amz-copy-source-if-")}, source)
         return source
 
     async def copy(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
         file_id = check_id(f"{bucket}/{key}", storing=True)
-        await self.require_bucket(bucket)
+        versioning = await self.versioning(bucket)
         source = await self.copy_source(request)
         directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
         if directive not in ("COPY", "REPLACE"):
@@ -451,15 +508,20 @@ class Objects:
                 S3Object(source.info, None, request.headers.get("content-type"), user_meta(request.headers),
                          kept_headers(request.headers), tags))
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        etag = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta))
-        return xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
+        etag, version = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta,
+                                                         versioning=versioning))
+        response = xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
+        response.headers.update({"x-amz-copy-source-version-id": source.version_id,
+                                 **version_headers(versioning, version)})
+        return response
 
     def store_copy(self, source: FileInfo, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
-                   lease: WriterLease, span: tuple[int, int] | None = None, inline: bool = True) -> str:
-        """Store the version ``source`` (its bytes ``span``, when given) again under ``file_id``: its content flows
-        from a read thread through a pipe; every block is found in the store, so none is written (but those cut
-        at a span's ends). A source read that fails or ends short fails the check before the head write
-        (nothing committed); its ETag."""
+                   lease: WriterLease, span: tuple[int, int] | None = None, inline: bool = True,
+                   versioning: str | None = ENABLED) -> tuple[str, uuid.UUID]:
+        """Store the version ``source`` (its bytes ``span``, when given) again under ``file_id`` (a bucket of
+        ``versioning``): its content flows from a read thread through a pipe; every block is found in the store,
+        so none is written (but those cut at a span's ends). A source read that fails or ends short fails the
+        check before the head write (nothing committed); its ETag and version."""
         start, stop = span or (0, source.size)
         read_end, write_end = os.pipe()
         outcome: list[BaseException | None] = []
@@ -484,11 +546,11 @@ class Objects:
         with open(read_end, "rb") as pipe:
             body = Digests(pipe, {})
             try:
-                self.store_body(body, file_id, condition, meta, lease, check_source, inline)
+                version = self.store_body(body, file_id, condition, meta, lease, check_source, inline, versioning)
             finally:
                 _drain(pipe)
                 reader.join()
-        return body.etag
+        return body.etag, version
 
 
 class Span(io.RawIOBase):
@@ -519,6 +581,18 @@ def _execute(session, statement, values: tuple, st: Statements, done) -> None:
     """``done(row or None, error)`` for one single-row read, on the driver's thread."""
     future = session.execute_async(statement, values, execution_profile=st.named_rows)
     future.add_callbacks(lambda rows: done(rows[0] if rows else None, None), lambda error: done(None, error))
+
+
+def version_headers(versioning: str | None, version: uuid.UUID | None) -> dict[str, str]:
+    """``x-amz-version-id`` of a write's response: in a versioning-enabled bucket only."""
+    return {"x-amz-version-id": str(version)} if versioning == ENABLED and version is not None else {}
+
+
+def marker_headers(versioning: str | None, marker: uuid.UUID | None) -> dict[str, str]:
+    """A DeleteObject response's headers: the delete marker's (none in a bucket never versioned)."""
+    if marker is None or versioning is None:
+        return {}
+    return {"x-amz-delete-marker": "true", "x-amz-version-id": NULL if is_null_write(versioning) else str(marker)}
 
 
 def xml_response(body: bytes, status: int = 200) -> Response:

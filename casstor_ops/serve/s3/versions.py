@@ -5,27 +5,27 @@ history: a PUT adds one, a DELETE adds a delete marker); a bucket's
 versioning state (``buckets.versioning``) decides what forget keeps: an
 Enabled bucket gets a retention policy that keeps every version
 (:meth:`~.buckets.Buckets.set_versioning`), so each stays readable by its
-``versionId``, the version's timeuuid as text. GetObject and HeadObject take
-``versionId`` (:meth:`~.objects.Objects.head`) and answer ``x-amz-version-id``.
-ListObjectVersions reads the bucket's entries under the prefix from the
-directory index (removed objects' entries included) and each one's
-versions, newest first, delete markers as ``DeleteMarker``. DeleteObject with
-``versionId`` drops that version for good (its row, then its block list, as
-forget does); dropping the current one is not supported yet.
+``versionId``: the version's timeuuid as text, or ``null`` for a version
+written while versioning was not Enabled (:mod:`.version_rows`). GetObject
+and HeadObject take ``versionId`` (:meth:`~.objects.Objects.head`) and answer
+``x-amz-version-id``. ListObjectVersions reads the bucket's entries under the
+prefix from the directory index (removed objects' entries included) and each
+one's versions S3 shows, newest first, delete markers as ``DeleteMarker``.
+DeleteObject with ``versionId`` drops that version for good (its row, then
+its block list, as forget does); dropping the current one makes the previous
+one current (:func:`~.version_rows.drop`).
 
 Example::
 
     >>> await versions.list(bucket="photos", query={"prefix": "2024/"})   # doctest: +SKIP
 
 Failures (:class:`~.errors.S3Error`): a malformed configuration:
-MalformedXML; an unknown versionId: NoSuchVersion; the current version:
-NotImplemented.
+MalformedXML; a malformed versionId: NoSuchVersion.
 """
 
 from __future__ import annotations
 
-import time
-import uuid
+from functools import partial
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -34,12 +34,11 @@ from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.s3.buckets import Buckets, owner_of
 from casstor_ops.serve.s3.errors import S3Error
 from casstor_ops.serve.s3.listing import max_keys
-from casstor_ops.serve.s3.objects import Objects, quoted, s3_time, version_id, xml_response
+from casstor_ops.serve.s3.objects import Objects, quoted, s3_time, xml_response
+from casstor_ops.serve.s3.version_rows import name, visible
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import Store
-from casstor_ops.store.coordination.leases import WriterLease
-from casstor_ops.store.namespace.entries import version_micros
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.statements import Statements
 
@@ -72,10 +71,10 @@ class Versions:
         return xml_response(document("VersioningConfiguration", {"Status": status}))
 
     async def list(self, bucket: str, query: dict[str, str], owner: str) -> Response:
-        await self._objects.require_bucket(bucket)
-        return await on_pool(self._objects.reads.pool, self._list, bucket, query, owner_of(owner))
+        versioning = await self._objects.versioning(bucket)
+        return await on_pool(self._objects.reads.pool, self._list, bucket, query, versioning, owner_of(owner))
 
-    def _list(self, bucket: str, query: dict[str, str], owner: dict[str, str]) -> Response:
+    def _list(self, bucket: str, query: dict[str, str], versioning: str | None, owner: dict[str, str]) -> Response:
         prefix, after, limit = query.get("prefix", ""), query.get("key-marker", ""), max_keys(query.get("max-keys"))
         root = bucket + "/"
         versions, markers, shown, truncated, last, last_version = [], [], 0, False, "", None
@@ -83,13 +82,13 @@ class Versions:
             key = entry.file.id[len(root):]
             if key <= after:
                 continue
-            rows = list(self._store.session.execute(self._st.object_versions, (entry.file.id,),
-                                                    execution_profile=self._st.named_rows))
+            every = self._objects.rows(entry.file.id)
+            rows = visible(every, versioning)
             if shown and shown + len(rows) > limit:
                 truncated = True
                 break
-            for newest, row in zip([True] + [False] * len(rows), rows):
-                fields = {"Key": key, "VersionId": str(row.version), "IsLatest": newest,
+            for row in rows:
+                fields = {"Key": key, "VersionId": name(row), "IsLatest": row.version == every[0].version,
                           "LastModified": s3_time(row.committed_at), "Owner": owner}
                 if row.deleted:
                     markers.append(fields)
@@ -97,7 +96,7 @@ class Versions:
                     versions.append({**fields, "ETag": quoted(row.etag or row.hash.hex()), "Size": row.size,
                                      "StorageClass": "STANDARD"})
             shown += len(rows)
-            last, last_version = key, (str(rows[-1].version) if rows else None)
+            last, last_version = key, (name(rows[-1]) if rows else None)
         fields = {"Name": bucket, "Prefix": prefix, "KeyMarker": after, "MaxKeys": limit, "IsTruncated": truncated,
                   "NextKeyMarker": last if truncated else None,
                   # Clients send it back with the key marker (botocore refuses a None); the page ends at a key.
@@ -106,24 +105,6 @@ class Versions:
 
     async def delete_version(self, bucket: str, key: str, text: str) -> Response:
         await self._objects.require_bucket(bucket)
-        version = version_id(text)
-        deleted = await self._writes.write(lambda lease: self._drop(f"{bucket}/{key}", version, lease))
+        deleted = await self._writes.write(partial(self._objects.drop_version, f"{bucket}/{key}", text))
         headers = {"x-amz-version-id": text, **({"x-amz-delete-marker": "true"} if deleted else {})}
         return Response(status_code=204, headers=headers)
-
-    def _drop(self, file_id: str, version: uuid.UUID, lease: WriterLease) -> bool:
-        """Drop one version that is not the current one (as forget drops it); whether it was a delete marker."""
-        session, st = self._store.session, self._st
-        with self._writes.head_locks.holding(file_id):
-            row = session.execute(st.one_version, (file_id, version), execution_profile=st.named_rows).one()
-            if row is None:
-                return False  # S3 answers 204 for a version that is not there
-            head = session.execute(st.head, (file_id,), execution_profile=st.named_rows).one()
-            if head.version == version:
-                raise S3Error("NotImplemented", "Deleting the current version by versionId is not supported yet; "
-                                                "DeleteObject without versionId writes a delete marker.")
-            lease.fence(f"dropping a version of {file_id!r}")
-            session.execute(st.delete_version_at, (version_micros(version), file_id, version))
-            if row.blocks:
-                session.execute(st.delete_block_list_at, (int(time.time() * 1_000_000), file_id, version))
-            return bool(row.deleted)

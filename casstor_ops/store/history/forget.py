@@ -141,13 +141,14 @@ def forget(session: Session, namespace: Namespace, prefix: str | None = None, dr
         if drop and not keep:
             report.withdrawn.append(file_id)
         if not dry_run:
-            _drop(session, st, namespace, file_id, drop, gone=not keep)
+            drop_versions(session, st, namespace, file_id, drop, gone=not keep)
     if dry_run:
         _count_freed(session, st, report)
     return report
 
 
-def _drop(session: Session, st: Statements, namespace: Namespace, file_id: str, rows: list, gone: bool) -> None:
+def drop_versions(session: Session, st: Statements, namespace: Namespace, file_id: str, rows: list,
+                  gone: bool) -> None:
     """Delete ``rows`` (oldest first): each row as of its own time, then its block list; then, if ``gone``, the
     entry as of the newest's time."""
     for row in rows:

@@ -188,6 +188,22 @@ class Namespace:
         self._session.execute(self._st.delete_entry_at,
                               (micros, directory_key(directory), _buckets_of(name, generation), name))
 
+    def supersede(self, file_id: str, dropped: uuid.UUID, head: FileInfo | None, deleted: bool = False,
+                  stored_size: int | None = None) -> None:
+        """Rewrite the ID's entry after its newest version ``dropped`` was dropped: to summarise ``head`` (a delete
+        marker when ``deleted``), or gone (None). An older version's time would lose to the entry it replaces, so
+        the rewrite is stamped just after the later of ``dropped``'s time and the entry's own write: a version
+        stored after that still wins."""
+        directory, name = split_id(file_id)
+        generation = self.generation(directory)
+        every = _buckets_of(name, generation)
+        rows = self._session.execute(self._st.entry_written, (directory_key(directory), every, name))
+        stamp = max([version_micros(dropped), *(row.written for row in rows if row.written is not None)]) + 1
+        self._session.execute(self._st.delete_entry_at, (stamp, directory_key(directory), every, name))
+        if head is not None:
+            _, values = _entry(head, generation, stored_size, deleted)
+            self._session.execute(self._st.insert_entry, (*values[:-1], stamp + 1))
+
     def _maybe_split(self, directory: str, bucket: int, generation: int, written: int = 1) -> None:
         """One write in ``directory_rows / SPLIT_CHECKS`` (of ``written`` entries): move the directory on if
         ``bucket`` is full."""
