@@ -124,7 +124,8 @@ def mark_removed(session: Session, st: Statements, namespace: Namespace, file_id
     if null_version is None:
         session.execute(st.insert_version, (*row, version_micros(marker)))
     else:
-        session.execute(st.insert_version_meta, (*row, None, None, None, null_version, version_micros(marker)))
+        # etag, content_type, user_meta, http_headers, tags, checksum, parts: a marker has none.
+        session.execute(st.insert_version_meta, (*row, *[None] * 7, null_version, version_micros(marker)))
     gone = FileInfo(file_id, marker, 0, b"", 0, None)
     namespace.publish(gone, deleted=True)
     return gone

@@ -93,7 +93,7 @@ def no_such_upload(upload_id: str) -> S3Error:
 class Upload:
     """One upload's record (``fields``, its JSON as stored): its key, the object's Content-Type, user metadata,
     kept headers and tags, the checksum algorithm and type it asked for (None: none), and once completed the
-    object's ETag, checksum and version."""
+    object's ETag and checksum (and its version, in the process that completed it)."""
 
     def __init__(self, bucket: str, upload_id: str, key: str, fields: dict, initiated: str) -> None:
         self.bucket, self.id, self.key, self.initiated = bucket, upload_id, key, initiated
@@ -104,8 +104,8 @@ class Upload:
         self.checksum_type: str | None = fields.get("checksum_type")
         self.completed: str | None = fields.get("completed")  # the object's ETag once completed
         self.completed_checksum: str | None = fields.get("completed_checksum")
-        version = fields.get("completed_version")
-        self.completed_version: uuid.UUID | None = uuid.UUID(version) if version else None
+        # Not kept in the record: a record of the same content is the same block (an upload repeated stores none).
+        self.completed_version: uuid.UUID | None = None
 
     def headers(self) -> dict[str, str]:
         """The upload's checksum algorithm and type as S3's headers name them."""
@@ -361,8 +361,7 @@ class Multipart:
         if upload.completed is None:
             self._store.remove(record, lease=lease)
         else:
-            completed = {**upload.fields, "completed": upload.completed, "completed_checksum": upload.completed_checksum,
-                         "completed_version": str(upload.completed_version)}
+            completed = {**upload.fields, "completed": upload.completed, "completed_checksum": upload.completed_checksum}
             self._store.put(io.BytesIO(json.dumps(completed).encode()), record, lease=lease)
 
     async def abort(self, bucket: str, key: str, query: dict[str, str]) -> Response:
