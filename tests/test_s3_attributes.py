@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import zlib
 
 import pytest
@@ -141,3 +142,18 @@ def test_a_full_object_crc_of_a_multipart_object_is_its_parts_crcs_combined(s3):
     with pytest.raises(ClientError) as err:
         s3.head_object(Bucket="fullcrc", Key="bad")
     assert err.value.response["Error"]["Code"] == "404"
+
+
+def test_a_tagged_version_dropped_by_its_version_id_leaves_nothing_behind(s3):
+    """Injects: tags set on a version after its commit (a later write to its row), then that version dropped by
+    DeleteObject(VersionId). Checks: ListObjectVersions answers (no 500) with neither a version nor a marker, and
+    DeleteBucket succeeds. Before the fix the drop was stamped at the version's own time, the later tags cell
+    outlived it as a row with no hash, and the listing failed on it (as the S3 suite's clean-up did)."""
+    s3.create_bucket(Bucket="tag-drop")
+    s3.put_object(Bucket="tag-drop", Key="k", Body=os.urandom(100_000))
+    s3.put_object_tagging(Bucket="tag-drop", Key="k", Tagging={"TagSet": [{"Key": "a", "Value": "1"}]})
+    [version] = s3.list_object_versions(Bucket="tag-drop")["Versions"]
+    s3.delete_object(Bucket="tag-drop", Key="k", VersionId=version["VersionId"])
+    listed = s3.list_object_versions(Bucket="tag-drop")
+    assert listed.get("Versions", []) == [] and listed.get("DeleteMarkers", []) == []
+    s3.delete_bucket(Bucket="tag-drop")

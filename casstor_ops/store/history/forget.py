@@ -149,14 +149,16 @@ def forget(session: Session, namespace: Namespace, prefix: str | None = None, dr
 
 def drop_versions(session: Session, st: Statements, namespace: Namespace, file_id: str, rows: list,
                   gone: bool) -> None:
-    """Delete ``rows`` (oldest first): each row as of its own time, then its block list; then, if ``gone``, the
-    entry as of the newest's time."""
+    """Delete ``rows`` (oldest first): each row, then its block list, as of now; then, if ``gone``, the entry as of
+    the newest's time."""
     for row in rows:
-        session.execute(st.delete_version_at, (version_micros(row.version), file_id, row.version))
+        # Stamped now, not at the version's time: cells written to the row after it was committed (an S3 object's
+        # tags, set later) must go with it, or they outlive it as a row of tags only. (id, version) is this
+        # version's alone, and so is its block list (written after the version's time): nothing newer is shadowed.
+        now = int(time.time() * 1_000_000)
+        session.execute(st.delete_version_at, (max(now, version_micros(row.version)), file_id, row.version))
         if row.blocks:
-            # A list's rows are written after its version's time, so its delete is stamped now; (id, version) is
-            # this version's alone, so nothing newer can be shadowed.
-            session.execute(st.delete_block_list_at, (int(time.time() * 1_000_000), file_id, row.version))
+            session.execute(st.delete_block_list_at, (now, file_id, row.version))
     if gone and rows:
         namespace.withdraw(file_id, version_micros(rows[-1].version))
 
