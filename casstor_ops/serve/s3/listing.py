@@ -88,8 +88,10 @@ class Listing:
         page = Page()
         if limit == 0:
             return page  # S3: an empty page that is not truncated (there is no token to go on from)
-        items = (self._one_directory(root, prefix, after) if delimiter == "/"
-                 else self._grouped(root, prefix, delimiter, after))
+        # A page reads limit + 1 entries (the one more says it is truncated): each bucket of a split directory is
+        # read its share of that (directory_entries' page), not a page each.
+        items = (self._one_directory(root, prefix, after, limit + 1) if delimiter == "/"
+                 else self._grouped(root, prefix, delimiter, after, limit + 1))
         for item in items:
             if len(page.contents) + len(page.prefixes) == limit:
                 page.truncated = True
@@ -103,11 +105,11 @@ class Listing:
         page.etags = self.etags(page.contents)
         return page
 
-    def _one_directory(self, root: str, prefix: str, after: str) -> Iterator[Entry | str]:
+    def _one_directory(self, root: str, prefix: str, after: str, wanted: int) -> Iterator[Entry | str]:
         directory, start = split_id(root + prefix)
         relative = directory[len(root):]
         begin = max(start, after[len(relative):]) if after.startswith(relative) else start
-        for entry in directory_entries(self._session, self._st, directory, begin):
+        for entry in directory_entries(self._session, self._st, directory, begin, page=wanted):
             if not entry.name.startswith(start):
                 return
             key = relative + entry.name
@@ -119,25 +121,25 @@ class Listing:
             else:
                 yield entry
 
-    def _walk(self, directory: str, prefix: str, after: str) -> Iterator[Entry]:
+    def _walk(self, directory: str, prefix: str, after: str, wanted: int) -> Iterator[Entry]:
         """The files of ``directory`` whose name starts with ``prefix`` and whose ID is after ``after``, ID order."""
         begin = prefix
         if after.startswith(directory):
             rest = after[len(directory):]
             component = rest[:rest.find("/") + 1] if "/" in rest else rest
             begin = max(begin, component)
-        for entry in directory_entries(self._session, self._st, directory, begin):
+        for entry in directory_entries(self._session, self._st, directory, begin, page=wanted):
             if not entry.name.startswith(prefix):
                 return
             if entry.is_directory:
-                yield from self._walk(directory + entry.name, "", after)
+                yield from self._walk(directory + entry.name, "", after, wanted)
             elif entry.file.id > after:
                 yield entry
 
-    def _grouped(self, root: str, prefix: str, delimiter: str, after: str) -> Iterator[Entry | str]:
+    def _grouped(self, root: str, prefix: str, delimiter: str, after: str, wanted: int) -> Iterator[Entry | str]:
         directory, start = split_id(root + prefix)
         shown = ""
-        for entry in self._walk(directory, start, root + after):
+        for entry in self._walk(directory, start, root + after, wanted):
             key = entry.file.id[len(root):]
             cut = key.find(delimiter, len(prefix)) if delimiter else -1
             if cut < 0:
