@@ -76,6 +76,6 @@ async def get_attributes(objects: Objects, request: Request, bucket: str, key: s
               "ObjectSize": obj.info.size if "ObjectSize" in wanted else None}
     response = xml_response(document("GetObjectAttributesResponse", fields))
     response.headers["last-modified"] = obj.headers()["last-modified"]
-    if version is not None:
-        response.headers["x-amz-version-id"] = str(obj.info.version)
+    if version is not None or await objects.versioning(bucket) is not None:  # S3: none in a bucket never versioned
+        response.headers["x-amz-version-id"] = obj.version_id
     return response
