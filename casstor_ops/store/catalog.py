@@ -31,7 +31,9 @@ from cassandra.util import max_uuid_from_time, uuid_from_time
 from casstor_ops.errors import NotFoundError
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.namespace.listing import PAGE_ROWS, entries_under, files_under
-from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, StoreStats, VersionInfo, inline_head
+from casstor_ops.store.commit import write_version
+from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
+                                      inline_head)
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
@@ -120,12 +122,9 @@ def mark_removed(session: Session, st: Statements, namespace: Namespace, file_id
     """Write a delete marker for ``file_id``, whatever its head (an S3 object's: ``null_version`` not None, as
     :class:`~casstor_ops.store.records.ObjectMeta`'s); the marker."""
     marker = uuid_from_time(datetime.now(timezone.utc).timestamp())
-    row = (file_id, marker, 0, b"", 0, datetime.now(timezone.utc), None, None, None, None, None, None, None, True)
-    if null_version is None:
-        session.execute(st.insert_version, (*row, version_micros(marker)))
-    else:
-        # etag, content_type, user_meta, http_headers, tags, checksum, parts: a marker has none.
-        session.execute(st.insert_version_meta, (*row, *[None] * 7, null_version, version_micros(marker)))
+    row = (file_id, marker, 0, b"", 0, datetime.now(timezone.utc), None, None, None, None, None, None, None, True,
+           version_micros(marker))
+    write_version(session, st, row, None if null_version is None else ObjectMeta(null_version=null_version))
     gone = FileInfo(file_id, marker, 0, b"", 0, None)
     namespace.publish(gone, deleted=True)
     return gone

@@ -229,13 +229,7 @@ class Commit:
             try:
                 blocks = 0 if self._stored is not None else len(self._hashes)
                 row = version_row(file_id, version, size, digest, blocks, self._attributes, self._content_columns)
-                if self._object_meta is None:
-                    self._session.execute(self._st.insert_version, row)
-                else:
-                    meta = self._object_meta()
-                    self._session.execute(self._st.insert_version_meta,
-                                          (*row[:-1], meta.etag, meta.content_type, meta.user_meta, meta.headers,
-                                           meta.tags, meta.checksum, meta.parts, meta.null_version, row[-1]))
+                write_version(self._session, self._st, row, None if self._object_meta is None else self._object_meta())
                 return time.monotonic()
             except RETRYABLE:
                 attempt += 1
@@ -252,6 +246,15 @@ def version_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, bloc
         else (None,) * 4
     return (file_id, version, size, digest, blocks, datetime.now(timezone.utc), *source, *content_columns,
             False, version_micros(version))
+
+
+def write_version(session: Session, st: Statements, row: tuple, meta: ObjectMeta | None) -> None:
+    """Write the version row ``row`` (:func:`version_row`'s values), with an S3 object's attributes ``meta`` in
+    every one of their columns (None: a file that is no S3 object)."""
+    if meta is None:
+        session.execute(st.insert_version, row)
+    else:
+        session.execute(st.insert_version_meta, (*row[:-1], *meta.columns(), row[-1]))
 
 
 def commit_inline_async(session: Session, st: Statements, namespace: Namespace, file_id: str, data: bytes,

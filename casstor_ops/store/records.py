@@ -12,7 +12,7 @@ import os
 import stat
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -148,9 +148,10 @@ class ObjectMeta:
     bytes), ``content_type``, ``user_meta`` (``x-amz-meta-*`` without the prefix), ``headers`` (the HTTP headers
     a GET answers with as they were written: Cache-Control, Expires, ...), ``tags``, ``checksum`` (as
     ``casstor_ops.serve.s3.checksums.Checksum`` stores it) and a multipart object's ``parts`` (each part's size
-    and checksum). Other files have none."""
+    and checksum). Other files have none; a delete marker has every attribute empty (``etag`` None) but
+    ``null_version``. :meth:`columns` are its values in ``insert_version_meta``'s order, every field's."""
 
-    etag: str
+    etag: str | None = None
     content_type: str | None = None
     user_meta: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
@@ -158,6 +159,10 @@ class ObjectMeta:
     checksum: str | None = None
     parts: list[tuple[int, str | None]] | None = None
     null_version: bool = False  # S3's "null" version (its bucket's versioning not Enabled): casstor_ops.serve.s3
+
+    def columns(self) -> tuple:
+        """Every field, in order: the S3 columns of a version row (one per field, so none can be left out)."""
+        return tuple(getattr(self, f.name) for f in fields(self))
 
 
 @dataclass(frozen=True)
