@@ -89,7 +89,7 @@ class Writes:
         self._policy = policy
         self._checks = checks
         self._pool = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="casstor-serve-write")
-        self._small_bodies = asyncio.Semaphore(SMALL_BODIES_HELD)
+        self.small_bodies = asyncio.Semaphore(SMALL_BODIES_HELD)  # S3's PUTs hold theirs under it too
         self.head_locks = HeadLocks()
 
     def close(self) -> None:
@@ -130,7 +130,7 @@ class Writes:
             condition.check(await on_pool(self._checks, self._current_etag, key), key)  # a stale ETag: no upload
         reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=self._policy.max_body,
                             deadline_s=self._policy.body_timeout_s)
-        async with self._small_bodies:
+        async with self.small_bodies:
             # The first MiB (a small body whole) is read here: a slow client holds no write thread meanwhile.
             source: BinaryIO = reader
             if await reader.read_ahead(SMALL_BODY_BYTES):

@@ -227,7 +227,7 @@ class Digests(io.RawIOBase):
     def readinto(self, buffer: memoryview) -> int:
         count = self._source.readinto(buffer)
         if count:
-            data = bytes(buffer[:count])
+            data = memoryview(buffer)[:count]  # digested in place: no copy of the body
             self.size += count
             self._md5.update(data)
             if self._sha256 is not None:

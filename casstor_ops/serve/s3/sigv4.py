@@ -33,6 +33,7 @@ Example (the S3 documentation's GET with a range)::
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import re
@@ -53,6 +54,7 @@ STREAMING = {STREAMING_SIGNED, STREAMING_SIGNED_TRAILER, STREAMING_UNSIGNED_TRAI
 MAX_SKEW_S = 15 * 60
 MAX_EXPIRES_S = 7 * 24 * 3600
 _SPACES = re.compile(r" +")
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _AMZ_DATE = "%Y%m%dT%H%M%SZ"
 
@@ -81,10 +83,15 @@ def canonical_query(raw_query: str, leave_out: str = "") -> str:
     pairs = []
     for part in raw_query.split("&") if raw_query else []:
         name, _, value = part.partition("=")
-        name, value = unquote(name), unquote(value)
-        if name != leave_out:
-            pairs.append((uri_encode(name, False), uri_encode(value, False)))
+        name, value = _encoded(name), _encoded(value)
+        if name != uri_encode(leave_out, False):
+            pairs.append((name, value))
     return "&".join(f"{n}={v}" for n, v in sorted(pairs))
+
+
+def _encoded(text: str) -> str:
+    """A query's name or value SigV4-encoded: as it came when it has only unreserved characters (most do)."""
+    return text if _UNRESERVED.fullmatch(text) else uri_encode(unquote(text), False)
 
 
 def canonical_request(method: str, path: str, query: Sequence[tuple[str, str]] | str,
@@ -111,6 +118,7 @@ def trailer_string_to_sign(amz_date: str, scope: str, previous: str, trailer: by
     return "\n".join(["AWS4-HMAC-SHA256-TRAILER", amz_date, scope, previous, hashlib.sha256(trailer).hexdigest()])
 
 
+@functools.lru_cache(maxsize=64)  # four HMACs a request otherwise; the key changes once a day per access key
 def signing_key(secret: str, date: str, region: str, service: str) -> bytes:
     key = ("AWS4" + secret).encode("utf-8")
     for part in (date, region, service, "aws4_request"):
