@@ -137,7 +137,7 @@ class Statements:
     create_bucket = _Prepared(
         f"INSERT INTO {META_KS}.buckets (name, created_at, owner, location) VALUES (?, ?, ?, ?) IF NOT EXISTS")
     read_bucket = _Prepared(
-        f"SELECT name, created_at, versioning, owner, location FROM {META_KS}.buckets WHERE name = ?")
+        f"SELECT name, created_at, versioning, owner, location, cors FROM {META_KS}.buckets WHERE name = ?")
     set_bucket_versioning = _Prepared(f"UPDATE {META_KS}.buckets SET versioning = ? WHERE name = ?")
     all_buckets = _Prepared(f"SELECT name, created_at, owner FROM {META_KS}.buckets")
     bucket_cors = _Prepared(f"SELECT cors FROM {META_KS}.buckets WHERE name = ?")

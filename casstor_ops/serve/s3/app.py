@@ -67,7 +67,7 @@ from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.s3.acl import Acls
 from casstor_ops.serve.s3.attributes import get_attributes
-from casstor_ops.serve.s3.buckets import Buckets, location_of, max_buckets, owner_of
+from casstor_ops.serve.s3.buckets import Bucket, Buckets, location_of, max_buckets, owner_of
 from casstor_ops.serve.s3.cors import Cors
 from casstor_ops.serve.s3.errors import S3Error, render
 from casstor_ops.serve.s3.listing import Listing, decode_token, encode_token, encoded, max_keys
@@ -115,6 +115,7 @@ class S3Handlers(Handlers):
     async def handle(self, request: Request) -> Response:
         request_id = uuid.uuid4().hex[:16].upper()
         path = "?"
+        record = None  # the bucket's row, once this request read it
         try:
             path = unquote(request.scope["raw_path"].decode("latin-1"), errors="strict")
             headers = {name: ",".join(request.headers.getlist(name)) for name in request.headers.keys()}
@@ -126,7 +127,9 @@ class S3Handlers(Handlers):
             else:
                 signed = authenticate(request.method, path, request.scope["query_string"].decode("latin-1"),
                                       headers, self._secrets, time.time())
-                response = await self._route(request, path, signed)
+                self._check_writable(request.method)
+                record = await self._authorize(request, path, signed)
+                response = await self._route(request, path, signed, record)
         except S3Error as err:
             response = self._error(request.method, path, err, request_id)
         except ClientDisconnect:
@@ -140,7 +143,7 @@ class S3Handlers(Handlers):
             response = self._error(request.method, path, _s3_error(err), request_id, err)
         response.headers["x-amz-request-id"] = request_id
         if "origin" in request.headers and request.method != "OPTIONS":
-            await self.cors.decorate(response, request.headers["origin"], request.method, path)
+            await self.cors.decorate(response, request.headers["origin"], request.method, path, record)
         return response
 
     def _error(self, method: str, path: str, err: S3Error, request_id: str,
@@ -156,20 +159,26 @@ class S3Handlers(Handlers):
         body = b"" if method == "HEAD" or err.status == 304 else render(err, request_id)
         return Response(body, status_code=err.status, headers=headers, media_type="application/xml")
 
-    async def _route(self, request: Request, path: str, signed: Signed) -> Response:
+    async def _authorize(self, request: Request, path: str, signed: Signed) -> Bucket | None:
+        """The row of the request's bucket, which the caller must own (None: ListBuckets, CreateBucket: any user
+        may try a name); a copy's source bucket must be the caller's too."""
+        bucket, _, key = path.lstrip("/").partition("/")
+        record = None
+        if bucket and (request.method != "PUT" or key or request.scope["query_string"]):
+            record = await on_pool(self.reads.pool, self.buckets.authorize, bucket, signed.access_key)
+        if key and "x-amz-copy-source" in request.headers:
+            await on_pool(self.reads.pool, self.buckets.authorize, copy_source_of(request.headers)[0],
+                          signed.access_key)
+        return record
+
+    async def _route(self, request: Request, path: str, signed: Signed, record: Bucket | None) -> Response:
         bucket, _, key = path.lstrip("/").partition("/")
         query = dict(parse_qsl(request.scope["query_string"].decode("latin-1"), keep_blank_values=True))
         method = request.method
-        self._check_writable(method)
         if not bucket:
             if method == "GET":
                 return await on_pool(self.reads.pool, self._list_buckets, signed, query)
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
-        if method != "PUT" or key or query:  # but CreateBucket: any user may try a name
-            await on_pool(self.reads.pool, self.buckets.authorize, bucket, signed.access_key)
-        if key and "x-amz-copy-source" in request.headers:
-            await on_pool(self.reads.pool, self.buckets.authorize, copy_source_of(request.headers)[0],
-                          signed.access_key)
         if "acl" in query:
             return await self.acls.answer(request, bucket, key, signed.access_key, query.get("versionId"))
         if "tagging" in query:
@@ -193,12 +202,12 @@ class S3Handlers(Handlers):
                                           version=query.get("versionId"), part=query.get("partNumber"))
         if method == "PUT":
             if "x-amz-copy-source" in request.headers:
-                return await self.objects.copy(request, bucket, key, signed)
-            return await self.objects.put(request, bucket, key, signed)
+                return await self.objects.copy(request, bucket, key, record.versioning)
+            return await self.objects.put(request, bucket, key, signed, record.versioning)
         if method == "DELETE":
             if "versionId" in query:
                 return await self.versions.delete_version(bucket, key, query["versionId"])
-            return await self.objects.delete(bucket, key, request.headers)
+            return await self.objects.delete(bucket, key, request.headers, record.versioning)
         raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
     async def _cors(self, request: Request, method: str, bucket: str, signed: Signed) -> Response:

@@ -17,6 +17,10 @@ Example::
     >>> [b.name for b in Buckets(store).all("AKIAME")]        # doctest: +SKIP
     ['photos']
 
+A request reads its bucket's row once (:meth:`Buckets.authorize` answers it as a :class:`Bucket`) and its
+operations take what they need from that record: the versioning state of a PUT, copy or DELETE, the CORS
+rules of an answer to another origin.
+
 Failures (:class:`~.errors.S3Error`): an invalid name: InvalidBucketName;
 unknown: NoSuchBucket; another user's: AccessDenied (:meth:`Buckets.authorize`: every request but
 ListBuckets and CreateBucket is checked); a second create by another user: BucketAlreadyExists; a delete
@@ -28,6 +32,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from casstor_ops.serve.s3.errors import S3Error, access_denied, invalid_argument, no_such_bucket
@@ -88,6 +93,18 @@ def _is_ip(name: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Bucket:
+    """A bucket's row as one request read it."""
+
+    name: str
+    created_at: datetime
+    versioning: str | None  # Enabled, Suspended, or None: never set
+    owner: str | None  # the access key that created it (None: made before owners were recorded)
+    location: str | None
+    cors: str | None  # the CORS rules as JSON (:mod:`.cors`), None: none
+
+
 class Buckets:
     """The buckets of one store."""
 
@@ -106,18 +123,20 @@ class Buckets:
                                                  "is shared by all users of the system.", f"/{name}", BucketName=name)
         self._store.namespace.generation(name + "/")  # makes the directory and its marker in the root
 
-    def row(self, name: str):
-        """Bucket ``name``'s row (``created_at``, ``versioning``, ``owner``, ``location``); NoSuchBucket."""
+    def row(self, name: str) -> Bucket:
+        """Bucket ``name``'s row; NoSuchBucket."""
         row = self._session.execute(self._st.read_bucket, (name,)).one()
         if row is None:
             raise no_such_bucket(name)
-        return row
+        return Bucket(row.name, row.created_at, row.versioning, row.owner, row.location, row.cors)
 
-    def authorize(self, name: str, access_key: str) -> None:
-        """NoSuchBucket, or AccessDenied unless ``access_key`` owns the bucket (one made before owners were
-        recorded has none: every user's, as before)."""
-        if self.row(name).owner not in (None, access_key):
+    def authorize(self, name: str, access_key: str) -> Bucket:
+        """Bucket ``name``'s row; NoSuchBucket, or AccessDenied unless ``access_key`` owns the bucket (one made
+        before owners were recorded has none: every user's, as before)."""
+        bucket = self.row(name)
+        if bucket.owner not in (None, access_key):
             raise access_denied()
+        return bucket
 
     def created(self, name: str) -> datetime:
         """When bucket ``name`` was created; NoSuchBucket if it does not exist."""

@@ -46,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from casstor_ops.serve.bridge import on_pool
-from casstor_ops.serve.s3.buckets import Buckets
+from casstor_ops.serve.s3.buckets import Bucket, Buckets
 from casstor_ops.serve.s3.checksums import Digests
 from casstor_ops.serve.s3.errors import S3Error, no_such_bucket
 from casstor_ops.serve.s3.objects import xml_response
@@ -217,14 +217,16 @@ class Cors:
                                              "not whitelisted by the resource's CORS spec.")
         return Response(status_code=200, headers=answer)
 
-    async def decorate(self, response: Response, origin: str, method: str, path: str) -> None:
+    async def decorate(self, response: Response, origin: str, method: str, path: str,
+                       known: Bucket | None = None) -> None:
         """Add the matching rule's headers to the answer of a request from ``origin`` (none if no rule matches,
-        or the rules cannot be read now: see the module docstring)."""
+        or the rules cannot be read now: see the module docstring); ``known``: the bucket's row the request
+        read already (its rules are taken from it, no read)."""
         bucket = path.lstrip("/").partition("/")[0]
         if not bucket:
             return
         try:
-            rules = await on_pool(self._pool, self.rules, bucket)
+            rules = loads(known.cors) if known is not None else await on_pool(self._pool, self.rules, bucket)
         except Exception as err:  # noqa: BLE001 - the answer stands; only its CORS headers are left out
             log.warning("%s %r: the bucket's CORS rules could not be read, answered without them: %s", method,
                         path, one_line(err))

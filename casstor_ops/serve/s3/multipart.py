@@ -56,7 +56,6 @@ from casstor_ops.serve.s3.sigv4 import Signed
 from casstor_ops.serve.s3.tags import tags_of_header
 from casstor_ops.serve.s3.version_rows import is_null_write
 from casstor_ops.serve.s3.xml import document, parse
-from casstor_ops.serve.validators import WritePrecondition
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import FileInfo, Store
 from casstor_ops.store.coordination.leases import WriterLease
@@ -292,7 +291,8 @@ class Multipart:
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         meta = ObjectMeta(etag, upload.content_type, upload.meta, headers=upload.http_headers, tags=upload.tags,
                           checksum=_stored(checksum), parts=layout, null_version=is_null_write(versioning))
-        head = await self._writes.write(partial(self._commit, parts, file_id, condition, meta, versioning))
+        head = await self._writes.write(partial(self._objects.commit_blocks, parts, file_id, condition, meta,
+                                                versioning))
         upload.completed, upload.completed_checksum, upload.completed_version = etag, _stored(checksum), head.version
         await self._writes.write(partial(self._forget_upload, upload))
 
@@ -342,14 +342,6 @@ class Multipart:
                 raise S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object "
                                                 "size.", PartNumber=str(number))
         return [e.file for e in chosen], [etags[e.file.id].partition("-")[0] for e in chosen]
-
-    def _commit(self, parts: list[FileInfo], file_id: str, condition: WritePrecondition | None, meta: ObjectMeta,
-                versioning: str | None, lease: WriterLease) -> FileInfo:
-        with self._writes.head_locks.holding(file_id), self._objects.turns.turn(file_id) as turn:
-            self._objects.check_condition(file_id, condition, turn)
-            head = commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
-            self._objects.drop_replaced(file_id, versioning)
-            return head
 
     def _forget_upload(self, upload: Upload, lease: WriterLease) -> None:
         """Remove the upload's parts (delete markers: forget drops them, reclaim their blocks), then its record; a

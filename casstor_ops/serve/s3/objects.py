@@ -19,9 +19,14 @@ If-None-Match, If-Modified-Since and If-Unmodified-Since (S3's order). A file
 stored by ``casstor store`` (no MD5 kept) has its 64-hex file hash as ETag,
 which no client takes for an MD5.
 
-CopyObject reads the source and stores it again under the new key: every
-block is found in the store (dedup), so a copy writes no block, only a block
-list and a version row (its bytes do pass through this process once).
+CopyObject commits the source version's block list again under the new key
+(:meth:`Objects.commit_blocks`, as CompleteMultipartUpload does): no block is
+read or written, only a block list and a version row, with the source's file
+hash, ETag (a single-part object's MD5, a multipart one's ``MD5-N`` and its
+parts), checksum, and the metadata the directives say. Its blocks are checked
+and kept from reclaim as a store's found blocks are; one reclaimed meanwhile
+(the source forgotten) fails the copy, nothing committed. An inline source
+(its bytes in its head row) is read and stored again.
 PUTs and DELETEs of a key are ordered by the server's key locks, as the plain
 server's (:mod:`..head_locks`); a conditional one is checked and written under
 the key's turn across gateways too (:mod:`.conditions`).
@@ -46,6 +51,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
+from dataclasses import replace
 from functools import partial
 from urllib.parse import parse_qsl, unquote
 
@@ -67,13 +73,14 @@ from casstor_ops.serve.s3.tags import tags_of_header
 from casstor_ops.serve.s3.version_rows import (ENABLED, NULL, SUSPENDED, drop, is_null_write, matching, name,
                                                replaced, version_id)
 from casstor_ops.serve.s3.xml import document, parse
-from casstor_ops.serve.streams import BodyReader
+from casstor_ops.serve.streams import SMALL_BODY_BYTES, BodyReader
 from casstor_ops.serve.validators import WritePrecondition
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import FileInfo, Store
 from casstor_ops.store.catalog import head_of
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.ids import check_id
+from casstor_ops.store.multipart import commit_parts
 from casstor_ops.store.records import ObjectMeta
 from casstor_ops.store.statements import Statements
 
@@ -321,15 +328,20 @@ class Objects:
             raise S3Error("InvalidRange", "The requested range is not satisfiable", ActualObjectSize=str(size),
                           RangeRequested=request.headers.get("range", "")) from None
 
-    def body(self, request: Request, signed: Signed, also: str | None = None) -> Digests:
-        """The request's body as the store will read it: decoded, counted, digested (``also``: by that
-        algorithm too)."""
-        headers = request.headers
+    def reader(self, request: Request) -> BodyReader:
+        """The request's raw body, counted against the limit and the body deadline."""
         # A chunked body (no length checked first) is refused as soon as it passes S3's limit (or --max-body).
-        limit = (self._policy.max_body if "content-length" in headers
+        limit = (self._policy.max_body if "content-length" in request.headers
                  else min(MAX_PUT_BYTES, self._policy.max_body or MAX_PUT_BYTES))
-        reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=limit,
-                            deadline_s=self._policy.body_timeout_s)
+        return BodyReader(request.stream(), asyncio.get_running_loop(), limit=limit,
+                          deadline_s=self._policy.body_timeout_s)
+
+    def body(self, request: Request, signed: Signed, also: str | None = None,
+             reader: BodyReader | None = None) -> Digests:
+        """The request's body (from ``reader``, if given) as the store will read it: decoded, counted, digested
+        (``also``: by that algorithm too)."""
+        headers = request.headers
+        reader = reader or self.reader(request)
         if signed.payload in STREAMING:
             chunks = AwsChunked(reader, signed)
             length = headers.get("x-amz-decoded-content-length")
@@ -348,20 +360,25 @@ class Objects:
         if int(length) > MAX_PUT_BYTES or (self._policy.max_body is not None and int(length) > self._policy.max_body):
             raise S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size")
 
-    async def put(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
+    async def put(self, request: Request, bucket: str, key: str, signed: Signed, versioning: str | None) -> Response:
+        """PutObject into ``bucket`` (authorized, of ``versioning``: its row as the request read it)."""
         self.check_size(request)
-        versioning = await self.versioning(bucket)
         if is_marker(key, request.headers):
             await request.body()
             return Response(status_code=200, headers={"etag": quoted(EMPTY_MD5)})
         file_id = check_id(f"{bucket}/{key}", storing=True)
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        body = self.body(request, signed)
+        reader = self.reader(request)
+        body = self.body(request, signed, reader=reader)
         headers = request.headers
         meta = S3Object(FileInfo(file_id, None, 0, b"", 0, None), None, headers.get("content-type"),
                         user_meta(headers), kept_headers(headers), tags_of_header(headers.get("x-amz-tagging")))
-        version = await self._writes.write(partial(self.store_body, body, file_id, condition, meta,
-                                                   versioning=versioning))
+        async with self._writes.small_bodies:
+            # As the plain PUT (writes.py): the first MiB, a small body whole, is read on the event loop, so the
+            # write thread does not wait for the client chunk by chunk.
+            await reader.read_ahead(SMALL_BODY_BYTES)
+            version = await self._writes.write(partial(self.store_body, body, file_id, condition, meta,
+                                                       versioning=versioning))
         checksum = body.checksum()
         return Response(status_code=200, headers={"etag": quoted(body.etag), **version_headers(versioning, version),
                                                   **(checksum.headers() if checksum is not None else {})})
@@ -397,8 +414,8 @@ class Objects:
             rows = self.rows(file_id)
             drop(self._store, file_id, rows, replaced(rows))
 
-    async def delete(self, bucket: str, key: str, headers: Mapping[str, str]) -> Response:
-        versioning = await self.versioning(bucket)
+    async def delete(self, bucket: str, key: str, headers: Mapping[str, str], versioning: str | None) -> Response:
+        """DeleteObject in ``bucket`` (authorized, of ``versioning``)."""
         condition = condition_of(headers.get("if-match"), None)
         marker = await self._writes.write(partial(self._remove, f"{bucket}/{key}", condition, versioning))
         return Response(status_code=204, headers=marker_headers(versioning, marker))
@@ -489,9 +506,9 @@ class Objects:
                                request.headers.items() if name.startswith("x-amz-copy-source-if-")}, source)
         return source
 
-    async def copy(self, request: Request, bucket: str, key: str, signed: Signed) -> Response:
+    async def copy(self, request: Request, bucket: str, key: str, versioning: str | None) -> Response:
+        """CopyObject into ``bucket`` (authorized, of ``versioning``), the source's bucket authorized too."""
         file_id = check_id(f"{bucket}/{key}", storing=True)
-        versioning = await self.versioning(bucket)
         source = await self.copy_source(request)
         directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
         if directive not in ("COPY", "REPLACE"):
@@ -508,12 +525,30 @@ class Objects:
                 S3Object(source.info, None, request.headers.get("content-type"), user_meta(request.headers),
                          kept_headers(request.headers), tags))
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        etag, version = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta,
-                                                         versioning=versioning))
+        if source.info.blocks:  # its block list is committed again: no block read, none written
+            kept = meta.meta(source.etag.strip('"'), source.checksum, is_null_write(versioning))
+            kept = replace(kept, parts=await on_pool(self.reads.pool, self.parts, source.info))
+            head = await self._writes.write(partial(self.commit_blocks, [source.info], file_id, condition, kept,
+                                                    versioning))
+            etag, version = kept.etag, head.version
+        else:  # an inline (or empty) source: its bytes are in its head row
+            etag, version = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta,
+                                                             versioning=versioning))
         response = xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
         response.headers.update({"x-amz-copy-source-version-id": source.version_id,
                                  **version_headers(versioning, version)})
         return response
+
+    def commit_blocks(self, parts: list[FileInfo], file_id: str, condition: WritePrecondition | None,
+                      meta: ObjectMeta, versioning: str | None, lease: WriterLease) -> FileInfo:
+        """Commit under ``file_id`` (a bucket of ``versioning``) the versions ``parts`` end to end, their block
+        lists concatenated (:func:`~casstor_ops.store.multipart.commit_parts`: every block checked as a store's
+        found blocks are, none read or written), under the key's lock and turn; the head."""
+        with self._writes.head_locks.holding(file_id), self.turns.turn(file_id) as turn:
+            self.check_condition(file_id, condition, turn)
+            head = commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
+            self.drop_replaced(file_id, versioning)
+            return head
 
     def store_copy(self, source: FileInfo, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
                    lease: WriterLease, span: tuple[int, int] | None = None, inline: bool = True,

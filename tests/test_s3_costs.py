@@ -1,0 +1,91 @@
+"""What an S3 request costs the node, counted by the node itself: one bucket read a request, a copy moves no block.
+
+The counts are the node's own per-table ones (``system_views.local_read_latency`` and
+``local_write_latency``: every read or write of a table's partition), read before and after the requests;
+the test session's node serves nobody else meanwhile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from .s3_support import client
+
+
+def table_ops(cql, view: str, keyspace: str, table: str) -> int:
+    row = cql.execute(f"SELECT count FROM system_views.{view} WHERE keyspace_name = %s AND table_name = %s",
+                      (keyspace, table)).one()
+    return row.count if row is not None else 0
+
+
+def bucket_reads(cql) -> int:
+    return table_ops(cql, "local_read_latency", "casstor_meta", "buckets")
+
+
+def block_ops(cql) -> tuple[int, int]:
+    return (table_ops(cql, "local_read_latency", "casstor_data", "blocks"),
+            table_ops(cql, "local_write_latency", "casstor_data", "blocks"))
+
+
+def test_a_put_copy_and_delete_read_their_bucket_once(s3, server, cql):
+    """Counts the node's reads of ``casstor_meta.buckets`` during PUTs, a copy, DELETEs and a PUT from another
+    origin (CORS headers on its answer) into a versioned bucket: one read a request (the copy: two, its source's
+    bucket being another). Before, authorization, the versioning state and the CORS rules read the row each."""
+    s3.create_bucket(Bucket="once")
+    s3.put_bucket_versioning(Bucket="once", VersioningConfiguration={"Status": "Enabled"})
+    s3.create_bucket(Bucket="once-src")
+    s3.put_object(Bucket="once-src", Key="s", Body=b"source")
+    s3.put_bucket_cors(Bucket="once", CORSConfiguration={"CORSRules": [
+        {"AllowedOrigins": ["https://app.example"], "AllowedMethods": ["PUT"]}]})
+    before = bucket_reads(cql)
+    for n in range(5):
+        s3.put_object(Bucket="once", Key=f"k{n}", Body=os.urandom(1000))
+    s3.delete_object(Bucket="once", Key="k0")
+    s3.copy_object(Bucket="once", Key="c", CopySource="once-src/s")
+    assert bucket_reads(cql) - before == 5 + 1 + 2
+    browser = client(server)
+    browser.meta.events.register("before-sign.s3.PutObject",
+                                 lambda request, **_: request.headers.__setitem__("Origin", "https://app.example"))
+    before = bucket_reads(cql)
+    answered = browser.put_object(Bucket="once", Key="from-a-page", Body=b"x")
+    assert answered["ResponseMetadata"]["HTTPHeaders"]["access-control-allow-origin"] == "https://app.example"
+    assert bucket_reads(cql) - before == 1
+
+
+def test_a_copy_reads_and_writes_no_block(s3, cql):
+    """Copies an older version of a 20 MiB object (single-part: its ETag the MD5; the copy keeps it) in a
+    versioned bucket, and counts the node's reads and writes of ``casstor_data.blocks`` meanwhile: none (before,
+    a copy read every block of its source and chunked it again). The copies restore byte-exact."""
+    s3.create_bucket(Bucket="big-copies")
+    s3.put_bucket_versioning(Bucket="big-copies", VersioningConfiguration={"Status": "Enabled"})
+    body = os.urandom(20 * 1024 * 1024)
+    put = s3.put_object(Bucket="big-copies", Key="src", Body=body, Metadata={"k": "v"})
+    s3.put_object(Bucket="big-copies", Key="src", Body=b"a newer version")
+    before = block_ops(cql)
+    copied = s3.copy_object(Bucket="big-copies", Key="dst", CopySource={"Bucket": "big-copies", "Key": "src",
+                                                                        "VersionId": put["VersionId"]})
+    assert block_ops(cql) == before
+    assert copied["CopyObjectResult"]["ETag"] == put["ETag"] == f'"{hashlib.md5(body).hexdigest()}"'
+    assert copied["CopySourceVersionId"] == put["VersionId"] and copied["VersionId"] != put["VersionId"]
+    got = s3.get_object(Bucket="big-copies", Key="dst")
+    assert got["Body"].read() == body and got["Metadata"] == {"k": "v"} and got["ETag"] == put["ETag"]
+
+
+def test_a_copy_of_a_multipart_object_keeps_its_etag_and_parts(s3, cql):
+    """Copies a two-part object: no block read or written; the copy answers the source's ``MD5-2`` ETag and
+    its parts (``partNumber`` GETs), byte-exact."""
+    s3.create_bucket(Bucket="mp-copies")
+    parts = [os.urandom(5 * 1024 * 1024), os.urandom(1024 * 1024)]
+    upload = s3.create_multipart_upload(Bucket="mp-copies", Key="src")["UploadId"]
+    etags = [s3.upload_part(Bucket="mp-copies", Key="src", UploadId=upload, PartNumber=n + 1, Body=part)["ETag"]
+             for n, part in enumerate(parts)]
+    done = s3.complete_multipart_upload(Bucket="mp-copies", Key="src", UploadId=upload, MultipartUpload={
+        "Parts": [{"PartNumber": n + 1, "ETag": etag} for n, etag in enumerate(etags)]})
+    before = block_ops(cql)
+    copied = s3.copy_object(Bucket="mp-copies", Key="dst", CopySource="mp-copies/src")
+    assert block_ops(cql) == before
+    assert copied["CopyObjectResult"]["ETag"] == done["ETag"] and done["ETag"].endswith('-2"')
+    second = s3.get_object(Bucket="mp-copies", Key="dst", PartNumber=2)
+    assert second["PartsCount"] == 2 and second["Body"].read() == parts[1]
+    assert s3.get_object(Bucket="mp-copies", Key="dst")["Body"].read() == b"".join(parts)
