@@ -9,6 +9,7 @@ own thread): :func:`on_pool` runs it on a bounded worker pool.
 Example::
 
     >>> head = await answered(partial(store.callbacks.stat_async, key))   # doctest: +SKIP
+    >>> row = await answered(partial(one_row, session, statement, (key,), profile))   # doctest: +SKIP
     >>> out = await on_pool(pool, store.stat, key)                        # doctest: +SKIP
 
 Failures: the error ``done`` is called with, or the one the pool's call
@@ -50,6 +51,14 @@ def _resolve(answer: asyncio.Future, value: object, error: Exception | None) -> 
         answer.set_exception(error)
     else:
         answer.set_result(value)
+
+
+def one_row(session, statement, values: tuple, profile: object,
+            done: Callable[[object, Exception | None], None]) -> None:
+    """Start one single-row read; ``done(row or None, error)`` is called on the driver's thread (for
+    :func:`answered`)."""
+    future = session.execute_async(statement, values, execution_profile=profile)
+    future.add_callbacks(lambda rows: done(rows[0] if rows else None, None), lambda error: done(None, error))
 
 
 async def on_pool(pool: ThreadPoolExecutor, call: Callable[..., T], *args: object) -> T:

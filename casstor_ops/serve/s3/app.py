@@ -170,10 +170,9 @@ class S3Handlers(Handlers):
         bucket, _, key = path.lstrip("/").partition("/")
         record = None
         if bucket and (request.method != "PUT" or key or request.scope["query_string"]):
-            record = await on_pool(self.reads.pool, self.buckets.authorize, bucket, signed.access_key)
+            record = await self.buckets.authorize(bucket, signed.access_key)
         if key and "x-amz-copy-source" in request.headers:
-            await on_pool(self.reads.pool, self.buckets.authorize, copy_source_of(request.headers)[0],
-                          signed.access_key)
+            await self.buckets.authorize(copy_source_of(request.headers)[0], signed.access_key)
         return record
 
     async def _route(self, request: Request, path: str, signed: Signed, record: Bucket | None) -> Response:

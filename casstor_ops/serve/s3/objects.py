@@ -59,7 +59,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from casstor_ops.errors import NotFoundError
-from casstor_ops.serve.bridge import answered, on_pool
+from casstor_ops.serve.bridge import answered, on_pool, one_row
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.ranges import ByteRange, Unsatisfiable, parse_range
 from casstor_ops.serve.reads import Reads
@@ -227,7 +227,7 @@ class Objects:
         if access_key is None:
             await on_pool(self.reads.pool, self._buckets.created, bucket)
         else:
-            await on_pool(self.reads.pool, self._buckets.authorize, bucket, access_key)
+            await self._buckets.authorize(bucket, access_key)
 
     async def versioning(self, bucket: str) -> str | None:
         """The bucket's versioning state (None: never set); NoSuchBucket."""
@@ -243,7 +243,7 @@ class Objects:
         else:
             statement, values = ((self._st.object_head, (file_id,)) if version is None
                                  else (self._st.object_version, (file_id, version_id(version))))
-            row = await answered(partial(_execute, self._store.session, statement, values, self._st))
+            row = await answered(partial(one_row, self._store.session, statement, values, self._st.named_rows))
         try:
             info = head_of(file_id, row)
         except NotFoundError:
@@ -297,8 +297,9 @@ class Objects:
     async def get(self, request: Request, bucket: str, key: str, send_body: bool, version: str | None = None,
                   part: str | None = None) -> Response:
         obj = await self.head(bucket, key, version)
-        headers = obj.headers({name.removeprefix("response-"): value for name, value in request.query_params.items()
-                               if name.startswith("response-")})
+        overrides = {name.removeprefix("response-"): value for name, value in request.query_params.items()
+                     if name.startswith("response-")} if b"response-" in request.scope["query_string"] else {}
+        headers = obj.headers(overrides)  # the query parsed only when it names one: most GETs have none
         try:
             check_read_conditions(request.headers, obj)
         except S3Error as err:
@@ -610,12 +611,6 @@ def _drain(pipe: io.BufferedReader) -> None:
     """Read what the source thread still writes (a failed store stopped reading), so it can end."""
     while pipe.read(1 << 20):
         pass
-
-
-def _execute(session, statement, values: tuple, st: Statements, done) -> None:
-    """``done(row or None, error)`` for one single-row read, on the driver's thread."""
-    future = session.execute_async(statement, values, execution_profile=st.named_rows)
-    future.add_callbacks(lambda rows: done(rows[0] if rows else None, None), lambda error: done(None, error))
 
 
 def version_headers(versioning: str | None, version: uuid.UUID | None) -> dict[str, str]:

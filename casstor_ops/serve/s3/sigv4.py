@@ -56,7 +56,7 @@ MAX_EXPIRES_S = 7 * 24 * 3600
 _SPACES = re.compile(r" +")
 _UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_AMZ_DATE = "%Y%m%dT%H%M%SZ"
+_AMZ_DATE = re.compile(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z", re.ASCII)  # ISO 8601 basic, as SigV4 signs it
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,9 @@ def sign(key: bytes, text: str) -> str:
 
 
 def _parse_time(amz_date: str) -> float:
-    try:
-        return datetime.strptime(amz_date, _AMZ_DATE).replace(tzinfo=timezone.utc).timestamp()
-    except ValueError:
+    try:  # not strptime: a tenth of its time, on every request
+        return datetime(*map(int, _AMZ_DATE.fullmatch(amz_date).groups()), tzinfo=timezone.utc).timestamp()
+    except (AttributeError, ValueError):  # no match; a field out of range
         raise access_denied("X-Amz-Date must be in the ISO8601 basic format (YYYYMMDD'T'HHMMSS'Z')") from None
 
 
