@@ -111,3 +111,22 @@ def test_the_window_read_is_serial_and_the_settings_record_quorum() -> None:
     st = Statements.for_session(session)
     assert st.record_setting.consistency_level == ConsistencyLevel.QUORUM
     assert st.head.consistency_level is None  # the session's consistency (CASSTOR_CONSISTENCY)
+
+
+def test_a_delete_marker_binds_every_column_of_an_s3_version_row() -> None:
+    """A delete marker of an S3 object (``catalog.mark_removed``) is written through ``commit.write_version`` as a
+    commit's row is: every value ``insert_version_meta`` names is bound, the S3 columns from an empty
+    ``ObjectMeta`` (before, the marker listed its S3 columns by hand, and a new one could be left out)."""
+    from casstor_ops.store.catalog import mark_removed
+
+    class Namespace:
+        def publish(self, file: object, deleted: bool = False) -> None:
+            self.published = (file, deleted)
+
+    session = FakeSession()
+    statements = Statements.for_session(session)
+    mark_removed(session, statements, Namespace(), "b/k", null_version=True)
+    statement, values = session.executed[-1]
+    assert statement.cql == Statements.insert_version_meta.cql
+    assert len(values) == statement.cql.count("?")
+    assert values[-2] is True and values[13] is True  # null_version, then deleted (a marker)
