@@ -124,6 +124,7 @@ class _Item:
     stored: InlineContent | None = None
     row: tuple | None = None          # its head row, once its version is made
     committed: bool = False
+    error: Exception | None = None    # what failed it: its commit, or its entry once committed
 
 
 def row_batches(rows: Sequence[tuple], max_rows: int = ROW_BATCH_ROWS,
@@ -199,27 +200,30 @@ class BatchUpload(Upload):
                 results[n] = err
         if not items:
             return results  # type: ignore[return-value]  # every place is an error
+        self._store([item for _, item in items])
+        firsts: set[bytes] = set()
+        for n, item in items:
+            results[n] = item.error or self._result(item, firsts, started)
+        return results  # type: ignore[return-value]  # every place is filled
+
+    def _store(self, items: list[_Item]) -> None:
+        """Every step for ``items``; a file not committed, or committed but not listed (as in a lone store: the next
+        store of it lists it), gets the error that failed it. A lapsed lease, or anything but
+        :data:`BATCH_ERRORS`, raises (the claims released)."""
         try:
-            self._verify_blocks([item for _, item in items])
-            self._commit([item for _, item in items])
-        except LeaseLapsedError:
-            self._claims.release()
-            raise
+            self._verify_blocks(items)
+            self._commit(items)
         except BATCH_ERRORS as err:
             self._claims.release()
-            for n, item in items:
+            if isinstance(err, LeaseLapsedError):
+                raise
+            for item in items:
                 if not item.committed:
-                    results[n] = err
+                    item.error = err
         except BaseException:
             self._claims.release()
             raise
-        finally:
-            self._publish([item for _, item in items if item.committed])
-        firsts: set[bytes] = set()
-        for n, item in items:
-            if item.committed:
-                results[n] = self._result(item, firsts, started)
-        return results  # type: ignore[return-value]  # every place is filled
+        self._publish([item for item in items if item.committed])
 
     def _cut(self, small: SmallFile) -> _Item:
         """Read, cut and hash one file; an inline file keeps its content for its head."""
@@ -338,11 +342,17 @@ class BatchUpload(Upload):
         return self._session.execute_async(batch)
 
     def _publish(self, items: list[_Item]) -> None:
-        for item in items:
-            stored_size = len(item.stored.payload) if item.stored is not None else None
-            self._batch_entries.publish(head_info(item.row, item.attributes), stored_size)
-        if self._entries is None:  # no caller's batching to flush them: written now
-            self._batch_entries.flush()
+        """Queue the committed ``items``' entries (written now unless the caller batches them); an error fails
+        them."""
+        try:
+            for item in items:
+                stored_size = len(item.stored.payload) if item.stored is not None else None
+                self._batch_entries.publish(head_info(item.row, item.attributes), stored_size)
+            if self._entries is None:
+                self._batch_entries.flush()
+        except BATCH_ERRORS as err:
+            for item in items:
+                item.error = err
 
     def _result(self, item: _Item, firsts: set[bytes], started: float) -> StoreResult:
         """What a lone store of ``item`` returns; a block this batch wrote is new for the first file that has it."""

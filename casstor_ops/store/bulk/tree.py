@@ -9,12 +9,16 @@ by threads sharing one :class:`~casstor_ops.store.api.Store` and one
 not per file; it fences every head write), each file skipped when it is
 committed unchanged; or every file under a prefix restored below a
 directory. The per-file work is the Spark jobs' own
-(:mod:`casstor_ops.store.bulk.tree_files`); only the runner differs. The
+(:mod:`casstor_ops.store.bulk.tree_files`); only the runner differs, and a
+store takes small files (at most
+:data:`~casstor_ops.store.batch_upload.SMALL_FILE_BYTES`) ``BATCH_FILES`` at a
+time, each batch one worker's item (:func:`small_batches`,
+:class:`~casstor_ops.store.batch_upload.BatchUpload`). The
 workers share one connection, so they share one request budget: each gets
 1/``workers`` of a lone store's requests in flight (:func:`_sharing`; 4
 stores of 32 each overloaded the connection and failed files). Memory is
 bounded by ``workers`` stores' windows (each :data:`~casstor_ops.store.upload.MAX_HELD_BYTES`
-at most) or restores' read-ahead.
+at most, a batch ``BATCH_BYTES``) or restores' read-ahead.
 
 Example::
 
@@ -63,9 +67,10 @@ from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.upload import MAX_REQUESTS
 
 TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
-# Small files stored together (casstor_ops.store.batch_upload): a directory's files, this many at most (measured:
-# docs/benchmarks.md, issue 29's second part) and this many bytes (what one worker holds in memory).
-BATCH_FILES = 64
+# Small files stored together (casstor_ops.store.batch_upload), this many at most and this many bytes (what one
+# worker holds in memory). Measured on the bench's tree of 5,626 files, two passes: 32 files 657-205 files/s,
+# 64 516-367, 128 808-641, 256 871-731 (1.46 requests a file from 128 up: the blocks' content is the rest).
+BATCH_FILES = 256
 BATCH_BYTES = 8 * 1024 * 1024
 Item = TypeVar("Item")
 _COUNTS = ("bytes", "blocks", *NEW_COUNTS)

@@ -29,6 +29,11 @@ when every file meets an :func:`outage`, and exits with :func:`exit_status`.
   mtime alone is never trusted. Found unchanged that way, its entry is
   written again if the listing misses it or names another version (what a
   store killed between a version and its batched entry leaves).
+* **Small files in batches**: :func:`store_small_files` applies the same
+  rules to many small local files, each read whole into memory, and stores
+  those not found unchanged as one batch
+  (:mod:`casstor_ops.store.batch_upload`); a file that fails (vanished,
+  unreadable, no longer regular) fails alone.
 * **Restore below a directory**: the file ID (the Spark job's whole ID;
   ``casstor restore PREFIX/ DIR`` takes PREFIX off, as ``casstor store DIR
   PREFIX`` put it on) is turned back into a path
