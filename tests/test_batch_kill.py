@@ -15,14 +15,16 @@ import time
 from pathlib import Path
 
 from casstor_ops.store.api import Store
+from casstor_ops.store.bulk.tree import small_batches
 from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.trees.source_listing import list_source
 
 from .faults import BackgroundJob
 from .support import NO_UI, run_casstor, write_tree
 
-DIRECTORIES, PER_DIRECTORY = 3, 100   # batches of 64 and 36 files per directory: 6 batches
-KILLED_BATCH = 3
+DIRECTORIES, PER_DIRECTORY = 3, 100
+KILLED_BATCH = 2   # of small_batches' (two at its 256 files a batch)
 PREFIX = "batch-kill/"
 
 
@@ -47,10 +49,10 @@ def _orphan_lists(cql) -> set[str]:
 def test_a_client_killed_between_a_batchs_lists_and_heads_leaves_every_file_old_or_new(empty_store, tmp_path: Path
                                                                                        ) -> None:
     """Injects: SIGKILL of a tree store (`tests/batch_kill_writer.py`, the CLI's store with one worker) re-storing
-    300 small files in 3 directories with new content, right after the 3rd batch's first commit write is
+    300 small files in 3 directories with new content, right after the 2nd batch's first commit write is
     acknowledged (its block lists), before its heads are sent. Checks: the process died by SIGKILL; the batch's
     files have block lists no version row names (the kill hit the window); every file restores as its old or its
-    new content, the first two batches' files as new and the killed batch's as old; a `casstor reclaim` then
+    new content, the first batch's files as new and the killed batch's as old; a `casstor reclaim` then
     (commit bound 1 s: every version but the heads forgotten) leaves every head in place and restorable
     byte-exact as old or new; and a re-run stores the rest. Written heads-first (the order reversed), the kill
     falls after the heads and before their lists, and the killed batch's files cannot be restored."""
@@ -70,12 +72,13 @@ def test_a_client_killed_between_a_batchs_lists_and_heads_leaves_every_file_old_
     assert code == -9, output[-3000:]
 
     ids = {f"{PREFIX}{name}": name for name in old}
+    batches = [[e.file_id for e in batch] for batch in small_batches(list_source(str(src), PREFIX))]
     restored = {file_id: _content(store, file_id) for file_id in ids}
     for file_id, name in ids.items():
         assert restored[file_id] in (old[name], new[name]), file_id
     state = {file_id: "new" if restored[file_id] == new[name] else "old" for file_id, name in ids.items()}
-    assert {state[i] for i in ids if i.startswith(f"{PREFIX}d0/")} == {"new"}  # the first two batches
-    killed = sorted(i for i in ids if i.startswith(f"{PREFIX}d1/"))[:64]
+    assert {state[i] for batch in batches[:KILLED_BATCH - 1] for i in batch} == {"new"}
+    killed = batches[KILLED_BATCH - 1]
     assert {state[i] for i in killed} == {"old"}
     assert _orphan_lists(cql) == set(killed), "the kill did not fall between the lists and the heads"
 
