@@ -39,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -47,7 +47,8 @@ from typing import Any, TypeVar
 
 from casstor_ops.cluster.connection import endpoint_of
 from casstor_ops.errors import EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, LeaseLapsedError
-from casstor_ops.store.api import Store
+from casstor_ops.store.api import FileInfo, Store
+from casstor_ops.store.bulk.batch_restore import BatchRestore, batched, batches
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.progress import ProgressCallback
@@ -102,28 +103,33 @@ def _row(file_id: str, path: str) -> dict[str, Any]:
     return {"id": file_id, "path": path, **dict.fromkeys(_COUNTS, 0), "status": FAILED, "error": None}
 
 
-def _run(store: Store, what: str, items: list[Item], describe: Callable[[Item], dict[str, Any]],
-         work: Callable[[Item, dict[str, Any]], None], workers: int, progress: ProgressCallback | None
-         ) -> TreeReport:
-    """Do ``work`` on every item, ``workers`` at a time; stop at a lapsed lease or a cluster outage."""
+Finished = tuple[dict[str, Any], BaseException | None]  # a file's report row, and its error when it failed
+
+
+def _attempt(row: dict[str, Any], action: Callable[[dict[str, Any]], None]) -> Finished:
+    """``action(row)`` for one file: its row, and its error (recorded in the row) if it failed with one of
+    :data:`FILE_ERRORS`; a lapsed lease stops the command."""
+    try:
+        action(row)
+    except LeaseLapsedError:
+        raise
+    except FILE_ERRORS as err:
+        row.update(status=failure_status(err), error=one_line(err))
+        return row, err
+    return row, None
+
+
+def _run(store: Store, what: str, items: Iterable[Item],
+         work: Callable[[Item], list[Finished]], workers: int,
+         progress: ProgressCallback | None) -> TreeReport:
+    """Do ``work`` on every item (one file, or a batch of files: a row each), ``workers`` at a time; stop at a
+    lapsed lease or a cluster outage."""
     report, started = TreeReport(what), time.monotonic()
-
-    def one(item: Item) -> tuple[dict[str, Any], BaseException | None]:
-        row = describe(item)
-        try:
-            work(item, row)
-        except LeaseLapsedError:
-            raise
-        except FILE_ERRORS as err:
-            row.update(status=failure_status(err), error=one_line(err))
-            return row, err
-        return row, None
-
     pending: set[Future] = set()
     with ThreadPoolExecutor(workers, thread_name_prefix=f"casstor-{what}") as pool:
         try:
             for item in items:  # at most 2 x workers submitted: a huge tree is not held as futures
-                pending.add(pool.submit(one, item))
+                pending.add(pool.submit(work, item))
                 if len(pending) >= 2 * workers:
                     pending = _collect(report, pending, progress, store)
             while pending:
@@ -140,8 +146,7 @@ def _collect(report: TreeReport, pending: set[Future], progress: ProgressCallbac
              ) -> set[Future]:
     """Record the files finished (at least one); raise at the first that found the cluster unreachable."""
     done, pending = wait(pending, return_when=FIRST_COMPLETED)
-    for future in done:
-        row, err = future.result()
+    for row, err in (finished for future in done for finished in future.result()):
         report.rows.append(row)
         if progress:
             progress(row["bytes"])
@@ -173,9 +178,10 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
     with WriterLease(store.session, "store") as lease:
         try:
             report = _run(store, "store", files,
-                          describe=lambda e: _row(e.file_id, path_to_id(e.path)),
-                          work=lambda e, row: store_unless_unchanged(store, e, row, lease,
-                                                                     follow_symlinks=follow_symlinks, listed=listed),
+                          work=lambda e: [_attempt(_row(e.file_id, path_to_id(e.path)),
+                                                   lambda row: store_unless_unchanged(
+                                                       store, e, row, lease, follow_symlinks=follow_symlinks,
+                                                       listed=listed))],
                           workers=workers, progress=progress)
         except BaseException:
             with contextlib.suppress(Exception):  # list what was committed if the cluster lets us; the error stands
@@ -203,6 +209,29 @@ def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: 
     files = listed_files(store, prefix, at)  # each file's version as listed: restored without reading its head
     os.makedirs(dest, exist_ok=True)
     store = _sharing(store, workers)
-    return _run(store, "restore", files, describe=lambda f: _row(f.id, ""),
-                work=lambda f, row: restore_below(store, dest, f.id, row, force, below=prefix, head=f),
-                workers=workers, progress=progress)
+
+    def restore_alone(head: FileInfo, row: dict[str, Any]) -> Finished:
+        return _attempt(row, lambda row: restore_below(store, dest, head.id, row, force, below=prefix, head=head))
+
+    def restore_item(heads: list[FileInfo]) -> list[Finished]:
+        if not batched(heads[0]):
+            return [restore_alone(heads[0], _row(heads[0].id, ""))]
+        pairs = [(head, _row(head.id, "")) for head in heads]
+        left = BatchRestore(store, dest, prefix, force).restore(pairs)
+        alone = {id(row) for _, row in left}
+        finished = [(row, None) for _, row in pairs if id(row) not in alone]
+        endpoint = endpoint_of(store.session)
+        for head, row in left:
+            finished.append(restore_alone(head, row))
+            if outage(finished[-1][1], endpoint) is not None:
+                break  # the runner stops at it: the files after it are not tried
+        return finished
+
+    return _run(store, "restore", _restore_items(files), work=restore_item, workers=workers, progress=progress)
+
+
+def _restore_items(heads: list[FileInfo]) -> Iterator[list[FileInfo]]:
+    """The small files in :func:`batches` (listing order: mostly a directory's files together), then each larger
+    one alone."""
+    yield from batches(head for head in heads if batched(head))
+    yield from ([head] for head in heads if not batched(head))
