@@ -8,8 +8,11 @@ by threads sharing one :class:`~casstor_ops.store.api.Store` and one
 :class:`~casstor_ops.store.coordination.leases.WriterLease` (one lease LWT per command,
 not per file; it fences every head write), each file skipped when it is
 committed unchanged; or every file under a prefix restored below a
-directory. The per-file work is the Spark jobs' own
-(:mod:`casstor_ops.store.bulk.tree_files`); only the runner differs. The
+directory, its small files in batches that share their reads and their
+flush to disk (:mod:`casstor_ops.store.bulk.batch_restore`; a file with
+any doubt, and a large one, restored alone). The per-file work is the
+Spark jobs' own (:mod:`casstor_ops.store.bulk.tree_files`); only the runner
+differs. The
 workers share one connection, so they share one request budget: each gets
 1/``workers`` of a lone store's requests in flight (:func:`_sharing`; 4
 stores of 32 each overloaded the connection and failed files). Memory is
