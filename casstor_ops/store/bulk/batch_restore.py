@@ -153,11 +153,13 @@ class BatchRestore:
         return left + unchecked + self._write(files)
 
     def _destinations(self, batch: list[Pair]) -> tuple[list[_File], list[Pair]]:
-        """The files whose destination may be written (``force``, or none there yet), and the others."""
+        """The files whose destination may be written (``force``, or none there yet; its directory made), and the
+        others."""
         files, left = [], []
         for head, row in batch:
             try:
                 target = Path(restore_target(self._dest_dir, head.id, self._below))
+                target.parent.mkdir(parents=True, exist_ok=True)
                 check_destination(target, self._force)
             except (CasstorError, OSError):
                 left.append((head, row))
@@ -218,12 +220,11 @@ class BatchRestore:
         return left
 
     def _ready_directories(self, files: list[_File], left: list[Pair]) -> dict[Path, list[_File]]:
-        """The files by directory, each directory made and cleared of what killed restores of its files left (one
-        listing of it); the files of a directory that cannot be are left."""
+        """The files by directory, each directory cleared of what killed restores of its files left (one listing of
+        it); the files of a directory that cannot be listed are left."""
         ready = {}
         for directory, group in _by_directory(files).items():
             try:
-                directory.mkdir(parents=True, exist_ok=True)
                 remove_strays(*(file.target for file in group))
             except OSError:
                 for file in group:
