@@ -8,9 +8,11 @@ by threads sharing one :class:`~casstor_ops.store.api.Store` and one
 :class:`~casstor_ops.store.coordination.leases.WriterLease` (one lease LWT per command,
 not per file; it fences every head write), each file skipped when it is
 committed unchanged; or every file under a prefix restored below a
-directory. The per-file work is the Spark jobs' own
-(:mod:`casstor_ops.store.bulk.tree_files`); only the runner differs, and a
-store takes small files (at most
+directory, its small files in batches that share their reads and their
+flush to disk (:mod:`casstor_ops.store.bulk.batch_restore`; a file with
+any doubt, and a large one, restored alone). The per-file work is the
+Spark jobs' own (:mod:`casstor_ops.store.bulk.tree_files`); only the runner
+differs, and a store takes small files (at most
 :data:`~casstor_ops.store.batch_upload.SMALL_FILE_BYTES`) ``BATCH_FILES`` at a
 time, each batch one worker's item (:func:`small_batches`,
 :class:`~casstor_ops.store.batch_upload.BatchUpload`). The
@@ -43,16 +45,16 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any, TypeVar
 
 from casstor_ops.cluster.connection import endpoint_of
 from casstor_ops.errors import EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, LeaseLapsedError
-from casstor_ops.store.api import Store
+from casstor_ops.store.api import FileInfo, Store
+from casstor_ops.store.bulk.batch_restore import BatchRestore, batched, batches
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.progress import ProgressCallback
@@ -113,17 +115,14 @@ def _row(file_id: str, path: str) -> dict[str, Any]:
     return {"id": file_id, "path": path, **dict.fromkeys(_COUNTS, 0), "status": FAILED, "error": None}
 
 
-def _run(store: Store, what: str, items: list[Item], describe: Callable[[Item], dict[str, Any]],
-         work: Callable[[Item, dict[str, Any]], None], workers: int, progress: ProgressCallback | None
-         ) -> TreeReport:
-    """Do ``work`` on every item, ``workers`` at a time; stop at a lapsed lease or a cluster outage."""
-    return _pool(store, what, items, lambda item: [_attempt(describe(item), partial(work, item))], workers, progress)
+Finished = tuple[dict[str, Any], BaseException | None]  # a file's report row, and its error when it failed
 
 
-def _attempt(row: dict[str, Any], work: Callable[[dict[str, Any]], None]) -> tuple[dict[str, Any], BaseException | None]:
-    """``work(row)``; a file's own failure recorded in its row and returned (a lapsed lease raises)."""
+def _attempt(row: dict[str, Any], action: Callable[[dict[str, Any]], None]) -> Finished:
+    """``action(row)`` for one file: its row, and its error (recorded in the row) if it failed with one of
+    :data:`FILE_ERRORS`; a lapsed lease stops the command."""
     try:
-        work(row)
+        action(row)
     except LeaseLapsedError:
         raise
     except FILE_ERRORS as err:
@@ -136,17 +135,17 @@ def _failed(row: dict[str, Any], err: BaseException) -> dict[str, Any]:
     return row
 
 
-def _pool(store: Store, what: str, items: list[Item],
-          one: Callable[[Item], list[tuple[dict[str, Any], BaseException | None]]], workers: int,
-          progress: ProgressCallback | None) -> TreeReport:
-    """Run ``one`` on every item (a file, or a batch of files: its rows and errors), ``workers`` at a time; stop at
-    a lapsed lease or a cluster outage."""
+def _run(store: Store, what: str, items: Iterable[Item],
+         work: Callable[[Item], list[Finished]], workers: int,
+         progress: ProgressCallback | None) -> TreeReport:
+    """Do ``work`` on every item (one file, or a batch of files: a row each), ``workers`` at a time; stop at a
+    lapsed lease or a cluster outage."""
     report, started = TreeReport(what), time.monotonic()
     pending: set[Future] = set()
     with ThreadPoolExecutor(workers, thread_name_prefix=f"casstor-{what}") as pool:
         try:
             for item in items:  # at most 2 x workers submitted: a huge tree is not held as futures
-                pending.add(pool.submit(one, item))
+                pending.add(pool.submit(work, item))
                 if len(pending) >= 2 * workers:
                     pending = _collect(report, pending, progress, store)
             while pending:
@@ -163,7 +162,7 @@ def _collect(report: TreeReport, pending: set[Future], progress: ProgressCallbac
              ) -> set[Future]:
     """Record the files finished (at least one); raise at the first that found the cluster unreachable."""
     done, pending = wait(pending, return_when=FIRST_COMPLETED)
-    for row, err in (found for future in done for found in future.result()):
+    for row, err in (finished for future in done for finished in future.result()):
         report.rows.append(row)
         if progress:
             progress(row["bytes"])
@@ -194,7 +193,7 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
     listed = ListedHeads(store, entries)
     with WriterLease(store.session, "store") as lease:
         try:
-            def one(item: SourceFile | list[SourceFile]) -> list[tuple[dict[str, Any], BaseException | None]]:
+            def one(item: SourceFile | list[SourceFile]) -> list[Finished]:
                 if isinstance(item, SourceFile):
                     return [_attempt(_row(item.file_id, path_to_id(item.path)),
                                      lambda row: store_unless_unchanged(store, item, row, lease,
@@ -204,7 +203,7 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
                 errors = store_small_files(store, item, rows, lease, follow_symlinks=follow_symlinks, listed=listed)
                 return [(row, err) if err is None else (_failed(row, err), err) for row, err in zip(rows, errors)]
 
-            report = _pool(store, "store", small_batches(files), one, workers, progress)
+            report = _run(store, "store", small_batches(files), one, workers, progress)
         except BaseException:
             with contextlib.suppress(Exception):  # list what was committed if the cluster lets us; the error stands
                 entries.flush()
@@ -263,6 +262,29 @@ def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: 
     files = listed_files(store, prefix, at)  # each file's version as listed: restored without reading its head
     os.makedirs(dest, exist_ok=True)
     store = _sharing(store, workers)
-    return _run(store, "restore", files, describe=lambda f: _row(f.id, ""),
-                work=lambda f, row: restore_below(store, dest, f.id, row, force, below=prefix, head=f),
-                workers=workers, progress=progress)
+
+    def restore_alone(head: FileInfo, row: dict[str, Any]) -> Finished:
+        return _attempt(row, lambda row: restore_below(store, dest, head.id, row, force, below=prefix, head=head))
+
+    def restore_item(heads: list[FileInfo]) -> list[Finished]:
+        if not batched(heads[0]):
+            return [restore_alone(heads[0], _row(heads[0].id, ""))]
+        pairs = [(head, _row(head.id, "")) for head in heads]
+        left = BatchRestore(store, dest, prefix, force).restore(pairs)
+        alone = {id(row) for _, row in left}
+        finished = [(row, None) for _, row in pairs if id(row) not in alone]
+        endpoint = endpoint_of(store.session)
+        for head, row in left:
+            finished.append(restore_alone(head, row))
+            if outage(finished[-1][1], endpoint) is not None:
+                break  # the runner stops at it: the files after it are not tried
+        return finished
+
+    return _run(store, "restore", _restore_items(files), work=restore_item, workers=workers, progress=progress)
+
+
+def _restore_items(heads: list[FileInfo]) -> Iterator[list[FileInfo]]:
+    """The small files in :func:`batches` (listing order: mostly a directory's files together), then each larger
+    one alone."""
+    yield from batches(head for head in heads if batched(head))
+    yield from ([head] for head in heads if not batched(head))

@@ -65,11 +65,8 @@ def restore_to_path(restore: Content, dest: Path, force: bool) -> RestoreResult:
             with _SyncingWriter(file) as out:
                 result = restore.run(out)
                 out.sync()
-            _set_attributes(file, restore.attributes)
-            if force:
-                os.replace(tmp, dest)
-            else:
-                _move_no_clobber(tmp, dest)
+            set_attributes(file, restore.attributes)
+            move_into_place(tmp, dest, force)
         fsync_directory(dest.parent)
         return result
     except OSError as err:  # disk full, no permission: nothing is left at DEST
@@ -79,7 +76,7 @@ def restore_to_path(restore: Content, dest: Path, force: bool) -> RestoreResult:
             tmp.unlink(missing_ok=True)
 
 
-def _set_attributes(file: BinaryIO, attributes: FileAttributes | None) -> None:
+def set_attributes(file: BinaryIO, attributes: FileAttributes | None) -> None:
     """The recorded mode (exact bits, not filtered by the umask) and mtime, set through the open file."""
     if attributes is not None:
         os.fchmod(file.fileno(), attributes.mode)
@@ -121,6 +118,14 @@ class _SyncingWriter:
         self._file.flush()
         self._wait_for_sync()
         os.fsync(self._file.fileno())
+
+
+def move_into_place(tmp: Path, dest: Path, force: bool) -> None:
+    """Rename ``tmp`` to ``dest``: replacing it only with ``force``, else CasstorError if ``dest`` exists."""
+    if force:
+        os.replace(tmp, dest)
+    else:
+        _move_no_clobber(tmp, dest)
 
 
 def _move_no_clobber(tmp: Path, dest: Path) -> None:
