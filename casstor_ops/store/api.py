@@ -38,7 +38,7 @@ import os
 import stat
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +49,7 @@ from cassandra.cluster import Session
 from casstor_ops.store import catalog
 from casstor_ops.cluster.connection import Endpoint, connect
 from casstor_ops.errors import CasstorError
+from casstor_ops.store.batch_upload import BatchUpload, SmallFile
 from casstor_ops.store.callbacks import StoreCallbacks
 from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
@@ -69,7 +70,7 @@ from casstor_ops.store.schema import StoreSettings, require_settings
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import Upload
 
-__all__ = ["Store", "StoreResult", "RestoreResult", "FileInfo", "FileAttributes", "StoreStats", "VersionInfo"]
+__all__ = ["Store", "SmallFile", "StoreResult", "RestoreResult", "FileInfo", "FileAttributes", "StoreStats", "VersionInfo"]
 
 Source = str | os.PathLike | BinaryIO
 
@@ -233,6 +234,28 @@ class Store:
             except OSError as err:
                 raise CasstorError(f"cannot read {getattr(reader, 'name', 'the source')!r}: "
                                    f"{err.strerror or err}") from None
+
+    def put_many(self, files: Sequence[SmallFile], lease: WriterLease | bool = True) -> list[StoreResult | Exception]:
+        """Store small files (each held in memory, at most :data:`~casstor_ops.store.batch_upload.SMALL_FILE_BYTES`
+        by convention) as one batch (:mod:`~casstor_ops.store.batch_upload`): for each, in order, its result or
+        the error that failed it (an invalid ID, an unreadable source, a failed write); the others are stored.
+        ``lease``: as :meth:`put`'s."""
+        results: list[StoreResult | Exception | None] = [None] * len(files)
+        valid = []
+        for n, small in enumerate(files):
+            try:
+                check_id(small.id, storing=True)
+                valid.append(n)
+            except CasstorError as err:
+                results[n] = err
+        if not valid:
+            return results  # type: ignore[return-value]  # every place is an error
+        with self._lease("store", lease) as fence:
+            stored = BatchUpload(self.session, self.settings, self._st, fence=fence,
+                                 **self._upload_options).run_batch([files[n] for n in valid])
+        for n, result in zip(valid, stored):
+            results[n] = result
+        return results  # type: ignore[return-value]  # every place is filled
 
     def restore(self, file_id: str, dest: str | os.PathLike | BinaryIO, force: bool = False,
                 progress: ProgressCallback | None = None, head: FileInfo | None = None) -> RestoreResult:

@@ -13,7 +13,7 @@ Content is held from the moment a block is cut until it is *verified*: found
 by a check, or written and indexed. ``held_bytes`` is what the pipeline bounds;
 ``verified`` (block → monotonic time its check or write was sent) is what the
 commit protocol relies on. ``new_blocks`` / ``new_bytes`` count the blocks this
-store wrote, ``new_stored_bytes`` what they take as stored.
+store wrote, ``new_stored_bytes`` what they take as stored, ``written`` each of those blocks' stored size.
 
 Example::
 
@@ -56,6 +56,7 @@ class BlockUploads:
         self.new_blocks = 0
         self.new_bytes = 0
         self.new_stored_bytes = 0
+        self.written: dict[bytes, int] = {}  # block -> its stored size, for the blocks this store wrote
 
     @property
     def verified(self) -> Mapping[bytes, float]:
@@ -111,4 +112,5 @@ class BlockUploads:
             self.new_blocks += 1
             self.new_bytes += self._verify(digest, sent)
             self.new_stored_bytes += stored
+            self.written[digest] = stored
         self._on_indexed([digest for digest, _, _ in items])

@@ -141,7 +141,7 @@ class Commit:
             started = time.monotonic()
             if self._stored is None:
                 self._write_block_list(file_id, version)
-            acknowledged = self._write_head(file_id, version, started, bound, size, digest)
+            acknowledged = self._write_head(file_id, version, started, bound, size)
             if acknowledged is not None:
                 self._check_again_after_late_head(reader, file_id, version, acknowledged, bound)
                 committed = self._committed(file_id, version, size, digest)
@@ -164,9 +164,7 @@ class Commit:
         is only stricter); else the store's. A small file's store saves a read this way.
         """
         now = time.monotonic()
-        if now - self._oldest_check(now) < SAFETY.min_commit_bound_s / 2:
-            return float(SAFETY.min_commit_bound_s)
-        return float(commit_bound_s(self._session))
+        return first_bound(self._session, now - self._oldest_check(now))
 
     def _recheck(self, reader: BinaryIO, older_than: float) -> None:
         """Re-verify blocks checked before ``older_than``; re-upload any that vanished."""
@@ -179,7 +177,7 @@ class Commit:
         """Step (4): every block again, and the block list, when the head write was acknowledged too late to be sure
         an online reclaim saw it. The rewrites carry a later timestamp than that reclaim's deletes, so they survive
         them."""
-        if acknowledged - self._oldest_check(acknowledged) >= bound + SAFETY.late_head_margin_s:
+        if late_head(acknowledged, self._oldest_check(acknowledged), bound):
             self._recheck(reader, acknowledged)
             if self._stored is None:
                 self._write_block_list(file_id, version)
@@ -207,16 +205,13 @@ class Commit:
         return data
 
     def _write_block_list(self, file_id: str, version) -> None:
-        offsets = itertools.accumulate([0] + self._sizes)
-        rows = [(file_id, version, offset, digest, size)
-                for offset, digest, size in zip(offsets, self._hashes, self._sizes)]
+        rows = block_list_rows(file_id, version, self._hashes, self._sizes)
         for start in range(0, len(rows), BLOCK_LIST_BATCH_ROWS):
             self._requests.submit_batch(self._st.insert_file_block, rows[start:start + BLOCK_LIST_BATCH_ROWS],
                                       lambda _rows: None)
         self._requests.drain()
 
-    def _write_head(self, file_id: str, version, started: float, bound: float, size: int,
-                    digest: bytes) -> float | None:
+    def _write_head(self, file_id: str, version, started: float, bound: float, size: int) -> float | None:
         """Write the head row unless the bound has passed since ``started`` (the version's start) or the oldest
         check: the (monotonic) time it was acknowledged, or None when the bound has passed (a new version is
         needed)."""
@@ -227,8 +222,8 @@ class Commit:
                 return None
             self._fence(f"committing {file_id!r}")
             try:
-                blocks = 0 if self._stored is not None else len(self._hashes)
-                row = version_row(file_id, version, size, digest, blocks, self._attributes, self._content_columns)
+                row = head_row(file_id, version, size, self._hashes, self._attributes, self._stored,
+                               self._content_columns)
                 if self._object_meta is None:
                     self._session.execute(self._st.insert_version, row)
                 else:
@@ -242,6 +237,40 @@ class Commit:
                 if attempt == HEAD_WRITE_ATTEMPTS:
                     raise
                 time.sleep(HEAD_RETRY_FIRST_S * 2 ** (attempt - 1))
+
+
+def first_bound(session: Session, oldest_age: float) -> float:
+    """The bound of a commit's first attempt, its oldest verification ``oldest_age`` seconds old: the least one any
+    store has while every verification is younger than half of it (holding the head write to a shorter bound than
+    the store's own is only stricter), else the store's (read)."""
+    if oldest_age < SAFETY.min_commit_bound_s / 2:
+        return float(SAFETY.min_commit_bound_s)
+    return float(commit_bound_s(session))
+
+
+def late_head(acknowledged: float, oldest: float, bound: float) -> bool:
+    """Whether a head write acknowledged at ``acknowledged`` (monotonic) came too late after its oldest verification
+    for an online reclaim to have seen it: step (4) is then due."""
+    return acknowledged - oldest >= bound + SAFETY.late_head_margin_s
+
+
+def block_list_rows(file_id: str, version: uuid.UUID, hashes: list[bytes], sizes: list[int]) -> list[tuple]:
+    """The values of ``insert_file_block`` for each block of a version's list, in order."""
+    offsets = itertools.accumulate([0] + sizes)
+    return [(file_id, version, offset, digest, size) for offset, digest, size in zip(offsets, hashes, sizes)]
+
+
+def head_row(file_id: str, version: uuid.UUID, size: int, hashes: list[bytes], attributes: FileAttributes | None,
+             stored: InlineContent | None, content_columns: tuple) -> tuple:
+    """The values of ``insert_version`` for the new head of a file kept in the blocks ``hashes``, or inline as
+    ``stored`` (then ``hashes`` is its one block's): :func:`version_row` with the file hash and block count."""
+    blocks = 0 if stored is not None else len(hashes)
+    return version_row(file_id, version, size, file_hash(hashes), blocks, attributes, content_columns)
+
+
+def head_info(row: tuple, attributes: FileAttributes | None) -> FileInfo:
+    """The committed head that the values ``row`` of ``insert_version`` make."""
+    return FileInfo(*row[:6], attributes)
 
 
 def version_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int,
@@ -268,7 +297,7 @@ def commit_inline_async(session: Session, st: Statements, namespace: Namespace, 
     fence(f"committing {file_id!r}")
     version = uuid_from_time(time.time())
     row = version_row(file_id, version, len(data), digest, 0, None, head_columns(stored, True))
-    info = FileInfo(file_id, version, len(data), digest, 0, row[5])
+    info = head_info(row, None)
 
     def listed(error: Exception | None) -> None:
         done(inline_result(file_id, len(data), stored, digest, started) if error is None else None, error)

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from casstor_ops.cluster.connection import endpoint_of
@@ -52,15 +53,21 @@ from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.restore import READ_CONCURRENCY
-from casstor_ops.store.trees.source_listing import list_source
+from casstor_ops.store.batch_upload import SMALL_FILE_BYTES
+from casstor_ops.store.namespace.layout import split_id
+from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile, list_source
 from casstor_ops.store.bulk.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
                                           RESTORE_STATUSES, SKIPPED, ListedHeads, check_prefix, exit_status,
                                           failure_status, listed_files, one_line, outage, restore_below,
-                                          store_unless_unchanged, summary_line)
+                                          store_small_files, store_unless_unchanged, summary_line)
 from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.upload import MAX_REQUESTS
 
 TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
+# Small files stored together (casstor_ops.store.batch_upload): a directory's files, this many at most (measured:
+# docs/benchmarks.md, issue 29's second part) and this many bytes (what one worker holds in memory).
+BATCH_FILES = 64
+BATCH_BYTES = 8 * 1024 * 1024
 Item = TypeVar("Item")
 _COUNTS = ("bytes", "blocks", *NEW_COUNTS)
 
@@ -106,19 +113,31 @@ def _run(store: Store, what: str, items: list[Item], describe: Callable[[Item], 
          work: Callable[[Item, dict[str, Any]], None], workers: int, progress: ProgressCallback | None
          ) -> TreeReport:
     """Do ``work`` on every item, ``workers`` at a time; stop at a lapsed lease or a cluster outage."""
+    return _pool(store, what, items, lambda item: [_attempt(describe(item), partial(work, item))], workers, progress)
+
+
+def _attempt(row: dict[str, Any], work: Callable[[dict[str, Any]], None]) -> tuple[dict[str, Any], BaseException | None]:
+    """``work(row)``; a file's own failure recorded in its row and returned (a lapsed lease raises)."""
+    try:
+        work(row)
+    except LeaseLapsedError:
+        raise
+    except FILE_ERRORS as err:
+        return _failed(row, err), err
+    return row, None
+
+
+def _failed(row: dict[str, Any], err: BaseException) -> dict[str, Any]:
+    row.update(status=failure_status(err), error=one_line(err))
+    return row
+
+
+def _pool(store: Store, what: str, items: list[Item],
+          one: Callable[[Item], list[tuple[dict[str, Any], BaseException | None]]], workers: int,
+          progress: ProgressCallback | None) -> TreeReport:
+    """Run ``one`` on every item (a file, or a batch of files: its rows and errors), ``workers`` at a time; stop at
+    a lapsed lease or a cluster outage."""
     report, started = TreeReport(what), time.monotonic()
-
-    def one(item: Item) -> tuple[dict[str, Any], BaseException | None]:
-        row = describe(item)
-        try:
-            work(item, row)
-        except LeaseLapsedError:
-            raise
-        except FILE_ERRORS as err:
-            row.update(status=failure_status(err), error=one_line(err))
-            return row, err
-        return row, None
-
     pending: set[Future] = set()
     with ThreadPoolExecutor(workers, thread_name_prefix=f"casstor-{what}") as pool:
         try:
@@ -140,8 +159,7 @@ def _collect(report: TreeReport, pending: set[Future], progress: ProgressCallbac
              ) -> set[Future]:
     """Record the files finished (at least one); raise at the first that found the cluster unreachable."""
     done, pending = wait(pending, return_when=FIRST_COMPLETED)
-    for future in done:
-        row, err = future.result()
+    for row, err in (found for future in done for found in future.result()):
         report.rows.append(row)
         if progress:
             progress(row["bytes"])
@@ -172,17 +190,54 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
     listed = ListedHeads(store, entries)
     with WriterLease(store.session, "store") as lease:
         try:
-            report = _run(store, "store", files,
-                          describe=lambda e: _row(e.file_id, path_to_id(e.path)),
-                          work=lambda e, row: store_unless_unchanged(store, e, row, lease,
-                                                                     follow_symlinks=follow_symlinks, listed=listed),
-                          workers=workers, progress=progress)
+            def one(item: SourceFile | list[SourceFile]) -> list[tuple[dict[str, Any], BaseException | None]]:
+                if isinstance(item, SourceFile):
+                    return [_attempt(_row(item.file_id, path_to_id(item.path)),
+                                     lambda row: store_unless_unchanged(store, item, row, lease,
+                                                                        follow_symlinks=follow_symlinks,
+                                                                        listed=listed))]
+                rows = [_row(e.file_id, path_to_id(e.path)) for e in item]
+                errors = store_small_files(store, item, rows, lease, follow_symlinks=follow_symlinks, listed=listed)
+                return [(row, err) if err is None else (_failed(row, err), err) for row, err in zip(rows, errors)]
+
+            report = _pool(store, "store", small_batches(files), one, workers, progress)
         except BaseException:
             with contextlib.suppress(Exception):  # list what was committed if the cluster lets us; the error stands
                 entries.flush()
             raise
         entries.flush()
         return report
+
+
+def small_batches(files: list[SourceFile], max_files: int = BATCH_FILES, max_bytes: int = BATCH_BYTES
+                  ) -> list[SourceFile | list[SourceFile]]:
+    """The files of a tree as a store takes them: a file larger than ``SMALL_FILE_BYTES`` (or of unknown size) alone;
+    consecutive small files of one directory together, at most ``max_files`` files and ``max_bytes`` bytes a batch.
+
+    Example::
+
+        >>> f = lambda path, size: SourceFile(path, path, size)
+        >>> items = small_batches([f("a/1", 10), f("a/big", 5 << 20), f("a/2", 10), f("a/3", 10), f("b/1", 10)],
+        ...                       max_files=2)
+        >>> [[e.path for e in i] if isinstance(i, list) else i.path for i in items]
+        ['a/big', ['a/1', 'a/2'], ['a/3'], ['b/1']]
+    """
+    items: list[SourceFile | list[SourceFile]] = []
+    batch: list[SourceFile] = []
+    held = 0
+    for entry in files:
+        if entry.size == UNKNOWN_SIZE or entry.size > SMALL_FILE_BYTES:
+            items.append(entry)
+            continue
+        if batch and (len(batch) >= max_files or held + entry.size > max_bytes
+                      or split_id(batch[0].file_id)[0] != split_id(entry.file_id)[0]):
+            items.append(batch)
+            batch, held = [], 0
+        batch.append(entry)
+        held += entry.size
+    if batch:
+        items.append(batch)
+    return items
 
 
 def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: bool = False,

@@ -57,6 +57,7 @@ runner to record.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import threading
@@ -72,8 +73,9 @@ from cassandra.cluster import NoHostAvailable
 from cassandra.connection import ConnectionBusy, ConnectionException
 
 from casstor_ops.cluster.connection import Endpoint, connect_error
-from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, CorruptionError
-from casstor_ops.store.api import FileInfo, Store, check_id, open_source
+from casstor_ops.errors import (EXIT_CORRUPT, EXIT_PARTIAL, EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, CorruptionError,
+                                LeaseLapsedError)
+from casstor_ops.store.api import FileInfo, SmallFile, Store, StoreResult, check_id, open_source
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.trees.locations import open_reader, replacing_writer
 from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
@@ -281,35 +283,96 @@ def store_unless_unchanged(store: Store, entry: SourceFile, row: dict[str, Any],
     and to write an entry the listing misses (a tree store's; without it the head is read and the file hashed).
     An entry the listing marked ``skipped`` is that row's status, its reason the row's ``error``.
     """
+    if _skipped_unread(entry, row, listed, fs, follow_symlinks, max_file_bytes):
+        return
+    with _vanished(entry), _opened(entry, fs, follow_symlinks) as (size, reader, attributes):
+        row["bytes"] = size
+        if max_file_bytes is not None and size > max_file_bytes:
+            raise CasstorError(f"{size} bytes: larger than the limit of {max_file_bytes} bytes")
+        if _unchanged_by_hash(store, entry.file_id, size, attributes, reader, row, listed):
+            return
+        reader.seek(0)
+        _stored(row, store.put(reader, entry.file_id, lease=lease, attributes=attributes))
+
+
+def store_small_files(store: Store, entries: Sequence[SourceFile], rows: Sequence[dict[str, Any]],
+                      lease: WriterLease, follow_symlinks: bool = False, listed: ListedHeads | None = None
+                      ) -> list[BaseException | None]:
+    """:func:`store_unless_unchanged` for small local files (each read whole into memory), those not found
+    unchanged stored as one batch (:meth:`Store.put_many <casstor_ops.store.api.Store.put_many>`): each row filled
+    as that function fills it; for each file, the error that failed it (:data:`FILE_ERRORS`, for the runner to
+    record) or None. A lapsed lease raises."""
+    errors: list[BaseException | None] = [None] * len(entries)
+    batch: list[tuple[int, SmallFile]] = []
+    for n, (entry, row) in enumerate(zip(entries, rows)):
+        try:
+            if _skipped_unread(entry, row, listed, None, follow_symlinks, None):
+                continue
+            with _vanished(entry), _opened(entry, None, follow_symlinks) as (_, reader, attributes):
+                data = reader.read()
+            row["bytes"] = len(data)
+            if not _unchanged_by_hash(store, entry.file_id, len(data), attributes, io.BytesIO(data), row, listed):
+                batch.append((n, SmallFile(entry.file_id, data, attributes)))
+        except LeaseLapsedError:
+            raise
+        except FILE_ERRORS as err:
+            errors[n] = err
+    for (n, _), result in zip(batch, store.put_many([small for _, small in batch], lease=lease)):
+        if isinstance(result, LeaseLapsedError):
+            raise result
+        if isinstance(result, BaseException):
+            errors[n] = result
+        else:
+            _stored(rows[n], result)
+    return errors
+
+
+def _skipped_unread(entry: SourceFile, row: dict[str, Any], listed: ListedHeads | None,
+                    fs: AbstractFileSystem | None, follow_symlinks: bool, max_file_bytes: int | None) -> bool:
+    """Whether the listing decided the row without reading the file: marked ``skipped``, or a local file untouched
+    since its listed head (the row then says so). A path that failed to list raises its error."""
     if entry.error:
         raise CasstorError(entry.error)
     if entry.skipped:
         row.update(status=SKIPPED, error=entry.skipped)
-        return
+        return True
     known = _unchanged_since_listed(listed, entry, follow_symlinks) if listed is not None and fs is None else None
     if known is not None and (max_file_bytes is None or known.size <= max_file_bytes):
         row.update(bytes=known.size, blocks=known.blocks, status=SKIPPED)
-        return
+        return True
+    return False
+
+
+def _unchanged_by_hash(store: Store, file_id: str, size: int, attributes: FileAttributes | None, reader: BinaryIO,
+                       row: dict[str, Any], listed: ListedHeads | None) -> bool:
+    """Whether the file read by ``reader`` is its head unchanged (same size, attributes and content hash): the row
+    then says ``skipped``, and its entry is written again if the listing misses it. A chmod or touch alone is a
+    change too: the head must carry the source's mode and mtime. A file the listing shows with another size or
+    attributes is not compared (no head read)."""
+    if listed is not None and not listed.as_listed(file_id, size, attributes):
+        return False
+    head = _head(store, file_id)
+    if head is None or head.size != size or head.attributes != attributes \
+            or source_file_hash(reader, store.settings) != head.hash:
+        return False
+    row.update(blocks=head.blocks, status=SKIPPED)
+    if listed is not None:
+        listed.relist(head, attributes)
+    return True
+
+
+def _stored(row: dict[str, Any], result: StoreResult) -> None:
+    row.update(bytes=result.bytes, blocks=result.blocks, new_blocks=result.new_blocks, new_bytes=result.new_bytes,
+               new_stored_bytes=result.new_stored_bytes, status=STORED)
+
+
+@contextlib.contextmanager
+def _vanished(entry: SourceFile) -> Iterator[None]:
+    """A file not found is one that vanished since its listing (a listed size says it existed then; an explicit
+    path may never have)."""
     try:
-        with _opened(entry, fs, follow_symlinks) as (size, reader, attributes):
-            row["bytes"] = size
-            if max_file_bytes is not None and size > max_file_bytes:
-                raise CasstorError(f"{size} bytes: larger than the limit of {max_file_bytes} bytes")
-            # A chmod or touch alone is a change too: the head must carry the source's mode and mtime.
-            head = _head(store, entry.file_id) if listed is None or listed.as_listed(entry.file_id, size, attributes) \
-                else None
-            if head is not None and head.size == size and head.attributes == attributes \
-                    and source_file_hash(reader, store.settings) == head.hash:
-                row.update(blocks=head.blocks, status=SKIPPED)
-                if listed is not None:
-                    listed.relist(head, attributes)
-                return
-            reader.seek(0)
-            result = store.put(reader, entry.file_id, lease=lease, attributes=attributes)
-        row.update(bytes=result.bytes, blocks=result.blocks, new_blocks=result.new_blocks,
-                   new_bytes=result.new_bytes, new_stored_bytes=result.new_stored_bytes, status=STORED)
+        yield
     except FileNotFoundError:
-        # A listed size means the file existed when it was listed; an explicit path may never have.
         raise CasstorError(VANISHED if entry.size != UNKNOWN_SIZE else "no such file") from None
 
 
