@@ -270,12 +270,12 @@ class BatchUpload(Upload):
                                     item.attributes, item.stored, head_columns(item.stored, self._inline_store))
             self._write_lists(todo)
             acknowledged = self._write_heads(todo, started, bound)
-            if acknowledged is not None:
-                if late_head(acknowledged, self._oldest_check(acknowledged), bound):
-                    self._recheck(acknowledged)
-                    self._write_lists(items)
-                return
+            if acknowledged is not None and late_head(acknowledged, self._oldest_check(acknowledged), bound):
+                self._recheck(acknowledged)
+                self._write_lists([item for item in items if item.committed])
             todo = [item for item in todo if not item.committed]
+            if not todo:
+                return
             bound = float(commit_bound_s(self._session))
         raise CasstorError(f"could not commit a batch of {len(todo)} files within the commit bound ({bound:.0f} s): "
                            f"the cluster is too slow; store them again")
@@ -301,14 +301,15 @@ class BatchUpload(Upload):
 
     def _write_heads(self, items: list[_Item], started: float, bound: float) -> float | None:
         """Write the heads of ``items`` (batched) unless the bound has passed since ``started`` or the oldest check;
-        each file whose head was acknowledged is committed. The time the last was acknowledged, or None when the
-        bound passed first (the others need new versions)."""
+        each file whose head was acknowledged is committed (the others, once the bound passed, need new versions).
+        When the last head was acknowledged, or None if none was."""
         pending = row_batches([item.row for item in items])
         by_id = {item.id: item for item in items}
+        acknowledged = None
         for attempt in range(HEAD_WRITE_ATTEMPTS):
             now = time.monotonic()
             if now - started >= bound or now - self._oldest_check(now) >= bound:
-                return None
+                return acknowledged
             self._fence(f"committing {len(by_id)} files ({items[0].id!r}, ...)")
             failed = []
             for group, future in [(group, self._send_heads(group)) for group in pending]:
@@ -317,10 +318,11 @@ class BatchUpload(Upload):
                 except RETRYABLE:
                     failed.append(group)
                     continue
+                acknowledged = time.monotonic()
                 for row in group:
                     by_id[row[0]].committed = True
             if not failed:
-                return time.monotonic()
+                return acknowledged
             if attempt + 1 < HEAD_WRITE_ATTEMPTS:
                 time.sleep(HEAD_RETRY_FIRST_S * 2 ** attempt)
             pending = failed

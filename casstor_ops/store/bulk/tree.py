@@ -54,7 +54,6 @@ from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.restore import READ_CONCURRENCY
 from casstor_ops.store.batch_upload import SMALL_FILE_BYTES
-from casstor_ops.store.namespace.layout import split_id
 from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile, list_source
 from casstor_ops.store.bulk.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
                                           RESTORE_STATUSES, SKIPPED, ListedHeads, check_prefix, exit_status,
@@ -212,7 +211,9 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
 def small_batches(files: list[SourceFile], max_files: int = BATCH_FILES, max_bytes: int = BATCH_BYTES
                   ) -> list[SourceFile | list[SourceFile]]:
     """The files of a tree as a store takes them: a file larger than ``SMALL_FILE_BYTES`` (or of unknown size) alone;
-    consecutive small files of one directory together, at most ``max_files`` files and ``max_bytes`` bytes a batch.
+    consecutive small files together, at most ``max_files`` files and ``max_bytes`` bytes a batch. Listed in path
+    order, a batch is one directory's files or a few neighbours' (their entries still go by directory: a batch by
+    directory alone held 14 files on average in the bench's tree of 5,626, too few to pay).
 
     Example::
 
@@ -220,7 +221,7 @@ def small_batches(files: list[SourceFile], max_files: int = BATCH_FILES, max_byt
         >>> items = small_batches([f("a/1", 10), f("a/big", 5 << 20), f("a/2", 10), f("a/3", 10), f("b/1", 10)],
         ...                       max_files=2)
         >>> [[e.path for e in i] if isinstance(i, list) else i.path for i in items]
-        ['a/big', ['a/1', 'a/2'], ['a/3'], ['b/1']]
+        ['a/big', ['a/1', 'a/2'], ['a/3', 'b/1']]
     """
     items: list[SourceFile | list[SourceFile]] = []
     batch: list[SourceFile] = []
@@ -229,8 +230,7 @@ def small_batches(files: list[SourceFile], max_files: int = BATCH_FILES, max_byt
         if entry.size == UNKNOWN_SIZE or entry.size > SMALL_FILE_BYTES:
             items.append(entry)
             continue
-        if batch and (len(batch) >= max_files or held + entry.size > max_bytes
-                      or split_id(batch[0].file_id)[0] != split_id(entry.file_id)[0]):
+        if batch and (len(batch) >= max_files or held + entry.size > max_bytes):
             items.append(batch)
             batch, held = [], 0
         batch.append(entry)

@@ -1,0 +1,96 @@
+"""A tree store killed inside a batch's commit: every file old or new, and reclaim keeps what the heads name.
+
+:class:`~casstor_ops.store.batch_upload.BatchUpload` writes a batch's block
+lists, then (once they are acknowledged) its heads. A client killed between
+the two must leave each file of that batch at its old version, with the new
+lists orphans that reclaim may free, and every file of the batches before it
+at its new version.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from pathlib import Path
+
+from casstor_ops.store.api import Store
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
+
+from .faults import BackgroundJob
+from .support import NO_UI, run_casstor, write_tree
+
+DIRECTORIES, PER_DIRECTORY = 3, 100   # batches of 64 and 36 files per directory: 6 batches
+KILLED_BATCH = 3
+PREFIX = "batch-kill/"
+
+
+def _tree(tag: str) -> dict[str, bytes]:
+    return {f"d{d}/f{n:03d}.txt": f"{tag} {d} {n} ".encode() * (20 + n * 7 % 300)
+            for d in range(DIRECTORIES) for n in range(PER_DIRECTORY)}
+
+
+def _content(store: Store, file_id: str) -> bytes:
+    out = io.BytesIO()
+    store.restore(file_id, out)
+    return out.getvalue()
+
+
+def _orphan_lists(cql) -> set[str]:
+    """The files with a block list of a version that has no version row (the test's store holds only this tree)."""
+    versions = {(row.id, row.version) for row in cql.execute("SELECT id, version FROM casstor_meta.versions")}
+    lists = {(row.id, row.version) for row in cql.execute("SELECT DISTINCT id, version FROM casstor_meta.file_blocks")}
+    return {file_id for file_id, _ in lists - versions}
+
+
+def test_a_client_killed_between_a_batchs_lists_and_heads_leaves_every_file_old_or_new(empty_store, tmp_path: Path
+                                                                                       ) -> None:
+    """Injects: SIGKILL of a tree store (`tests/batch_kill_writer.py`, the CLI's store with one worker) re-storing
+    300 small files in 3 directories with new content, right after the 3rd batch's first commit write is
+    acknowledged (its block lists), before its heads are sent. Checks: the process died by SIGKILL; the batch's
+    files have block lists no version row names (the kill hit the window); every file restores as its old or its
+    new content, the first two batches' files as new and the killed batch's as old; a `casstor reclaim` then
+    (commit bound 1 s: every version but the heads forgotten) leaves every head in place and restorable
+    byte-exact as old or new; and a re-run stores the rest. Written heads-first (the order reversed), the kill
+    falls after the heads and before their lists, and the killed batch's files cannot be restored."""
+    cql = empty_store
+    store = Store(cql)
+    src = tmp_path / "src"
+    old = _tree("old")
+    write_tree(src, old)
+    first = run_casstor("store", str(src), PREFIX, "--quiet")
+    assert first.returncode == 0, first.stderr
+    new = _tree("new")
+    write_tree(src, new)
+
+    job = BackgroundJob([sys.executable, "-m", "tests.batch_kill_writer", str(KILLED_BATCH), str(src), PREFIX],
+                        tmp_path / "store.log")
+    code, output = job.wait(600)
+    assert code == -9, output[-3000:]
+
+    ids = {f"{PREFIX}{name}": name for name in old}
+    restored = {file_id: _content(store, file_id) for file_id in ids}
+    for file_id, name in ids.items():
+        assert restored[file_id] in (old[name], new[name]), file_id
+    state = {file_id: "new" if restored[file_id] == new[name] else "old" for file_id, name in ids.items()}
+    assert {state[i] for i in ids if i.startswith(f"{PREFIX}d0/")} == {"new"}  # the first two batches
+    killed = sorted(i for i in ids if i.startswith(f"{PREFIX}d1/"))[:64]
+    assert {state[i] for i in killed} == {"old"}
+    assert _orphan_lists(cql) == set(killed), "the kill did not fall between the lists and the heads"
+
+    heads = {file_id: store.stat(file_id).version for file_id in ids}
+    set_commit_bound(cql, 1)
+    time.sleep(2.5)  # past the grace of 2 x the bound: reclaim forgets every version but the heads
+    try:
+        reclaim = run_casstor("reclaim", env=NO_UI, timeout=900)
+    finally:
+        set_commit_bound(cql, SAFETY.commit_bound_s)
+    assert reclaim.returncode == 0, reclaim.stderr.decode()[-2000:]
+    for file_id in ids:
+        assert store.stat(file_id).version == heads[file_id]
+        assert _content(store, file_id) == restored[file_id], file_id
+
+    again = run_casstor("store", str(src), PREFIX, "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert all(_content(store, file_id) == new[name] for file_id, name in ids.items())
