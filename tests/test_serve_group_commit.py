@@ -45,7 +45,8 @@ def _body(index: int) -> bytes:
 
 def test_many_concurrent_puts_land_byte_exact_with_their_etags(server: Server) -> None:
     """CLIENTS threads, each 4 PUTs of its own keys one after the other (so batches of many files form): every PUT
-    is 200 with the store's JSON; a GET of each key gives its bytes and the PUT's ETag."""
+    is 200 with the store's JSON (today's fields); a GET of each key gives its bytes and the PUT's ETag; a content
+    under several keys is new bytes for one of them only."""
     bodies = {f"group/{n}/{i}": _body(n * 4 + i) for n in range(CLIENTS) for i in range(4)}
 
     def client(n: int) -> list[tuple[str, int, dict, bytes]]:
@@ -57,11 +58,14 @@ def test_many_concurrent_puts_land_byte_exact_with_their_etags(server: Server) -
         assert status == 200, (key, body)
         result = json.loads(body)
         assert (result["id"], result["bytes"]) == (key, len(bodies[key]))
+        assert set(result) == {"id", "bytes", "blocks", "new_blocks", "new_bytes", "seconds", "new_stored_bytes"}
         got_status, got_headers, content = server.request("GET", key)
         assert (got_status, content) == (200, bodies[key]), key
         assert got_headers["etag"] == headers["etag"], key
     shared = {headers["etag"] for key, _, headers, _ in answers if bodies[key] == SHARED}
     assert len(shared) == 1  # one content under several keys, in one batch or not: one ETag
+    # ... and its bytes counted new once, as PUTs one after the other would count them
+    assert sum(json.loads(body)["new_bytes"] for key, _, _, body in answers if bodies[key] == SHARED) == len(SHARED)
 
 
 def _send_put(server: Server, key: str, body: bytes) -> socket.socket:
