@@ -22,6 +22,8 @@ ended by the body deadline (``Policy.body_timeout_s``, 408); a body that
 ended there is handed to its worker as a seekable file, so the store can
 re-read a block that vanished meanwhile (online reclaim) where a stream
 cannot be.
+An unconditional PUT of such a body (one the store does not keep inline) is
+stored in a batch with the others waiting (:mod:`.group_commit`).
 In a store that keeps small files inline (:mod:`casstor_ops.store.inline`),
 an unconditional PUT of one is committed on the driver's callbacks: one
 head write, no worker thread (``Store.callbacks.put_inline_async``), when
@@ -62,6 +64,7 @@ from starlette.responses import JSONResponse, Response
 
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.bridge import answered, on_pool
+from casstor_ops.serve.group_commit import GroupCommit
 from casstor_ops.serve.head_locks import HeadLocks
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.shared_lease import SharedLease
@@ -91,9 +94,11 @@ class Writes:
         self._pool = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="casstor-serve-write")
         self.small_bodies = asyncio.Semaphore(SMALL_BODIES_HELD)  # S3's PUTs hold theirs under it too
         self.head_locks = HeadLocks()
+        self.group = GroupCommit(store, leases, self.head_locks)
 
     def close(self) -> None:
         self._pool.shutdown(cancel_futures=True)
+        self.group.close()
 
     async def write(self, action: Callable[..., T]) -> T:
         """What ``action(lease=…)`` returns, run on a write thread under the shared writer lease (S3's writes)."""
@@ -136,6 +141,8 @@ class Writes:
             if await reader.read_ahead(SMALL_BODY_BYTES):
                 body = reader.held()
                 result = await self._put_inline(body, key) if condition is None else None
+                if result is None and condition is None and not self._store.callbacks.keeps_inline(len(body)):
+                    result = await self.group.put(body, key)
                 if result is not None:
                     return JSONResponse(result.as_dict(), headers={"etag": etag(result.hash)})
                 source = io.BytesIO(body)  # seekable: the store can re-read a block that vanished meanwhile

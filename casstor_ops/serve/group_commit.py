@@ -1,0 +1,154 @@
+"""A group commit of the server's small unconditional PUTs: every PUT waiting is stored in one batch.
+
+A 64 KiB PUT stored alone (``Store.put`` on a write thread) is about six
+requests to the node: the existence check, a claim, the content, the index
+row, the block list, the head (and its directory entry). The raw driver
+writes the same bytes in one. :class:`GroupCommit` takes the PUTs whose
+whole body was read on the event loop (at most ``SMALL_BODY_BYTES``) with no
+``If-Match`` / ``If-None-Match``, in a store that does not keep them inline,
+and stores them together with one :meth:`~casstor_ops.store.api.Store.put_many`
+(:mod:`casstor_ops.store.batch_upload`: each step once for the whole batch,
+in the commit order of ``docs/safety.md``) on its own thread, then answers
+each request with its own result (its JSON and ETag as a lone store gives).
+
+One batch is in flight at a time; it takes every PUT waiting when it starts
+(at most ``GROUP_FILES`` files and about ``GROUP_BYTES`` bytes). No timer: a
+PUT that finds nothing in flight starts a batch of itself at once, and the
+PUTs that arrive while a batch is in flight form the next one. Two PUTs of
+one key never go in one batch: the earlier (in the order the server finished
+reading their bodies) goes, the later waits for the next batch, so its head is
+written after the earlier one's is acknowledged and it wins, as two PUTs
+sent one after the other. A batch holds the server's shared writer lease
+(:mod:`.shared_lease`: the reclaim window and the fence as for any write) and
+the in-process locks of all its keys (:mod:`.head_locks`), taken in key order,
+for the whole store: a conditional PUT's check and head write or a DELETE of
+one of them comes wholly before or after it.
+
+Example::
+
+    >>> group = GroupCommit(store, leases, HeadLocks())    # doctest: +SKIP
+    >>> result = await group.put(b"hello", "a.txt")         # doctest: +SKIP
+    >>> group.close()                                       # doctest: +SKIP
+
+Failures: a file's own error (a result of ``put_many``) fails its request
+only. An error of the whole batch (an offline reclaim window: 503 with
+Retry-After; a lapsed lease; a write the request queue gave up on; a bug) is
+raised by every request of that batch, each answered with the status
+today's lone store gives for it (:mod:`.status`); the next batch is tried
+afresh. A request cancelled while it waits (the server's grace time over) is
+left out of the batch; one cancelled while its batch is in flight may still
+be committed, as a lone store on a write thread would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from casstor_ops.serve.bridge import on_pool
+from casstor_ops.serve.head_locks import HeadLocks
+from casstor_ops.serve.shared_lease import SharedLease
+from casstor_ops.store.api import SmallFile, Store, StoreResult
+
+# What one batch takes at most: the PUTs whose bodies the server holds at once (writes.SMALL_BODIES_HELD), and
+# 32 MiB of bodies (a batch's blocks are all held in memory until its heads are written).
+GROUP_FILES = 64
+GROUP_BYTES = 32 << 20
+
+
+@dataclass
+class Waiting:
+    """A PUT waiting for its batch: its key, its body, and the future its request awaits."""
+
+    key: str
+    body: bytes
+    answer: asyncio.Future
+
+
+def take_batch(waiting: Sequence[Waiting], max_files: int = GROUP_FILES,
+               max_bytes: int = GROUP_BYTES) -> tuple[list[Waiting], list[Waiting]]:
+    """The next batch from ``waiting`` (in arrival order) and the PUTs left waiting, in order: at most
+    ``max_files`` PUTs and ``max_bytes`` bytes (the first PUT goes whatever its size), one PUT of a key at most, and
+    never a PUT of a key after an earlier one of it was left waiting. A cancelled request is dropped.
+
+    Example::
+
+        >>> loop = asyncio.new_event_loop()
+        >>> puts = [Waiting(key, b"x", loop.create_future()) for key in ("a", "b", "a", "c")]
+        >>> batch, left = take_batch(puts)
+        >>> [p.key for p in batch], [p.key for p in left]
+        (['a', 'b', 'c'], ['a'])
+        >>> [p.key for p in take_batch(puts, max_files=1)[1]]
+        ['b', 'a', 'c']
+        >>> loop.close()
+    """
+    batch: list[Waiting] = []
+    left: list[Waiting] = []
+    seen: set[str] = set()
+    size = 0
+    for put in waiting:
+        if put.answer.cancelled():
+            continue
+        if put.key in seen or len(batch) >= max_files or (batch and size + len(put.body) > max_bytes):
+            left.append(put)
+        else:
+            batch.append(put)
+            size += len(put.body)
+        seen.add(put.key)
+    return batch, left
+
+
+class GroupCommit:
+    """The group commit of one server process (see the module docstring); used from its event loop only."""
+
+    def __init__(self, store: Store, leases: SharedLease, head_locks: HeadLocks) -> None:
+        self._store = store
+        self._leases = leases
+        self._head_locks = head_locks
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="casstor-serve-group")
+        self._waiting: list[Waiting] = []
+        self._in_flight = False
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+    async def put(self, body: bytes, key: str) -> StoreResult:
+        """Store ``body`` under ``key`` in the next batch; its result, or the error that failed it."""
+        put = Waiting(key, body, asyncio.get_running_loop().create_future())
+        self._waiting.append(put)
+        self._next()
+        return await put.answer
+
+    def _next(self) -> None:
+        """Start a batch of the PUTs waiting, unless one is in flight (its end starts the next)."""
+        if self._in_flight:
+            return
+        batch, self._waiting = take_batch(self._waiting)
+        if batch:
+            self._in_flight = True
+            asyncio.ensure_future(self._commit(batch))
+
+    async def _commit(self, batch: list[Waiting]) -> None:
+        try:
+            results = await on_pool(self._pool, self._store_batch, [SmallFile(p.key, p.body) for p in batch])
+        except Exception as err:  # noqa: BLE001 - the whole batch failed: every request of it is answered with it
+            results = [err] * len(batch)
+        finally:
+            self._in_flight = False
+        for put, result in zip(batch, results):
+            if not put.answer.done():  # a request cancelled meanwhile waits no more
+                if isinstance(result, Exception):
+                    put.answer.set_exception(result)
+                else:
+                    put.answer.set_result(result)
+        self._next()
+
+    def _store_batch(self, files: list[SmallFile]) -> list[StoreResult | Exception]:
+        """One batch's store (on the group's thread), under the shared lease and its keys' locks."""
+        with self._leases.hold() as lease, contextlib.ExitStack() as locks:
+            for key in sorted(small.id for small in files):  # in key order: two holders of several never deadlock
+                locks.enter_context(self._head_locks.holding(key))
+            return self._store.put_many(files, lease=lease)
