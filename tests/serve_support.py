@@ -39,6 +39,12 @@ class Server(ServerProcess):
         finally:
             connection.close()
 
+    def stop_cleanly(self) -> str:
+        """Stop the server; it must exit 0 (its log is the message otherwise). Its log."""
+        code, log = self.stop()
+        assert code == 0, log
+        return log
+
 
 class PartialPut:
     """A PUT whose body the test sends in parts, on its own socket (to hold a request in flight)."""

@@ -8,12 +8,15 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Iterator, Protocol, TypeVar
 
 from casstor_ops.cluster.launcher import ClusterPorts
 from casstor_ops.store.commit import version_row
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.inline import head_columns
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.namespace.entries import Namespace
@@ -50,6 +53,18 @@ def run_casstor(*args: str, input: bytes | None = None, env: dict[str, str] | No
     """Run the ``casstor`` CLI in a subprocess, as a user would."""
     return subprocess.run([*CASSTOR, *args], input=input, capture_output=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+def reclaim_all_but_heads(cql) -> None:
+    """Run ``casstor reclaim`` with a commit bound of 1 s, past its grace: every version but the heads is forgotten
+    and its blocks reclaimed, so what a head names must still be there afterwards (the bound is put back)."""
+    set_commit_bound(cql, 1)
+    time.sleep(2.5)  # past the grace of 2 x the bound
+    try:
+        reclaim = run_casstor("reclaim", env=NO_UI, timeout=900)
+    finally:
+        set_commit_bound(cql, SAFETY.commit_bound_s)
+    assert reclaim.returncode == 0, reclaim.stderr.decode()[-2000:]
 
 
 def run_notebook(name: str, out_dir, cwd: Path = ROOT, **parameters) -> Path:

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import io
 import sys
-import time
 from pathlib import Path
 
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree import small_batches
-from casstor_ops.store.coordination.commit_bound import set_commit_bound
-from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.trees.source_listing import list_source
 
 from .faults import BackgroundJob
-from .support import NO_UI, run_casstor, write_tree
+from .support import reclaim_all_but_heads, run_casstor, write_tree
 
 DIRECTORIES, PER_DIRECTORY = 3, 100
 KILLED_BATCH = 2   # of small_batches' (two at its 256 files a batch)
@@ -83,13 +80,7 @@ def test_a_client_killed_between_a_batchs_lists_and_heads_leaves_every_file_old_
     assert _orphan_lists(cql) == set(killed), "the kill did not fall between the lists and the heads"
 
     heads = {file_id: store.stat(file_id).version for file_id in ids}
-    set_commit_bound(cql, 1)
-    time.sleep(2.5)  # past the grace of 2 x the bound: reclaim forgets every version but the heads
-    try:
-        reclaim = run_casstor("reclaim", env=NO_UI, timeout=900)
-    finally:
-        set_commit_bound(cql, SAFETY.commit_bound_s)
-    assert reclaim.returncode == 0, reclaim.stderr.decode()[-2000:]
+    reclaim_all_but_heads(cql)
     for file_id in ids:
         assert store.stat(file_id).version == heads[file_id]
         assert _content(store, file_id) == restored[file_id], file_id

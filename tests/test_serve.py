@@ -43,8 +43,7 @@ SIZES = [0, 1, "chunk_min", MB, 3 * MB, pytest.param(50 * MB, marks=pytest.mark.
 def server(cql) -> Iterator[Server]:
     running = Server("--lease-reuse", str(LEASE_REUSE_S))
     yield running
-    code, log = running.stop()
-    assert code == 0, log
+    running.stop_cleanly()
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import io
 import os
-import time
 from pathlib import Path
 
 from casstor_ops.store.api import Store
-from casstor_ops.store.coordination.commit_bound import set_commit_bound
-from casstor_ops.store.coordination.safety import SAFETY
 
 from .faults import BackgroundJob, wait_until
-from .support import CASSTOR, NO_UI, run_casstor
+from .support import CASSTOR, reclaim_all_but_heads, run_casstor
 
 FILES = 600
 PREFIX = "tree-kill/"
@@ -80,13 +77,7 @@ def test_tree_store_killed_before_its_entry_flush_is_old_or_new_and_the_rerun_li
     assert any(listed.get(i) != head.version for i, head in heads.items()), "no entry lagged: the kill missed"
     for file_id in old:
         assert _content(store, file_id) in (old[file_id], new[file_id]), file_id
-    set_commit_bound(cql, 1)
-    time.sleep(2.5)  # past the grace of 2 x the bound: reclaim forgets every version but the heads
-    try:
-        reclaim = run_casstor("reclaim", env=NO_UI, timeout=900)
-    finally:
-        set_commit_bound(cql, SAFETY.commit_bound_s)
-    assert reclaim.returncode == 0, reclaim.stderr.decode()[-2000:]
+    reclaim_all_but_heads(cql)
     for file_id, head in heads.items():
         assert store.stat(file_id).version == head.version
         assert _content(store, file_id) in (old[file_id], new[file_id]), file_id
