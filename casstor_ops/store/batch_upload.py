@@ -85,6 +85,7 @@ from casstor_ops.store.chunking import make_chunker
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inline import encode, fits, head_columns, inline_result
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
+from casstor_ops.store.runs import runs
 from casstor_ops.store.records import FileAttributes, InlineContent, StoreResult
 from casstor_ops.store.request_queue import RETRYABLE
 from casstor_ops.store.schema import StoreSettings
@@ -139,16 +140,7 @@ def row_batches(rows: Sequence[tuple], max_rows: int = ROW_BATCH_ROWS,
         >>> [len(g) for g in row_batches([(b"x" * 600,)] * 3, max_bytes=1000)]
         [1, 1, 1]
     """
-    groups: list[list[tuple]] = []
-    size = 0
-    for row in rows:
-        weight = _row_bytes(row)
-        if not groups or len(groups[-1]) >= max_rows or size + weight > max_bytes:
-            groups.append([])
-            size = 0
-        groups[-1].append(row)
-        size += weight
-    return groups
+    return list(runs(rows, _row_bytes, max_rows, max_bytes))
 
 
 def _row_bytes(row: tuple) -> int:

@@ -194,6 +194,7 @@ def test_a_tree_is_cut_into_batches_by_count_and_bytes() -> None:
              [("a", 1, 10), ("a", 2, 600_000), ("a", 3, 600_000), ("a", 4, -1), ("a", 5, 5), ("b", 1, 5),
               ("b", 2, 2 << 20)]]
     items = small_batches(files, max_files=3, max_bytes=1 << 20)
-    # unknown size and over SMALL_FILE_BYTES: alone; a/3 would take a/1's batch past 1 MiB; b/1 joins a neighbour's
+    # unknown size and over SMALL_FILE_BYTES: alone, first; a/3 would take a/1's batch past 1 MiB; b/1 joins a
+    # neighbour's
     assert [[e.path for e in i] if isinstance(i, list) else i.path for i in items] == \
-        [["a/1", "a/2"], "a/4", "b/2", ["a/3", "a/5", "b/1"]]
+        ["a/4", "b/2", ["a/1", "a/2"], ["a/3", "a/5", "b/1"]]

@@ -48,21 +48,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.api import Store
+from casstor_ops.store.batch_upload import SMALL_FILE_BYTES  # stored in batches up to it, restored so too
 from casstor_ops.store.bulk.tree_files import FAILED, FILE_ERRORS, RESTORED, one_line, restore_target
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.request_queue import RequestQueue
+from casstor_ops.store.runs import runs
 from casstor_ops.store.restore import READ_CONCURRENCY, blocks_read, checked_blocks, checked_list
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.trees.destinations import check_destination, move_into_place, set_attributes
 from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.trees.temporary import create_temporary, fsync_directory, remove_strays, sync_files
 
-SMALL_FILE_BYTES = 1 << 20   # a file up to this size is batched; a larger one is restored alone (its own pipeline)
 BATCH_FILES = 64             # files per batch (measured in docs/benchmarks.md)
 BATCH_BYTES = 8 << 20        # bytes per batch: what a worker holds in memory, at most
 READ_BLOCKS = 64             # blocks per read of the batch, at most
@@ -81,16 +83,7 @@ def batches(heads: Iterable[FileInfo], max_files: int = BATCH_FILES, max_bytes: 
             ) -> Iterator[list[FileInfo]]:
     """``heads`` in order, cut into runs of at most ``max_files`` files and ``max_bytes`` bytes (a file larger
     than ``max_bytes`` alone). Example: sizes 5, 5, 5 with ``max_bytes=10`` give ``[[5, 5], [5]]``."""
-    batch: list[FileInfo] = []
-    held = 0
-    for head in heads:
-        if batch and (len(batch) >= max_files or held + head.size > max_bytes):
-            yield batch
-            batch, held = [], 0
-        batch.append(head)
-        held += head.size
-    if batch:
-        yield batch
+    return runs(heads, attrgetter("size"), max_files, max_bytes)
 
 
 def read_groups(sizes: dict[bytes, int], max_blocks: int = READ_BLOCKS, max_bytes: int = READ_BYTES
@@ -98,15 +91,7 @@ def read_groups(sizes: dict[bytes, int], max_blocks: int = READ_BLOCKS, max_byte
     """The hashes of ``sizes`` (hash -> bytes), in order, cut into reads of at most ``max_blocks`` blocks and
     ``max_bytes`` bytes (a larger block alone). Example: ``read_groups({a: 600, b: 600}, max_bytes=1000)`` is
     ``[[a], [b]]``."""
-    groups: list[list[bytes]] = []
-    held = max_bytes + 1  # the first block opens a group
-    for digest, size in sizes.items():
-        if held + size > max_bytes or len(groups[-1]) >= max_blocks:
-            groups.append([])
-            held = 0
-        groups[-1].append(digest)
-        held += size
-    return groups
+    return [[digest for digest, _ in run] for run in runs(sizes.items(), itemgetter(1), max_blocks, max_bytes)]
 
 
 @dataclass
