@@ -20,6 +20,9 @@ Vocabulary (used with one meaning everywhere in casstor):
   so concurrent stores upload a shared new block once (:mod:`.claims`).
 * **lease**, **window**, **commit bound**: what keeps writers and reclaims
   apart, in :mod:`.coordination` (its docstring defines them).
+* **batch**: small files (at most ``SMALL_FILE_BYTES``) stored together,
+  each step of the commit order for all of them in few requests
+  (:mod:`.batch_upload`, ``Store.put_many``; cut into *runs* by :mod:`.runs`).
 * **request queue**: a store's or restore's concurrent driver requests,
   with retries (:mod:`.request_queue`); "window" means only the reclaim window.
 
