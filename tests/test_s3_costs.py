@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
+
+from casstor_ops.serve.s3.buckets import CLOCK_MARGIN_SECONDS
 
 from .s3_support import client
 
@@ -89,3 +92,24 @@ def test_a_copy_of_a_multipart_object_keeps_its_etag_and_parts(s3, cql):
     second = s3.get_object(Bucket="mp-copies", Key="dst", PartNumber=2)
     assert second["PartsCount"] == 2 and second["Body"].read() == parts[1]
     assert s3.get_object(Bucket="mp-copies", Key="dst")["Body"].read() == b"".join(parts)
+
+
+def test_gets_of_an_older_object_read_their_bucket_once_and_a_newer_one_fresh(s3, cql):
+    """Counts the node's reads of ``casstor_meta.buckets`` during GETs and HEADs: the first GET of an object
+    older than the bucket's row reads it, the next four take the worker's remembered row (before: one read a
+    request); a GET of an object committed after the row was read reads it fresh, and so does a GET with
+    ``versionId`` and a PUT."""
+    s3.create_bucket(Bucket="reads-once")
+    s3.put_object(Bucket="reads-once", Key="old", Body=b"old")
+    time.sleep(CLOCK_MARGIN_SECONDS + 0.5)  # the object is older than any row read from now on
+    before = bucket_reads(cql)
+    for _ in range(4):
+        assert s3.get_object(Bucket="reads-once", Key="old")["Body"].read() == b"old"
+    s3.head_object(Bucket="reads-once", Key="old")
+    assert bucket_reads(cql) - before == 1
+    s3.put_object(Bucket="reads-once", Key="new", Body=b"new")
+    assert bucket_reads(cql) - before == 2
+    assert s3.get_object(Bucket="reads-once", Key="new")["Body"].read() == b"new"
+    assert bucket_reads(cql) - before == 3
+    assert s3.get_object(Bucket="reads-once", Key="old", VersionId="null")["Body"].read() == b"old"
+    assert bucket_reads(cql) - before == 4

@@ -7,8 +7,12 @@ FULL_CONTROL and accept only ``private``.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from botocore.exceptions import ClientError
+
+from casstor_ops.serve.s3.buckets import CLOCK_MARGIN_SECONDS
 
 from .s3_support import ALT_KEY, KEY, error_code
 
@@ -78,3 +82,28 @@ def test_acls_are_the_owners_full_control_and_only_private_is_accepted(s3):
     with pytest.raises(ClientError) as err:
         s3.get_object_acl(Bucket="acls", Key="missing")
     assert error_code(err) == "NoSuchKey"
+
+
+def test_a_get_on_a_remembered_bucket_row_never_reads_a_bucket_made_again_by_another_user(s3, s3_alt):
+    """The main user GETs an object (the worker now remembers the bucket's row, owner: main), then empties and
+    deletes the bucket; the other user makes a bucket of that name and PUTs the same key. The main user's GET
+    and HEAD of it within the row's remembered seconds are AccessDenied (the object is newer than the row: it
+    is checked on a fresh one), not the other user's bytes; once that bucket is gone, NoSuchBucket."""
+    s3.create_bucket(Bucket="made-again")
+    s3.put_object(Bucket="made-again", Key="k", Body=b"main's")
+    time.sleep(CLOCK_MARGIN_SECONDS + 0.5)  # older than the row the GET reads: it will be remembered
+    assert s3.get_object(Bucket="made-again", Key="k")["Body"].read() == b"main's"
+    s3.delete_object(Bucket="made-again", Key="k")
+    s3.delete_bucket(Bucket="made-again")
+    s3_alt.create_bucket(Bucket="made-again")
+    s3_alt.put_object(Bucket="made-again", Key="k", Body=b"alt's")
+    for refused in (lambda: s3.get_object(Bucket="made-again", Key="k"),
+                    lambda: s3.head_object(Bucket="made-again", Key="k")):
+        with pytest.raises(ClientError) as err:
+            refused()
+        assert error_code(err) in ("AccessDenied", "403")
+    s3_alt.delete_object(Bucket="made-again", Key="k")
+    s3_alt.delete_bucket(Bucket="made-again")
+    with pytest.raises(ClientError) as err:
+        s3.get_object(Bucket="made-again", Key="k")
+    assert error_code(err) == "NoSuchBucket"

@@ -1,12 +1,15 @@
 """The S3 face's pure answers (no node): owner-only ACLs, the headers kept with an object, listing encodings,
-CreateBucket's location, ListBuckets' page size and UploadPartCopy's range."""
+CreateBucket's location, ListBuckets' page size, UploadPartCopy's range and which objects a remembered bucket
+row covers."""
 
 from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from casstor_ops.serve.s3.acl import check_owner_only, policy
-from casstor_ops.serve.s3.buckets import location_of, max_buckets
+from casstor_ops.serve.s3.buckets import CLOCK_MARGIN_SECONDS, ReadGrant, location_of, max_buckets
 from casstor_ops.serve.s3.errors import S3Error
 from casstor_ops.serve.s3.listing import encoded
 from casstor_ops.serve.s3.multipart import _copy_range
@@ -67,3 +70,14 @@ def test_a_copy_range_past_the_source_is_invalid_range():
     assert _copy_range("bytes=0-4", 5) == (0, 5)
     assert _code(lambda: _copy_range("bytes=0-21", 5)) == "InvalidRange"
     assert _code(lambda: _copy_range("bytes=4-1", 5)) == "InvalidArgument"
+
+
+def test_a_remembered_bucket_row_covers_only_objects_older_than_its_read_by_the_clock_margin():
+    """The driver's naive UTC datetimes and aware ones alike; an object of the margin's seconds before the read,
+    or newer, is not covered (it could be in a bucket made again since)."""
+    read_at = datetime(2026, 11, 26, 12, 0, 0, tzinfo=timezone.utc)
+    grant = ReadGrant(OWNER, read_at.timestamp())
+    older = read_at - timedelta(seconds=CLOCK_MARGIN_SECONDS + 1)
+    assert grant.covers(older) and grant.covers(older.replace(tzinfo=None))
+    for newer in (read_at - timedelta(seconds=CLOCK_MARGIN_SECONDS - 1), read_at + timedelta(seconds=5)):
+        assert not grant.covers(newer) and not grant.covers(newer.replace(tzinfo=None))

@@ -68,7 +68,7 @@ from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.s3.acl import Acls
 from casstor_ops.serve.s3.attributes import get_attributes
-from casstor_ops.serve.s3.buckets import Bucket, Buckets, location_of, max_buckets, owner_of
+from casstor_ops.serve.s3.buckets import Bucket, Buckets, ReadGrant, location_of, max_buckets, owner_of
 from casstor_ops.serve.s3.cors import Cors
 from casstor_ops.serve.s3.errors import S3Error, render
 from casstor_ops.serve.s3.listing import Listing, decode_token, encode_token, encoded, max_keys
@@ -133,8 +133,8 @@ class S3Handlers(Handlers):
                 signed = authenticate(request.method, path, request.scope["query_string"].decode("latin-1"),
                                       headers, self._secrets, time.time())
                 self._check_writable(request.method)
-                record = await self._authorize(request, path, signed)
-                response = await self._route(request, path, signed, record)
+                record, grant = await self._authorize(request, path, signed)
+                response = await self._route(request, path, signed, record, grant)
         except S3Error as err:
             response = self._error(request.method, path, err, request_id)
         except ClientDisconnect:
@@ -164,18 +164,22 @@ class S3Handlers(Handlers):
         body = b"" if method == "HEAD" or err.status == 304 else render(err, request_id)
         return Response(body, status_code=err.status, headers=headers, media_type="application/xml")
 
-    async def _authorize(self, request: Request, path: str, signed: Signed) -> Bucket | None:
+    async def _authorize(self, request: Request, path: str, signed: Signed) -> tuple[Bucket | None, ReadGrant | None]:
         """The row of the request's bucket, which the caller must own (None: ListBuckets, CreateBucket: any user
-        may try a name); a copy's source bucket must be the caller's too."""
+        may try a name); a copy's source bucket must be the caller's too. A GetObject or HeadObject of the
+        newest version may take a remembered row, and then has the grant to check its object against."""
         bucket, _, key = path.lstrip("/").partition("/")
-        record = None
-        if bucket and (request.method != "PUT" or key or request.scope["query_string"]):
+        record = grant = None
+        if key and _newest_read(request):
+            record, grant = await self.buckets.authorize_read(bucket, signed.access_key)
+        elif bucket and (request.method != "PUT" or key or request.scope["query_string"]):
             record = await self.buckets.authorize(bucket, signed.access_key)
         if key and "x-amz-copy-source" in request.headers:
             await self.buckets.authorize(copy_source_of(request.headers)[0], signed.access_key)
-        return record
+        return record, grant
 
-    async def _route(self, request: Request, path: str, signed: Signed, record: Bucket | None) -> Response:
+    async def _route(self, request: Request, path: str, signed: Signed, record: Bucket | None,
+                     grant: ReadGrant | None = None) -> Response:
         bucket, _, key = path.lstrip("/").partition("/")
         query = dict(parse_qsl(request.scope["query_string"].decode("latin-1"), keep_blank_values=True))
         method = request.method
@@ -203,7 +207,7 @@ class S3Handlers(Handlers):
             return await get_attributes(self.objects, request, bucket, key, query.get("versionId"))
         if method in ("GET", "HEAD"):
             return await self.objects.get(request, bucket, key, send_body=method == "GET",
-                                          version=query.get("versionId"), part=query.get("partNumber"))
+                                          version=query.get("versionId"), part=query.get("partNumber"), grant=grant)
         if method == "PUT":
             if "x-amz-copy-source" in request.headers:
                 return await self.objects.copy(request, bucket, key, record.versioning)
@@ -320,6 +324,16 @@ class S3Handlers(Handlers):
                        "CommonPrefixes": [{"Prefix": encoded(p, encoding)} for p in page.prefixes]})
         root_name = "ListBucketResult"
         return xml_response(document(root_name, fields))
+
+
+def _newest_read(request: Request) -> bool:
+    """Whether the request is a GetObject or HeadObject of the newest version (its query names nothing but
+    ``partNumber``, ``response-*``, botocore's ``x-id`` and a presigned URL's ``X-Amz-*``) with no ``Origin``
+    (whose CORS headers are the fresh row's)."""
+    if request.method not in ("GET", "HEAD") or "origin" in request.headers:
+        return False
+    names = (part.partition("=")[0] for part in request.scope["query_string"].decode("latin-1").split("&") if part)
+    return all(name in ("partNumber", "x-id") or name.startswith(("X-Amz-", "response-")) for name in names)
 
 
 def _s3_error(err: Exception) -> S3Error:

@@ -19,7 +19,11 @@ Example::
 
 A request reads its bucket's row once (:meth:`Buckets.authorize` answers it as a :class:`Bucket`) and its
 operations take what they need from that record: the versioning state of a PUT, copy or DELETE, the CORS
-rules of an answer to another origin.
+rules of an answer to another origin. A GetObject or HeadObject of an object's newest version (no
+``versionId``, no ``Origin``) may take the row from this worker's memory (:meth:`Buckets.authorize_read`, at
+most :data:`READ_ROW_SECONDS` old): a bucket's owner never changes and a bucket is deleted only when empty, so
+an object committed before the row was read is in the bucket that row describes; a newer object, and any
+refusal, is checked again on a fresh row (:class:`ReadGrant`). Every write reads the row fresh.
 
 Failures (:class:`~.errors.S3Error`): an invalid name: InvalidBucketName;
 unknown: NoSuchBucket; another user's: AccessDenied (:meth:`Buckets.authorize`: every request but
@@ -29,8 +33,10 @@ while objects remain: BucketNotEmpty. The driver's errors propagate.
 
 from __future__ import annotations
 
+import calendar
 import ipaddress
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -47,6 +53,10 @@ from casstor_ops.store.statements import Statements
 KEEP_EVERY = 2 ** 31 - 1  # keep_last of a versioned bucket: every version (the column is a CQL int)
 MAX_BUCKETS = 10_000  # S3's largest max-buckets
 MAX_CONFIG_BODY = 64 * 1024
+READ_ROW_SECONDS = 10.0  # how long a GET or HEAD may take its bucket's row from this worker's memory
+# Gateways' clocks may differ (committed_at is the writer's): an object this much older than the remembered
+# row is still checked on a fresh one. Cassandra's last-write-wins needs the clocks far closer than this.
+CLOCK_MARGIN_SECONDS = 2.0
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
 
@@ -107,10 +117,31 @@ class Bucket:
     cors: str | None  # the CORS rules as JSON (:mod:`.cors`), None: none
 
 
+@dataclass(frozen=True)
+class ReadGrant:
+    """A GET's or HEAD's owner check made on a remembered bucket row (:meth:`Buckets.authorize_read`): it holds
+    for an object committed before that row was read (every object of a bucket deleted and made again since is
+    newer: a bucket is deleted only when empty)."""
+
+    access_key: str
+    read_at: float  # time.time() when the row's read began
+
+    def covers(self, committed_at: datetime) -> bool:
+        """Whether an object committed at ``committed_at`` (the driver's UTC datetime) is older than the row."""
+        return calendar.timegm(committed_at.utctimetuple()) < self.read_at - CLOCK_MARGIN_SECONDS
+
+
 def _record(name: str, row) -> Bucket:
     if row is None:
         raise no_such_bucket(name)
     return Bucket(row.name, row.created_at, row.versioning, row.owner, row.location, row.cors)
+
+
+def _owned(bucket: Bucket, access_key: str) -> Bucket:
+    """``bucket`` if ``access_key`` owns it (one made before owners were recorded has none: every user's)."""
+    if bucket.owner not in (None, access_key):
+        raise access_denied()
+    return bucket
 
 
 class Buckets:
@@ -120,6 +151,7 @@ class Buckets:
         self._store = store
         self._session = store.session
         self._st = Statements.for_session(store.session)
+        self._read_rows: dict[str, tuple[float, Bucket]] = {}  # name: (when its read began, row); existing ones
 
     def create(self, name: str, owner: str, location: str | None = None) -> None:
         """Create bucket ``name`` owned by the access key ``owner``. A second create by its owner changes nothing
@@ -140,10 +172,17 @@ class Buckets:
         GET); NoSuchBucket, or AccessDenied unless ``access_key`` owns the bucket (one made before owners were
         recorded has none: every user's, as before)."""
         row = await answered(partial(one_row, self._session, self._st.read_bucket, (name,), self._st.named_rows))
-        bucket = _record(name, row)
-        if bucket.owner not in (None, access_key):
-            raise access_denied()
-        return bucket
+        return _owned(_record(name, row), access_key)
+
+    async def authorize_read(self, name: str, access_key: str, fresh: bool = False) -> tuple[Bucket, ReadGrant]:
+        """:meth:`authorize` for a GET or HEAD of an object's newest version: the row this worker read at most
+        :data:`READ_ROW_SECONDS` ago (``fresh``: read now), and the grant the read must check the object
+        against (see the module docstring)."""
+        remembered = self._read_rows.get(name)
+        if fresh or remembered is None or time.time() - remembered[0] > READ_ROW_SECONDS:
+            started = time.time()
+            remembered = self._read_rows[name] = (started, await self.authorize(name, access_key))
+        return _owned(remembered[1], access_key), ReadGrant(access_key, remembered[0])
 
     def created(self, name: str) -> datetime:
         """When bucket ``name`` was created; NoSuchBucket if it does not exist."""

@@ -63,7 +63,7 @@ from casstor_ops.serve.bridge import answered, on_pool, one_row
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.ranges import ByteRange, Unsatisfiable, parse_range
 from casstor_ops.serve.reads import Reads
-from casstor_ops.serve.s3.buckets import Buckets
+from casstor_ops.serve.s3.buckets import Buckets, ReadGrant
 from casstor_ops.serve.s3.checksums import Checksum, Digests
 from casstor_ops.serve.s3.conditions import ConditionTurns, Turn
 from casstor_ops.serve.s3.chunked import AwsChunked
@@ -295,8 +295,17 @@ class Objects:
         return ByteRange(start, start + size), Checksum(obj.checksum.algorithm, value, obj.checksum.type)
 
     async def get(self, request: Request, bucket: str, key: str, send_body: bool, version: str | None = None,
-                  part: str | None = None) -> Response:
-        obj = await self.head(bucket, key, version)
+                  part: str | None = None, grant: ReadGrant | None = None) -> Response:
+        """GetObject or HeadObject; ``grant``: authorized on a remembered bucket row, which holds for an object
+        older than it, else (a newer object, a refusal) the caller is authorized again on a fresh row."""
+        try:
+            obj = await self.head(bucket, key, version)
+        except S3Error:
+            if grant is not None:  # NoSuchBucket or AccessDenied of the fresh row before NoSuchKey
+                await self._buckets.authorize_read(bucket, grant.access_key, fresh=True)
+            raise
+        if grant is not None and not grant.covers(obj.info.committed_at):
+            await self._buckets.authorize_read(bucket, grant.access_key, fresh=True)
         overrides = {name.removeprefix("response-"): value for name, value in request.query_params.items()
                      if name.startswith("response-")} if b"response-" in request.scope["query_string"] else {}
         headers = obj.headers(overrides)  # the query parsed only when it names one: most GETs have none

@@ -81,10 +81,11 @@ def uri_encode(text: str, slash: bool = True) -> str:
 def canonical_query(raw_query: str, leave_out: str = "") -> str:
     """The query's parameters decoded, encoded again as SigV4 wants, sorted (``leave_out``: X-Amz-Signature)."""
     pairs = []
+    left_out = uri_encode(leave_out, False)
     for part in raw_query.split("&") if raw_query else []:
         name, _, value = part.partition("=")
         name, value = _encoded(name), _encoded(value)
-        if name != uri_encode(leave_out, False):
+        if name != left_out:
             pairs.append((name, value))
     return "&".join(f"{n}={v}" for n, v in sorted(pairs))
 
