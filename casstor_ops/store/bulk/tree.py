@@ -138,14 +138,17 @@ def _failed(row: dict[str, Any], err: BaseException) -> dict[str, Any]:
 
 def _pool(store: Store, what: str, items: list[Item],
           one: Callable[[Item], list[tuple[dict[str, Any], BaseException | None]]], workers: int,
-          progress: ProgressCallback | None) -> TreeReport:
+          progress: ProgressCallback | None, ahead: Callable[[Item], None] | None = None) -> TreeReport:
     """Run ``one`` on every item (a file, or a batch of files: its rows and errors), ``workers`` at a time; stop at
-    a lapsed lease or a cluster outage."""
+    a lapsed lease or a cluster outage. ``ahead``: told each item as it is queued (before a worker
+    takes it: reads it will need can start)."""
     report, started = TreeReport(what), time.monotonic()
     pending: set[Future] = set()
     with ThreadPoolExecutor(workers, thread_name_prefix=f"casstor-{what}") as pool:
         try:
             for item in items:  # at most 2 x workers submitted: a huge tree is not held as futures
+                if ahead is not None:
+                    ahead(item)
                 pending.add(pool.submit(one, item))
                 if len(pending) >= 2 * workers:
                     pending = _collect(report, pending, progress, store)
@@ -204,13 +207,20 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
                 errors = store_small_files(store, item, rows, lease, follow_symlinks=follow_symlinks, listed=listed)
                 return [(row, err) if err is None else (_failed(row, err), err) for row, err in zip(rows, errors)]
 
-            report = _pool(store, "store", small_batches(files), one, workers, progress)
+            report = _pool(store, "store", small_batches(files), one, workers, progress,
+                           lambda item: listed.prefetch(e.file_id for e in _files(item)))
         except BaseException:
             with contextlib.suppress(Exception):  # list what was committed if the cluster lets us; the error stands
                 entries.flush()
             raise
+        finally:
+            listed.close()
         entries.flush()
         return report
+
+
+def _files(item: SourceFile | list[SourceFile]) -> list[SourceFile]:
+    return [item] if isinstance(item, SourceFile) else item
 
 
 def small_batches(files: list[SourceFile], max_files: int = BATCH_FILES, max_bytes: int = BATCH_BYTES
