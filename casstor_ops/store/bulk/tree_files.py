@@ -229,7 +229,7 @@ class ListedHeads:
     Example: ``ListedHeads(store, entries).get("src/a.py").file.size`` -> ``1200``.
     """
 
-    def __init__(self, store: Store, entries: BatchedEntries, kept: int = 1024, ahead: int = 2) -> None:
+    def __init__(self, store: Store, entries: BatchedEntries, kept: int = 1024, ahead: int = 4) -> None:
         self._session, self._st = store.session, Statements.for_session(store.session)
         self._namespace = store.namespace
         self._entries = entries
