@@ -6,8 +6,9 @@ import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
-from casstor_ops.store.namespace.entries import BatchedEntries
+from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.records import RACY_CTIME_NS, FileAttributes, FileInfo
 
 
@@ -64,3 +65,35 @@ def test_a_file_is_unchanged_only_with_its_recorded_inode_and_change_time(tmp_pa
     path.write_bytes(b"y")
     os.utime(path, ns=(then, then))  # mtime set back: the change time still tells
     assert not recorded.unchanged(os.stat(path))
+
+
+class DirectorySession:
+    """Knows which directory keys have a row; records each request as (first word of its CQL, its first value)."""
+
+    def __init__(self, made: set[str]) -> None:
+        self.made, self.requests = made, []
+
+    def prepare(self, cql: str) -> str:
+        return cql
+
+    def execution_profile_clone_update(self, profile, **changes) -> None:
+        return None
+
+    def execute(self, cql: str, values: tuple) -> SimpleNamespace:
+        self.requests.append((cql.split()[0], values[0]))
+        if cql.startswith("SELECT generation"):
+            found = [SimpleNamespace(generation=None)] if values[0] in self.made else []
+            return SimpleNamespace(one=lambda: found[0] if found else None)
+        if "directories" in cql:
+            self.made.add(values[0])
+        return SimpleNamespace(one=lambda: None)
+
+
+def test_a_directory_listed_unmade_is_made_at_its_first_write_without_reading_its_row_again() -> None:
+    session = DirectorySession({"/", "/a/"})
+    namespace = Namespace(session, directory_rows=100_000)
+    assert namespace.listed("a/b/") is None and namespace.listed("a/") == 0
+    assert namespace.generation("a/b/") == 0 and namespace.generation("a/") == 0
+    # One read of each row (the listing's), then a's marker of b/ and b/'s row, in that order.
+    assert session.requests == [("SELECT", "/a/b/"), ("SELECT", "/a/"), ("INSERT", "/a/"), ("INSERT", "/a/b/")]
+    assert namespace.generation("a/b/") == 0 and len(session.requests) == 4  # remembered as made

@@ -139,14 +139,17 @@ def _failed(row: dict[str, Any], err: BaseException) -> dict[str, Any]:
 
 def _run(store: Store, what: str, items: Iterable[Item],
          work: Callable[[Item], list[Finished]], workers: int,
-         progress: ProgressCallback | None) -> TreeReport:
+         progress: ProgressCallback | None, ahead: Callable[[Item], None] | None = None) -> TreeReport:
     """Do ``work`` on every item (one file, or a batch of files: a row each), ``workers`` at a time; stop at a
-    lapsed lease or a cluster outage."""
+    lapsed lease or a cluster outage. ``ahead``: told each item as it is queued (before a worker takes it: reads
+    it will need can start)."""
     report, started = TreeReport(what), time.monotonic()
     pending: set[Future] = set()
     with ThreadPoolExecutor(workers, thread_name_prefix=f"casstor-{what}") as pool:
         try:
             for item in items:  # at most 2 x workers submitted: a huge tree is not held as futures
+                if ahead is not None:
+                    ahead(item)
                 pending.add(pool.submit(work, item))
                 if len(pending) >= 2 * workers:
                     pending = _collect(report, pending, progress, store)
@@ -205,21 +208,29 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
                 errors = store_small_files(store, item, rows, lease, follow_symlinks=follow_symlinks, listed=listed)
                 return [(row, err) if err is None else (_failed(row, err), err) for row, err in zip(rows, errors)]
 
-            report = _run(store, "store", small_batches(files), one, workers, progress)
+            report = _run(store, "store", small_batches(files), one, workers, progress,
+                          lambda item: listed.prefetch(e.file_id for e in _files(item)))
         except BaseException:
             with contextlib.suppress(Exception):  # list what was committed if the cluster lets us; the error stands
                 entries.flush()
             raise
+        finally:
+            listed.close()
         entries.flush()
         return report
+
+
+def _files(item: SourceFile | list[SourceFile]) -> list[SourceFile]:
+    return [item] if isinstance(item, SourceFile) else item
 
 
 def small_batches(files: list[SourceFile], max_files: int = BATCH_FILES, max_bytes: int = BATCH_BYTES
                   ) -> list[SourceFile | list[SourceFile]]:
     """The files of a tree as a store takes them: each file larger than ``SMALL_FILE_BYTES`` (or of unknown size)
-    alone, first (the longest items start first); then consecutive small files together, at most ``max_files`` files and ``max_bytes`` bytes a batch. Listed in path
-    order, a batch is one directory's files or a few neighbours' (their entries still go by directory: a batch by
-    directory alone held 14 files on average in the bench's tree of 5,626, too few to pay).
+    alone, first (the longest items start first); then consecutive small files together, at most ``max_files``
+    files and ``max_bytes`` bytes a batch. Listed in path order, a batch is one directory's files or a few
+    neighbours' (their entries still go by directory: a batch by directory alone held 14 files on average in the
+    bench's tree of 5,626, too few to pay).
 
     Example::
 

@@ -68,10 +68,11 @@ import stat
 import threading
 import uuid
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator, Sequence
 
 from cassandra import DriverException
 from cassandra.cluster import NoHostAvailable
@@ -220,30 +221,53 @@ def _opened(entry: SourceFile, fs: AbstractFileSystem | None, follow_symlinks: b
 class ListedHeads:
     """The files of a tree as the directory index lists them (newest versions, with the source's inode and change
     time when recorded), read once per directory, the last ``kept`` directories kept; and the entries to write
-    again (:meth:`relist`). Thread-safe: a directory is read by the first file that asks.
+    again (:meth:`relist`). Thread-safe: a directory is read by the first file that asks, or ahead of the workers
+    (:meth:`prefetch`) by ``ahead`` threads of its own (:meth:`close` stops them). A directory not made yet is not
+    read past its row (it has no entry), and its generation read is kept for the writes of its entries
+    (:meth:`Namespace.listed <casstor_ops.store.namespace.entries.Namespace.listed>`).
 
     Example: ``ListedHeads(store, entries).get("src/a.py").file.size`` -> ``1200``.
     """
 
-    def __init__(self, store: Store, entries: BatchedEntries, kept: int = 64) -> None:
+    def __init__(self, store: Store, entries: BatchedEntries, kept: int = 1024, ahead: int = 4) -> None:
         self._session, self._st = store.session, Statements.for_session(store.session)
+        self._namespace = store.namespace
         self._entries = entries
         self._kept = kept
-        self._directories: OrderedDict[str, dict[str, Entry]] = OrderedDict()
+        self._directories: OrderedDict[str, Future] = OrderedDict()
         self._guard = threading.Lock()
+        self._reads = ThreadPoolExecutor(ahead, thread_name_prefix="casstor-listed")
+
+    def prefetch(self, file_ids: Iterable[str]) -> None:
+        """Start reading the directories of ``file_ids`` (those not read or being read) without waiting."""
+        for directory in dict.fromkeys(split_id(file_id)[0] for file_id in file_ids):
+            self._read(directory)
+
+    def close(self) -> None:
+        """Stop the reads ahead not started yet."""
+        self._reads.shutdown(wait=False, cancel_futures=True)
 
     def get(self, file_id: str) -> Entry | None:
         """The listed entry of ``file_id`` (None: not listed, or removed)."""
         directory, name = split_id(file_id)
-        with self._guard:  # held for the read: the other workers would only read the same directory again
-            names = self._directories.get(directory)
-            if names is None:
-                names = {e.name: e for e in directory_entries(self._session, self._st, directory) if e.file}
-                self._directories[directory] = names
+        return self._read(directory).result().get(name)
+
+    def _read(self, directory: str) -> Future:
+        with self._guard:  # one read a directory (again after a failure): the other workers wait for the same one
+            found = self._directories.get(directory)
+            if found is None or found.cancelled() or (found.done() and found.exception() is not None):
+                found = self._directories[directory] = self._reads.submit(self._names, directory)
                 if len(self._directories) > self._kept:
                     self._directories.popitem(last=False)
             self._directories.move_to_end(directory)
-            return names.get(name)
+            return found
+
+    def _names(self, directory: str) -> dict[str, Entry]:
+        generation = self._namespace.listed(directory)
+        if generation is None:
+            return {}
+        return {e.name: e for e in directory_entries(self._session, self._st, directory, generation=generation)
+                if e.file}
 
     def as_listed(self, file_id: str, size: int, attributes: FileAttributes | None) -> bool:
         """Whether ``file_id`` is listed with this size and these attributes: only then may it be unchanged. The

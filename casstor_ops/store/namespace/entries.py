@@ -15,6 +15,9 @@ cannot undo a split). A directory's generation is cached per session for
 ``GENERATION_CACHE_S``; a writer with a stale one writes into an older
 generation's bucket, which a listing still reads (it reads every generation up
 to the current one), so staleness costs only a little over the bound.
+A tree store reads each directory before writing into it (:meth:`Namespace.listed`):
+that read stands for the writers' own, a generation kept as theirs is, and a
+directory found without a row is made at its first write without a second read.
 
 Split: after writing an entry, one write in ``directory_rows / SPLIT_CHECKS``
 (every write in a store whose bound is at most ``SPLIT_CHECKS``) counts the
@@ -83,6 +86,7 @@ class Namespace:
         self._st = Statements.for_session(session)
         self._rows = directory_rows
         self._generations: dict[str, tuple[int, float]] = {}
+        self._unmade: set[str] = set()  # directories found without a row by listed(): made without reading again
         self._guard = threading.Lock()
         # The cold path (reads and LWTs) of an asynchronous publish, off the caller's thread: an event loop's.
         self._cold = ThreadPoolExecutor(2, thread_name_prefix="casstor-namespace")
@@ -104,7 +108,11 @@ class Namespace:
         cached = self._generations.get(directory)
         if cached is not None and time.monotonic() - cached[1] < GENERATION_CACHE_S:
             return cached[0]
-        row = self._session.execute(self._st.directory_generation, (directory_key(directory),)).one()
+        with self._guard:
+            unmade = directory in self._unmade
+            self._unmade.discard(directory)
+        row = None if unmade else self._session.execute(self._st.directory_generation,
+                                                        (directory_key(directory),)).one()
         if row is None:
             self._make(directory)
             generation = 0
@@ -112,6 +120,21 @@ class Namespace:
             generation = row.generation or 0
         self._remember(directory, generation)
         return generation
+
+    def listed(self, directory: str) -> int | None:
+        """The directory's generation as recorded now, None when it is not made yet (then it has no entries:
+        :meth:`_make` writes its row before any entry). Kept for this session's writes that follow, as
+        :meth:`generation` keeps its own read: a directory found unmade is made at its first write without
+        being read again (making it again is harmless: the row is its key alone, the markers plain writes)."""
+        row = self._session.execute(self._st.directory_generation, (directory_key(directory),)).one()
+        if row is None:
+            with self._guard:
+                if len(self._unmade) >= _CACHED_DIRECTORIES:
+                    self._unmade.clear()
+                self._unmade.add(directory)
+            return None
+        self._remember(directory, row.generation or 0)
+        return row.generation or 0
 
     def _remember(self, directory: str, generation: int) -> None:
         with self._guard:

@@ -70,10 +70,13 @@ def read_generation(session: Session, st: Statements, directory: str) -> int:
 
 
 def directory_entries(session: Session, st: Statements, directory: str, start: str = "",
-                      include_deleted: bool = False, page: int | None = None) -> Iterator[Entry]:
+                      include_deleted: bool = False, page: int | None = None,
+                      generation: int | None = None) -> Iterator[Entry]:
     """The live entries of ``directory`` whose names are ``start`` or later, in name order; ``include_deleted``:
-    removed files' entries too; ``page``: the entries the caller will take at most (None: all of them)."""
-    generation = read_generation(session, st, directory)
+    removed files' entries too; ``page``: the entries the caller will take at most (None: all of them);
+    ``generation``: the directory's, as the caller has just read it (None: read here)."""
+    if generation is None:
+        generation = read_generation(session, st, directory)
     ids = buckets(generation)
     fetch = PAGE_ROWS if page is None or len(ids) == 1 else max(MIN_BUCKET_ROWS, 2 * page // len(ids))
     streams = [_bucket_rows(session, st, directory, bucket, start, fetch) for bucket in ids]
