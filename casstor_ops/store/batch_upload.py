@@ -67,18 +67,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
 from cassandra import DriverException
 from cassandra.cluster import Session
-from cassandra.query import BatchStatement, BatchType
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError, LeaseLapsedError
-from casstor_ops.store.commit import (COMMIT_ATTEMPTS, HEAD_RETRY_FIRST_S, HEAD_WRITE_ATTEMPTS, block_list_rows,
-                                      first_bound, head_info, head_row, late_head)
+from casstor_ops.store.commit import (COMMIT_ATTEMPTS, block_list_rows, first_bound, head_info, head_row, in_time,
+                                      late_head, write_heads)
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.chunking import make_chunker
@@ -87,7 +85,7 @@ from casstor_ops.store.inline import encode, fits, head_columns, inline_result
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.runs import runs
 from casstor_ops.store.records import FileAttributes, InlineContent, StoreResult
-from casstor_ops.store.request_queue import RETRYABLE
+from casstor_ops.store.request_queue import RETRYABLE, unlogged_batch
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import MAX_REQUESTS, Upload
@@ -299,39 +297,28 @@ class BatchUpload(Upload):
         """Write the heads of ``items`` (batched) unless the bound has passed since ``started`` or the oldest check;
         each file whose head was acknowledged is committed (the others, once the bound passed, need new versions).
         When the last head was acknowledged, or None if none was."""
-        pending = row_batches([item.row for item in items])
         by_id = {item.id: item for item in items}
-        acknowledged = None
-        for attempt in range(HEAD_WRITE_ATTEMPTS):
-            now = time.monotonic()
-            if now - started >= bound or now - self._oldest_check(now) >= bound:
-                return acknowledged
-            self._fence(f"committing {len(by_id)} files ({items[0].id!r}, ...)")
+
+        def send(groups: list[list[tuple]]) -> list[list[tuple]]:
             failed = []
-            for group, future in [(group, self._send_heads(group)) for group in pending]:
+            for group, future in [(g, self._session.execute_async(unlogged_batch(self._st.insert_version, g)))
+                                  for g in groups]:
                 try:
                     future.result()
                 except RETRYABLE:
                     failed.append(group)
                     continue
-                acknowledged = time.monotonic()
                 for row in group:
                     by_id[row[0]].committed = True
-            if not failed:
-                return acknowledged
-            if attempt + 1 < HEAD_WRITE_ATTEMPTS:
-                time.sleep(HEAD_RETRY_FIRST_S * 2 ** attempt)
-            pending = failed
-        raise CasstorError(f"the heads of {sum(map(len, pending))} files were not acknowledged; store them again")
+            return failed
 
-    def _send_heads(self, rows: list[tuple]) -> Future:
-        """One request for ``rows``: an unlogged batch, or the row alone."""
-        if len(rows) == 1:
-            return self._session.execute_async(self._st.insert_version, rows[0])
-        batch = BatchStatement(BatchType.UNLOGGED)
-        for row in rows:
-            batch.add(self._st.insert_version, row)
-        return self._session.execute_async(batch)
+        written = write_heads(row_batches([item.row for item in items]), send,
+                              lambda: in_time(started, self._oldest_check, bound),
+                              lambda: self._fence(f"committing {len(by_id)} files ({items[0].id!r}, ...)"))
+        if written.left and not written.timed_out:
+            raise CasstorError(f"the heads of {sum(map(len, written.left))} files were not acknowledged; "
+                               f"store them again")
+        return written.acknowledged
 
     def _publish(self, items: list[_Item]) -> None:
         """Queue the committed ``items``' entries (written now unless the caller batches them); an error fails

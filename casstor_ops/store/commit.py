@@ -215,22 +215,69 @@ class Commit:
         """Write the head row unless the bound has passed since ``started`` (the version's start) or the oldest
         check: the (monotonic) time it was acknowledged, or None when the bound has passed (a new version is
         needed)."""
-        attempt = 0
-        while True:
-            now = time.monotonic()
-            if now - started >= bound or now - self._oldest_check(now) >= bound:
-                return None
-            self._fence(f"committing {file_id!r}")
+        row = head_row(file_id, version, size, self._hashes, self._attributes, self._stored, self._content_columns)
+        meta = None if self._object_meta is None else self._object_meta()
+        errors: list[Exception] = []
+
+        def send(rows: list[list[tuple]]) -> list[list[tuple]]:
             try:
-                row = head_row(file_id, version, size, self._hashes, self._attributes, self._stored,
-                               self._content_columns)
-                write_version(self._session, self._st, row, None if self._object_meta is None else self._object_meta())
-                return time.monotonic()
-            except RETRYABLE:
-                attempt += 1
-                if attempt == HEAD_WRITE_ATTEMPTS:
-                    raise
-                time.sleep(HEAD_RETRY_FIRST_S * 2 ** (attempt - 1))
+                write_version(self._session, self._st, rows[0][0], meta)
+                return []
+            except RETRYABLE as err:
+                errors.append(err)
+                return rows
+
+        written = write_heads([[row]], send, lambda: in_time(started, self._oldest_check, bound),
+                              lambda: self._fence(f"committing {file_id!r}"))
+        if written.left and not written.timed_out:
+            raise errors[-1]
+        return written.acknowledged
+
+
+@dataclass(frozen=True)
+class HeadWrites:
+    """What :func:`write_heads` did: the groups of heads never acknowledged, when the last group was (monotonic;
+    None: none was), and whether it stopped because the bound had passed (else the attempts ran out)."""
+
+    left: list[list[tuple]]
+    acknowledged: float | None
+    timed_out: bool
+
+
+def write_heads(groups: list[list[tuple]], send: Callable[[list[list[tuple]]], list[list[tuple]]],
+                in_time: Callable[[], bool], fence: Callable[[], None]) -> HeadWrites:
+    """Step (3)'s head writes, for one file or a batch: ``send`` writes the groups of head rows (one request each)
+    and answers those that failed with a retryable error; each attempt only while ``in_time()`` and after
+    ``fence()``, ``HEAD_WRITE_ATTEMPTS`` at most, with doubling pauses between them (the same upserts again).
+
+    Example::
+
+        >>> write_heads([[row]], send, lambda: in_time(started, oldest_check, bound), lease.fence)   # doctest: +SKIP
+        HeadWrites(left=[], acknowledged=1234.5, timed_out=False)
+
+    A lapsed lease raises from ``fence`` (nothing sent after it); ``send``'s other errors are raised.
+    """
+    acknowledged = None
+    for attempt in range(HEAD_WRITE_ATTEMPTS):
+        if not in_time():
+            return HeadWrites(groups, acknowledged, timed_out=True)
+        fence()
+        failed = send(groups)
+        if len(failed) < len(groups):
+            acknowledged = time.monotonic()
+        groups = failed
+        if not groups:
+            break
+        if attempt + 1 < HEAD_WRITE_ATTEMPTS:
+            time.sleep(HEAD_RETRY_FIRST_S * 2 ** attempt)
+    return HeadWrites(groups, acknowledged, timed_out=False)
+
+
+def in_time(started: float, oldest_check: Callable[[float], float], bound: float) -> bool:
+    """Whether a head may still be sent: less than ``bound`` since its version's start (``started``) and since the
+    oldest verification of a block it relies on (monotonic seconds)."""
+    now = time.monotonic()
+    return now - started < bound and now - oldest_check(now) < bound
 
 
 def first_bound(session: Session, oldest_age: float) -> float:

@@ -131,11 +131,8 @@ class RequestQueue:
             self._backlog.append(request)
 
     def submit_batch(self, statement: Any, rows: list[tuple], on_result: Callable[[Any], None]) -> None:
-        """:meth:`submit` of one unlogged batch: ``statement`` bound to each of ``rows``."""
-        batch = BatchStatement(BatchType.UNLOGGED)
-        for row in rows:
-            batch.add(statement, row)
-        self.submit(batch, None, on_result)
+        """:meth:`submit` of ``statement`` bound to each of ``rows`` as one request (:func:`unlogged_batch`)."""
+        self.submit(unlogged_batch(statement, rows), None, on_result)
 
     def _send(self, request: _Request) -> None:
         future = self._session.execute_async(request.statement, request.params, timeout=self._timeout,
@@ -218,3 +215,16 @@ class RequestQueue:
         self.in_flight = 0
         self._backlog.clear()
         return settled
+
+
+def unlogged_batch(statement: Any, rows: list[tuple]) -> BatchStatement:
+    """``statement`` bound to each of ``rows``, as one request (an unlogged batch: no batch log, no atomicity).
+
+    Example::
+
+        >>> session.execute_async(unlogged_batch(insert_version, rows))   # doctest: +SKIP
+    """
+    batch = BatchStatement(BatchType.UNLOGGED)
+    for row in rows:
+        batch.add(statement, row)
+    return batch

@@ -15,6 +15,7 @@ import pytest
 
 from casstor_ops.store import batch_upload as batch_module
 from casstor_ops.store import block_uploads, existence, request_queue
+from casstor_ops.store import commit as commit_module
 from casstor_ops.store.batch_upload import BatchUpload, SmallFile, block_owners, row_batches
 from casstor_ops.store.bulk.tree import small_batches
 from casstor_ops.store.records import StoreResult
@@ -81,7 +82,6 @@ class FakeEntries:
 @pytest.fixture(autouse=True)
 def fake_batches(monkeypatch) -> None:
     monkeypatch.setattr(request_queue, "BatchStatement", FakeBatch)
-    monkeypatch.setattr(batch_module, "BatchStatement", FakeBatch)
 
 
 def _run(session: FakeSession, files: list[SmallFile]) -> tuple[list, FakeEntries]:
@@ -157,7 +157,7 @@ def test_no_head_is_sent_past_the_bound_the_batch_commits_new_versions(monkeypat
     holds itself to, is 1 s). Checks that no head of those versions is sent: the lists are written again with new
     versions (under the store's own bound, 300 s here), and the heads name exactly those; every file commits."""
     clock = SteppedClock()
-    for module in (batch_module, block_uploads, existence):
+    for module in (batch_module, commit_module, block_uploads, existence):
         monkeypatch.setattr(module, "time", clock)
     monkeypatch.setattr(batch_module, "commit_bound_s", lambda session: 300)
     real = BatchUpload._write_lists
