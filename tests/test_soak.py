@@ -2,7 +2,7 @@
 again; at the end nothing committed is lost and the garbage left is only what the last reclaim could not free.
 
 Writers: :data:`WRITERS` processes of :mod:`tests.soak_writer` (the Store API, each in its own process, each
-with a ledger). Maintenance: the test process alternates ``reclaim(online=True)`` and ``verify`` (the library
+with a ledger; one of them stores its files in batches, ``Store.put_many``). Maintenance: the test process alternates ``reclaim(online=True)`` and ``verify`` (the library
 calls behind ``jobs/reclaim.py --online`` and ``jobs/verify.py``) on the session's local[2] SparkSession until the
 writers stop: a ``spark-submit`` per run would spend most of the one-minute soak starting Spark (the jobs
 themselves run through ``spark-submit`` in ``tests/test_faults_node_kill.py``). The commit bound is 1 s, so
@@ -46,6 +46,7 @@ from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
 
 from .faults import BackgroundJob, sha256
+from .soak_writer import BATCH_WRITER
 from .support import head_rows
 
 WRITERS = 3
@@ -163,6 +164,7 @@ def test_soak(seconds: int, soak_store: Store, spark, tmp_path: Path, capsys: py
     figures.ops = Counter(e["op"] for e in entries)
     figures.bytes_stored = sum(e["size"] or 0 for e in entries)
     assert figures.ops["failed"] == 0 and figures.ops["overwrite"] and figures.ops["remove"], figures.ops
+    assert any(e["id"].startswith(f"soak/w{BATCH_WRITER}/") and e["new"] for e in entries)  # batches committed
 
     figures.garbage_left, unexplained = _garbage_left(session, entries, cutoff)
     with capsys.disabled():
