@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, list_source
+from casstor_ops.store.trees.source_listing import SYMLINK_NOT_FOLLOWED, UNKNOWN_SIZE, list_source
 
 
 @pytest.fixture()
@@ -49,3 +49,36 @@ def test_single_file_and_errors(src: Path, tmp_path: Path) -> None:
             list_source(source)
     with pytest.raises(CasstorError, match="not below the source root"):
         list_source([src / "top.txt"], root=src / "a")
+
+
+def _walked(root: Path, prefix: str, follow: bool) -> list[tuple[str, int, str | None]]:
+    """(id, size, skipped) of every regular file or link to one, by os.walk, os.stat and os.path.relpath."""
+    found = []
+    for directory, _, names in os.walk(root):
+        for path in (os.path.join(directory, name) for name in names):
+            if os.path.isfile(path):  # follows a link: no FIFO, no dangling link
+                link = os.path.islink(path) and not follow
+                found.append((prefix + os.path.relpath(path, root), 0 if link else os.stat(path).st_size,
+                              SYMLINK_NOT_FOLLOWED if link else None))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_one_lstat_a_file_lists_what_stat_and_relpath_say(src: Path, follow: bool) -> None:
+    """The listing's one lstat a file and IDs cut from the path: a link to a file is one skipped entry unless
+    followed (then its target's size), a dangling link and a FIFO are not listed, and every ID is the prefix and
+    the path relative to the root, however the root is spelled."""
+    (src / "a" / "link").symlink_to(src / "top.txt")
+    (src / "a" / "dangling").symlink_to(src / "nowhere")
+    for spelled in (str(src), str(src) + "/", os.path.relpath(src)):
+        listed = sorted((f.file_id, f.size, f.skipped) for f in list_source(spelled, "p/", follow_symlinks=follow))
+        assert listed == _walked(src, "p/", follow)
+
+
+def test_a_path_beside_the_root_that_starts_with_its_name_is_refused(tmp_path: Path) -> None:
+    """``/x/src2/f`` starts with the text ``/x/src`` but is not below the root ``/x/src``."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src2").mkdir()
+    (tmp_path / "src2" / "f").write_bytes(b"f")
+    with pytest.raises(CasstorError, match="is not below the source root"):
+        list_source([str(tmp_path / "src2" / "f")], root=str(tmp_path / "src"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.serve.app import Policy
+from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.auth import read_token
 from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S

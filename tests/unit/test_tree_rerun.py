@@ -79,10 +79,10 @@ class DirectorySession:
     def execution_profile_clone_update(self, profile, **changes) -> None:
         return None
 
-    def execute(self, cql: str, values: tuple) -> SimpleNamespace:
+    def execute(self, cql: str, values: tuple, execution_profile: object = None) -> SimpleNamespace:
         self.requests.append((cql.split()[0], values[0]))
         if cql.startswith("SELECT generation"):
-            found = [SimpleNamespace(generation=None)] if values[0] in self.made else []
+            found = [(None,)] if values[0] in self.made else []
             return SimpleNamespace(one=lambda: found[0] if found else None)
         if "directories" in cql:
             self.made.add(values[0])

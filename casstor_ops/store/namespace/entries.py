@@ -117,13 +117,10 @@ class Namespace:
         with self._guard:
             unmade = directory in self._unmade
             self._unmade.discard(directory)
-        row = None if unmade else self._session.execute(self._st.directory_generation,
-                                                        (directory_key(directory),)).one()
-        if row is None:
+        generation = None if unmade else self._recorded(directory)
+        if generation is None:
             self._make(directory)
             generation = 0
-        else:
-            generation = row.generation or 0
         self._remember(directory, generation)
         return generation
 
@@ -132,15 +129,22 @@ class Namespace:
         :meth:`_make` writes its row before any entry). Kept for this session's writes that follow, as
         :meth:`generation` keeps its own read: a directory found unmade is made at its first write without
         being read again (making it again is harmless: the row is its key alone, the markers plain writes)."""
-        row = self._session.execute(self._st.directory_generation, (directory_key(directory),)).one()
-        if row is None:
+        generation = self._recorded(directory)
+        if generation is None:
             with self._guard:
                 if len(self._unmade) >= _CACHED_DIRECTORIES:
                     self._unmade.clear()
                 self._unmade.add(directory)
             return None
-        self._remember(directory, row.generation or 0)
-        return row.generation or 0
+        self._remember(directory, generation)
+        return generation
+
+    def _recorded(self, directory: str) -> int | None:
+        """The directory's row as read now: its generation (0 when none recorded), None for no row."""
+        # Plain tuples: the default factory builds a namedtuple class for every result, a directory's each here.
+        row = self._session.execute(self._st.directory_generation, (directory_key(directory),),
+                                    execution_profile=self._st.plain_rows).one()
+        return None if row is None else row[0] or 0
 
     def _remember(self, directory: str, generation: int) -> None:
         with self._guard:

@@ -61,6 +61,8 @@ def path_to_id(path: str) -> str:
         >>> path_to_id("naïve/日本語"), path_to_id("caf\\udce9")
         ('naïve/日本語', 'caf\\ufffdE9')
     """
+    if ESCAPE not in path and not _UNDECODABLE.search(path):  # nearly every path: the ID is the path itself
+        return path
     out = []
     for at, ch in enumerate(path):
         if _UNDECODABLE.match(ch):

@@ -74,13 +74,17 @@ class SourceFile(NamedTuple):
     skipped: str | None = None  # why a listed path is reported but not read (SYMLINK_NOT_FOLLOWED)
 
 
-def _regular_size(path: str) -> int | None:
-    """The size of a regular file (following symlinks), None for anything else or nothing."""
+def _size_and_link(path: str) -> tuple[int | None, bool]:
+    """The size of a regular file (following symlinks), None for anything else or nothing; and whether ``path`` is
+    a symlink. One ``lstat`` for a file that is no link (nearly all of a tree's), a ``stat`` more for a link."""
     try:
-        info = os.stat(path)
+        info = os.lstat(path)
+        link = stat.S_ISLNK(info.st_mode)
+        if link:
+            info = os.stat(path)
     except OSError:
-        return None
-    return info.st_size if stat.S_ISREG(info.st_mode) else None
+        return None, False
+    return (info.st_size if stat.S_ISREG(info.st_mode) else None), link
 
 
 class _Walker:
@@ -161,10 +165,15 @@ def _glob_split(pattern: str) -> tuple[str, tuple[str, ...]]:
 
 
 def _file_id(prefix: str, root: str, path: str) -> str:
-    relative = os.path.relpath(path, root)
-    if relative == os.curdir or relative.startswith(os.pardir + os.sep) or relative == os.pardir:
-        raise CasstorError(f"{path!r} is not below the source root {root!r}")
-    return path_to_id(prefix + Path(relative).as_posix())
+    """``prefix`` + ``path`` relative to ``root`` (both absolute and normalized), POSIX separators."""
+    below = root.rstrip(os.sep) + os.sep
+    if path.startswith(below) and len(path) > len(below):  # a tree's own paths: no relpath needed
+        relative = path[len(below):]
+    else:
+        relative = os.path.relpath(path, root)
+        if relative == os.curdir or relative.startswith(os.pardir + os.sep) or relative == os.pardir:
+            raise CasstorError(f"{path!r} is not below the source root {root!r}")
+    return path_to_id(prefix + relative.replace(os.sep, "/"))
 
 
 def _listed(paths: Iterable[str], root: str, prefix: str, keep_missing: bool, follow_symlinks: bool
@@ -172,14 +181,14 @@ def _listed(paths: Iterable[str], root: str, prefix: str, keep_missing: bool, fo
     files, seen = [], set()
     for path in paths:
         path = os.path.abspath(path)
-        size = _regular_size(path)
+        size, link = _size_and_link(path)
         if size is None and not (keep_missing and not os.path.lexists(path)):
             continue
         file_id = _file_id(prefix, root, path)
         if file_id in seen:
             continue
         seen.add(file_id)
-        if size is not None and not follow_symlinks and os.path.islink(path):
+        if size is not None and not follow_symlinks and link:
             files.append(SourceFile(path, file_id, 0, skipped=SYMLINK_NOT_FOLLOWED))
         else:
             files.append(SourceFile(path, file_id, UNKNOWN_SIZE if size is None else size))
