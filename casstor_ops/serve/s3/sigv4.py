@@ -55,6 +55,11 @@ MAX_SKEW_S = 15 * 60
 MAX_EXPIRES_S = 7 * 24 * 3600
 _SPACES = re.compile(r" +")
 _UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
+# A query already in SigV4's encoding: each pair NAME=VALUE of unreserved characters and upper-case escapes of the
+# ASCII bytes SigV4 escapes (not an unreserved one, which it writes plain; not a non-ASCII one, which may not be
+# UTF-8 and then decodes to U+FFFD). Such a query needs only its pairs sorted: a presigned URL's, as SDKs write it.
+_TOKEN = r"[A-Za-z0-9_.~-]*(?:%(?:[01][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-DF])[A-Za-z0-9_.~-]*)*"
+_CANONICAL_QUERY = re.compile(f"{_TOKEN}={_TOKEN}(?:&{_TOKEN}={_TOKEN})*")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _AMZ_DATE = re.compile(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z", re.ASCII)  # ISO 8601 basic, as SigV4 signs it
 
@@ -80,14 +85,13 @@ def uri_encode(text: str, slash: bool = True) -> str:
 
 def canonical_query(raw_query: str, leave_out: str = "") -> str:
     """The query's parameters decoded, encoded again as SigV4 wants, sorted (``leave_out``: X-Amz-Signature)."""
-    pairs = []
     left_out = uri_encode(leave_out, False)
-    for part in raw_query.split("&") if raw_query else []:
-        name, _, value = part.partition("=")
-        name, value = _encoded(name), _encoded(value)
-        if name != left_out:
-            pairs.append((name, value))
-    return "&".join(f"{n}={v}" for n, v in sorted(pairs))
+    if _CANONICAL_QUERY.fullmatch(raw_query):  # no pair to decode and encode again
+        pairs = [part.partition("=")[::2] for part in raw_query.split("&")]
+    else:
+        pairs = [(_encoded(name), _encoded(value)) for name, _, value in
+                 (part.partition("=") for part in raw_query.split("&") if raw_query)]
+    return "&".join(f"{n}={v}" for n, v in sorted(pairs) if n != left_out)
 
 
 def _encoded(text: str) -> str:
@@ -131,6 +135,7 @@ def sign(key: bytes, text: str) -> str:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+@functools.lru_cache(maxsize=256)  # a presigned URL's X-Amz-Date is the same on each of its uses
 def _parse_time(amz_date: str) -> float:
     try:  # not strptime: a tenth of its time, on every request
         return datetime(*map(int, _AMZ_DATE.fullmatch(amz_date).groups()), tzinfo=timezone.utc).timestamp()
@@ -170,8 +175,8 @@ def authenticate(method: str, path: str, raw_query: str, headers: Mapping[str, s
     at time ``now``; raise the S3 error the client is owed (see the module docstring). ``path`` is decoded."""
     query = dict(part.partition("=")[::2] for part in raw_query.split("&")) if raw_query else {}
     if "X-Amz-Signature" in query:
-        return _presigned(method, path, raw_query, {k: unquote(v) for k, v in query.items()}, headers, secrets,
-                          now)
+        return _presigned(method, path, raw_query, {k: unquote(v) if "%" in v else v for k, v in query.items()},
+                          headers, secrets, now)
     authorization = headers.get("authorization")
     if authorization is None:
         raise access_denied("Anonymous access is not allowed: sign the request (AWS Signature Version 4).")
