@@ -1,4 +1,4 @@
-"""S3 PutObjects in the plain PUT's group commit (``casstor_ops/serve/group_commit.py``), against a real server and node.
+"""S3 PutObjects in the plain PUT's group commit (``casstor_ops/serve/group_commit.py``), on a real server and node.
 
 A concurrent burst of 64 KiB PutObjects (not kept inline: the test store's
 blocks) lands byte-exact with its ETag, metadata, headers, checksum and

@@ -139,7 +139,8 @@ class GroupCommit:
 
     async def _commit(self, batch: list[Waiting]) -> None:
         try:
-            results = await on_pool(self._pool, self._store_batch, [SmallFile(p.key, p.body, meta=p.meta) for p in batch])
+            files = [SmallFile(p.key, p.body, meta=p.meta) for p in batch]
+            results = await on_pool(self._pool, self._store_batch, files)
         except Exception as err:  # noqa: BLE001 - the whole batch failed: every request of it is answered with it
             results = [err] * len(batch)
         finally:
