@@ -5,7 +5,9 @@ requests to the node: the existence check, a claim, the content, the index
 row, the block list, the head (and its directory entry). The raw driver
 writes the same bytes in one. :class:`GroupCommit` takes the PUTs whose
 whole body was read on the event loop (at most ``SMALL_BODY_BYTES``) with no
-``If-Match`` / ``If-None-Match``, in a store that does not keep them inline,
+``If-Match`` / ``If-None-Match``, in a store that does not keep them inline
+(the plain PUT's, and the S3 PutObject's with their object attributes:
+:mod:`.s3.objects`),
 and stores them together with one :meth:`~casstor_ops.store.api.Store.put_many`
 (:mod:`casstor_ops.store.batch_upload`: each step once for the whole batch,
 in the commit order of ``docs/safety.md``) on its own thread, then answers
@@ -52,6 +54,7 @@ from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.head_locks import HeadLocks
 from casstor_ops.serve.shared_lease import SharedLease
 from casstor_ops.store.api import SmallFile, Store, StoreResult
+from casstor_ops.store.records import ObjectMeta
 
 # What one batch takes at most: the PUTs whose bodies the server holds at once (writes.SMALL_BODIES_HELD), and
 # 32 MiB of bodies (a batch's blocks are all held in memory until its heads are written).
@@ -61,11 +64,13 @@ GROUP_BYTES = 32 << 20
 
 @dataclass
 class Waiting:
-    """A PUT waiting for its batch: its key, its body, and the future its request awaits."""
+    """A PUT waiting for its batch: its key, its body, the future its request awaits, and an S3 PUT's object
+    attributes."""
 
     key: str
     body: bytes
     answer: asyncio.Future
+    meta: ObjectMeta | None = None
 
 
 def take_batch(waiting: Sequence[Waiting], max_files: int = GROUP_FILES,
@@ -115,9 +120,10 @@ class GroupCommit:
     def close(self) -> None:
         self._pool.shutdown(cancel_futures=True)
 
-    async def put(self, body: bytes, key: str) -> StoreResult:
-        """Store ``body`` under ``key`` in the next batch; its result, or the error that failed it."""
-        put = Waiting(key, body, asyncio.get_running_loop().create_future())
+    async def put(self, body: bytes, key: str, meta: ObjectMeta | None = None) -> StoreResult:
+        """Store ``body`` under ``key`` (an S3 object's with ``meta`` in its version row) in the next batch; its
+        result, or the error that failed it."""
+        put = Waiting(key, body, asyncio.get_running_loop().create_future(), meta)
         self._waiting.append(put)
         self._next()
         return await put.answer
@@ -133,7 +139,8 @@ class GroupCommit:
 
     async def _commit(self, batch: list[Waiting]) -> None:
         try:
-            results = await on_pool(self._pool, self._store_batch, [SmallFile(p.key, p.body) for p in batch])
+            files = [SmallFile(p.key, p.body, meta=p.meta) for p in batch]
+            results = await on_pool(self._pool, self._store_batch, files)
         except Exception as err:  # noqa: BLE001 - the whole batch failed: every request of it is answered with it
             results = [err] * len(batch)
         finally:

@@ -23,7 +23,9 @@ requests as it can, and each only once the previous one is acknowledged:
 4. the block lists, many files' rows to an unlogged batch (bounded by
    ``ROW_BATCH_ROWS`` rows and ``ROW_BATCH_BYTES`` bytes);
 5. the writer lease's fence, then the heads (``insert_version``, the values
-   :func:`~casstor_ops.store.commit.head_row` makes for a lone store too),
+   :func:`~casstor_ops.store.commit.head_row` makes for a lone store too; an
+   S3 object's with its attributes, as
+   :func:`~casstor_ops.store.commit.version_write` gives for a lone store),
    batched the same way, then the files' directory entries (as one
    directory's batch: :class:`~casstor_ops.store.namespace.entries.BatchedEntries`).
 
@@ -76,7 +78,7 @@ from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError, LeaseLapsedError
 from casstor_ops.store.commit import (COMMIT_ATTEMPTS, block_list_rows, first_bound, head_info, head_row, in_time,
-                                      late_head, write_heads)
+                                      late_head, version_write, write_heads)
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.chunking import make_chunker
@@ -84,7 +86,7 @@ from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inline import encode, fits, head_columns, inline_result
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.runs import runs
-from casstor_ops.store.records import FileAttributes, InlineContent, StoreResult
+from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult
 from casstor_ops.store.request_queue import RETRYABLE, unlogged_batch
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.statements import Statements
@@ -104,11 +106,13 @@ BATCH_ERRORS = (CasstorError, OSError, DriverException, *RETRYABLE)
 
 @dataclass
 class SmallFile:
-    """One file of a batch: its ID, its content (bytes, or a reader read to its end) and its source's attributes."""
+    """One file of a batch: its ID, its content (bytes, or a reader read to its end), its source's attributes and
+    an S3 object's attributes (``meta``, kept in its version row)."""
 
     id: str
     source: bytes | BinaryIO
     attributes: FileAttributes | None = None
+    meta: ObjectMeta | None = None
 
 
 @dataclass
@@ -118,6 +122,7 @@ class _Item:
     id: str
     data: bytes
     attributes: FileAttributes | None
+    meta: ObjectMeta | None
     hashes: list[bytes] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
     stored: InlineContent | None = None
@@ -142,7 +147,15 @@ def row_batches(rows: Sequence[tuple], max_rows: int = ROW_BATCH_ROWS,
 
 
 def _row_bytes(row: tuple) -> int:
-    return sum(len(value) if isinstance(value, (bytes, str)) else 16 for value in row)
+    return sum(_value_bytes(value) for value in row)
+
+
+def _value_bytes(value) -> int:
+    if isinstance(value, (bytes, str)):
+        return len(value)
+    if isinstance(value, dict):  # an S3 object's metadata or headers
+        return sum(len(k) + len(v) for k, v in value.items())
+    return 16
 
 
 def block_owners(items: Sequence[tuple[list[bytes], bool]], chunk_min: int, sizes: Sequence[list[int]]
@@ -218,7 +231,7 @@ class BatchUpload(Upload):
     def _cut(self, small: SmallFile) -> _Item:
         """Read, cut and hash one file; an inline file keeps its content for its head."""
         data = small.source if isinstance(small.source, bytes) else small.source.read()
-        item = _Item(small.id, data, small.attributes)
+        item = _Item(small.id, data, small.attributes, small.meta)
         view = memoryview(data)
         cuts = [view] if len(data) <= self._settings.chunk_min else \
             [chunk.data for chunk in make_chunker(self._settings).cut_buf(view)]
@@ -297,23 +310,23 @@ class BatchUpload(Upload):
         """Write the heads of ``items`` (batched) unless the bound has passed since ``started`` or the oldest check;
         each file whose head was acknowledged is committed (the others, once the bound passed, need new versions).
         When the last head was acknowledged, or None if none was."""
+        heads = [version_write(self._st, item.row, item.meta) for item in items]  # (statement, values) each
+        groups = list(runs(heads, lambda head: _row_bytes(head[1]), ROW_BATCH_ROWS, ROW_BATCH_BYTES))
         by_id = {item.id: item for item in items}
 
         def send(groups: list[list[tuple]]) -> list[list[tuple]]:
             failed = []
-            for group, future in [(g, self._session.execute_async(unlogged_batch(self._st.insert_version, g)))
-                                  for g in groups]:
+            for group, future in [(g, self._session.execute_async(unlogged_batch(g))) for g in groups]:
                 try:
                     future.result()
                 except RETRYABLE:
                     failed.append(group)
                     continue
-                for row in group:
+                for _, row in group:
                     by_id[row[0]].committed = True
             return failed
 
-        written = write_heads(row_batches([item.row for item in items]), send,
-                              lambda: in_time(started, self._oldest_check, bound),
+        written = write_heads(groups, send, lambda: in_time(started, self._oldest_check, bound),
                               lambda: self._fence(f"committing {len(by_id)} files ({items[0].id!r}, ...)"))
         if written.left and not written.timed_out:
             raise CasstorError(f"the heads of {sum(map(len, written.left))} files were not acknowledged; "

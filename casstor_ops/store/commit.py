@@ -68,6 +68,7 @@ from functools import partial
 from typing import BinaryIO
 
 from cassandra.cluster import Session
+from cassandra.query import PreparedStatement
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError
@@ -327,10 +328,15 @@ def version_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, bloc
 def write_version(session: Session, st: Statements, row: tuple, meta: ObjectMeta | None) -> None:
     """Write the version row ``row`` (:func:`version_row`'s values), with an S3 object's attributes ``meta`` in
     every one of their columns (None: a file that is no S3 object)."""
+    session.execute(*version_write(st, row, meta))
+
+
+def version_write(st: Statements, row: tuple, meta: ObjectMeta | None) -> tuple[PreparedStatement, tuple]:
+    """The statement and values that write the version row ``row`` with ``meta`` (:func:`write_version`; a batch
+    of heads writes each this way)."""
     if meta is None:
-        session.execute(st.insert_version, row)
-    else:
-        session.execute(st.insert_version_meta, (*row[:-1], *meta.columns(), row[-1]))
+        return st.insert_version, row
+    return st.insert_version_meta, (*row[:-1], *meta.columns(), row[-1])
 
 
 def commit_inline_async(session: Session, st: Statements, namespace: Namespace, file_id: str, data: bytes,

@@ -35,7 +35,7 @@ import queue
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -132,7 +132,7 @@ class RequestQueue:
 
     def submit_batch(self, statement: Any, rows: list[tuple], on_result: Callable[[Any], None]) -> None:
         """:meth:`submit` of ``statement`` bound to each of ``rows`` as one request (:func:`unlogged_batch`)."""
-        self.submit(unlogged_batch(statement, rows), None, on_result)
+        self.submit(unlogged_batch([(statement, row) for row in rows]), None, on_result)
 
     def _send(self, request: _Request) -> None:
         future = self._session.execute_async(request.statement, request.params, timeout=self._timeout,
@@ -217,14 +217,14 @@ class RequestQueue:
         return settled
 
 
-def unlogged_batch(statement: Any, rows: list[tuple]) -> BatchStatement:
-    """``statement`` bound to each of ``rows``, as one request (an unlogged batch: no batch log, no atomicity).
+def unlogged_batch(writes: Sequence[tuple[Any, tuple]]) -> BatchStatement:
+    """Each ``(statement, values)`` of ``writes`` as one request (an unlogged batch: no batch log, no atomicity).
 
     Example::
 
-        >>> session.execute_async(unlogged_batch(insert_version, rows))   # doctest: +SKIP
+        >>> session.execute_async(unlogged_batch([(insert_version, row) for row in rows]))   # doctest: +SKIP
     """
     batch = BatchStatement(BatchType.UNLOGGED)
-    for row in rows:
-        batch.add(statement, row)
+    for statement, values in writes:
+        batch.add(statement, values)
     return batch

@@ -386,12 +386,27 @@ class Objects:
         async with self._writes.small_bodies:
             # As the plain PUT (writes.py): the first MiB, a small body whole, is read on the event loop, so the
             # write thread does not wait for the client chunk by chunk.
-            await reader.read_ahead(SMALL_BODY_BYTES)
-            version = await self._writes.write(partial(self.store_body, body, file_id, condition, meta,
-                                                       versioning=versioning))
+            whole = await reader.read_ahead(SMALL_BODY_BYTES)
+            if whole and condition is None and versioning != SUSPENDED and \
+                    not self._store.callbacks.keeps_inline(len(reader.held())):
+                version = await self._put_in_group(body, file_id, meta, versioning)
+            else:
+                version = await self._writes.write(partial(self.store_body, body, file_id, condition, meta,
+                                                           versioning=versioning))
         checksum = body.checksum()
         return Response(status_code=200, headers={"etag": quoted(body.etag), **version_headers(versioning, version),
                                                   **(checksum.headers() if checksum is not None else {})})
+
+    async def _put_in_group(self, body: Digests, file_id: str, meta: S3Object, versioning: str | None) -> uuid.UUID:
+        """An unconditional PutObject whose body the server holds whole, stored by the plain PUT's group commit
+        (:mod:`casstor_ops.serve.group_commit`) with its attributes; its digests are checked first, so a mismatch
+        stores nothing. Not in a Suspended bucket: the null versions a PUT replaces there are dropped under the
+        key's lock, by :meth:`store_body`. The version committed."""
+        data = body.read()  # held in memory: no wait for the client
+        body.check()
+        result = await self._writes.group.put(data, file_id, meta.meta(body.etag, body.checksum(),
+                                                                      is_null_write(versioning)))
+        return result.version
 
     def current_etag(self, file_id: str) -> str | None:
         row = self._store.session.execute(self._st.object_head, (file_id,), execution_profile=self._st.named_rows).one()
