@@ -67,6 +67,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
@@ -273,8 +274,9 @@ def _put(server: ServerProcess, key: str, body: bytes) -> bytes:
 def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
     """Measure every (size, connections) point of ``config``; the results (see :func:`format_report`)."""
     started = time.monotonic()
-    with bench_session(log) as (session, endpoint, _), tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
-        node_pids = [n.pid() for n in LocalCluster().nodes() if n.pid()] if endpoint.embedded else []
+    with bench_session(log) as (session, _, _), tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
+        # The launcher's pid files under CASSTOR_HOME: an environment cluster started by it has them too.
+        node_pids = [n.pid() for n in LocalCluster().nodes() if n.pid()]
         server = ServerProcess(*config.server_args())
         s3 = None
         try:
@@ -286,7 +288,7 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
                     rows = [sweep.point(size, connections, log)
                             for connections in config.connections for size in config.sizes]
                     dedup = sweep.dedup_check()
-                    multipart = s3.multipart_vs_tree(config.multipart_bytes, node_pids) \
+                    multipart = s3.multipart_vs_tree(config.multipart_bytes, node_pids, partial(wait_for_quiet_nodes, session)) \
                         if s3 is not None and config.multipart_bytes else None
                 finally:
                     removed = sweep.remove_keys() + (s3.remove_all() if s3 is not None else 0)
@@ -351,7 +353,9 @@ def format_report(results: dict) -> str:
                   f"parts, boto3's transfer manager): {up['mb_per_s']:.1f} MB/s, CPU ms/MB client/server/node "
                   f"{_cpu(up, ('client_ms_per_mb', 'server_ms_per_mb', 'node_ms_per_mb'))}; casstor store of a tree "
                   f"of as many bytes: {tree['mb_per_s']:.1f} MB/s, client/node "
-                  f"{_cpu(tree, ('client_ms_per_mb', 'node_ms_per_mb'))}; multipart/tree {multipart['ratio']:.3f}")
+                  f"{_cpu(tree, ('client_ms_per_mb', 'node_ms_per_mb'))}; multipart/tree {multipart['ratio']:.3f} "
+                  f"(medians of {multipart['rounds']} alternated pairs on quiet nodes; each pair "
+                  f"{', '.join(f'{r:.3f}' for r in multipart['ratios'])})")
     return "\n".join([head, *(format_row(row) for row in results["rows"]), check])
 
 

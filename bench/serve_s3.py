@@ -16,14 +16,19 @@ credentials file, 0600, one bucket), writes the URL files ``put.lua`` and
 bytes by boto3's transfer manager (8 MiB parts, 10 threads: its defaults)
 against ``casstor store DIR PREFIX`` of a directory holding another file of
 random bytes of the same size (distinct, so neither deduplicates the other),
-each timed with the CPU of its client and of the node.
+each timed with the CPU of its client, of the server and of the node. They
+alternate, ``MULTIPART_ROUNDS`` pairs (fresh random bytes each), each on
+quiet nodes (``quiet``: no compaction running); the figures are the medians
+and the ratio is that of the median rates. The node's CPU is counted from the
+launcher's pid files under ``CASSTOR_HOME`` (a node the bench did not start
+too), else it is unknown.
 
 Example (what ``bench.serve --s3`` does)::
 
     >>> face = S3Face(workdir, server_args)                        # doctest: +SKIP
     >>> face.put_urls("64k", 65536, count=5000)                    # doctest: +SKIP
-    >>> face.multipart_vs_tree(1024 * 1024 * 1024, node_pids)      # doctest: +SKIP
-    {'bytes': 1073741824, 'multipart': {...}, 'tree_store': {...}, 'ratio': 1.04}
+    >>> face.multipart_vs_tree(1024 * 1024 * 1024, node_pids, quiet)  # doctest: +SKIP
+    {'bytes': 1073741824, 'multipart': {...}, 'tree_store': {...}, 'ratio': 1.04, 'ratios': [...]}
 
 Failures: a server that does not start, a bucket that cannot be made or an upload that fails raise
 :class:`~casstor_ops.errors.CasstorError` (one line, via the bench's runner).
@@ -34,7 +39,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import MB
@@ -47,6 +54,7 @@ BUCKET = "bench-serve-s3"
 URL_SECONDS = 3600  # a presigned URL's life: longer than any run
 MULTIPART_PART = 8 * 1024 * 1024  # boto3's default part size and threshold
 WRITE_CHUNK = 8 * 1024 * 1024
+MULTIPART_ROUNDS = 3  # pairs of (multipart, tree store), alternated
 
 
 class S3Face:
@@ -86,34 +94,43 @@ class S3Face:
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
         return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
-    def multipart_vs_tree(self, size: int, node_pids: list[int]) -> dict:
-        """A multipart upload of ``size`` random bytes against a tree store of as many other random bytes."""
+    def multipart_vs_tree(self, size: int, node_pids: list[int], quiet: Callable[[], None],
+                          rounds: int = MULTIPART_ROUNDS) -> dict:
+        """Multipart uploads of ``size`` random bytes alternated with tree stores of as many other random bytes:
+        ``rounds`` pairs, each run on quiet nodes; the medians (see the module docstring)."""
+        pairs = [self._multipart_and_tree(size, node_pids, quiet, round_) for round_ in range(rounds)]
+        multipart, tree_store = (_median([pair[i] for pair in pairs]) for i in (0, 1))
+        return {"bytes": size, "part_bytes": MULTIPART_PART, "rounds": rounds, "multipart": multipart,
+                "tree_store": tree_store, "ratio": round(multipart["mb_per_s"] / tree_store["mb_per_s"], 3),
+                "ratios": [round(up["mb_per_s"] / tree["mb_per_s"], 3) for up, tree in pairs]}
+
+    def _multipart_and_tree(self, size: int, node_pids: list[int], quiet: Callable[[], None],
+                            round_: int) -> tuple[dict, dict]:
         from boto3.s3.transfer import TransferConfig
 
-        upload, tree = self.workdir / "multipart.bin", self.workdir / "tree" / "large.bin"
+        upload, tree = self.workdir / "multipart.bin", self.workdir / f"tree-{round_}" / "large.bin"
         tree.parent.mkdir()
         for path in (upload, tree):
             _random_file(path, size)
         config = TransferConfig(multipart_threshold=MULTIPART_PART, multipart_chunksize=MULTIPART_PART)
-        client_meter = CpuMeter(node_pids, process_tree(self.server.process.pid))
-        with client_meter.measure() as cost:
+        quiet()
+        with CpuMeter(node_pids, process_tree(self.server.process.pid)).measure() as cost:
             started = time.perf_counter()
-            self.client.upload_file(str(upload), BUCKET, "multipart/large.bin", Config=config)
+            self.client.upload_file(str(upload), BUCKET, f"multipart/large-{round_}.bin", Config=config)
             multipart_s = time.perf_counter() - started
-        multipart = _rate(size, multipart_s, cost)
-        tree_meter = CpuMeter(node_pids)
-        with tree_meter.measure() as cost:
+        multipart = _rate(size, multipart_s, cost)  # the cost is counted when its block ends
+        quiet()
+        with CpuMeter(node_pids).measure() as cost:
             started = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "casstor_ops.cli.main", "store", str(tree.parent),
-                                   "bench-serve-tree/", "--quiet"], capture_output=True, text=True)
+                                   f"bench-serve-tree-{round_}/", "--quiet"], capture_output=True, text=True)
             tree_s = time.perf_counter() - started
+        tree_store = _rate(size, tree_s, cost)
         if done.returncode != 0:
             raise CasstorError(f"casstor store of the tree failed: {done.stderr.strip()[-300:]}")
         for path in (upload, tree):
             path.unlink()
-        tree_store = _rate(size, tree_s, cost)
-        return {"bytes": size, "part_bytes": MULTIPART_PART, "multipart": multipart, "tree_store": tree_store,
-                "ratio": round(multipart["mb_per_s"] / tree_store["mb_per_s"], 3)}
+        return multipart, tree_store
 
     def remove_all(self) -> int:
         """Delete every object of the bucket, then the bucket; how many objects."""
@@ -128,6 +145,12 @@ def _random_file(path: Path, size: int) -> None:
     with path.open("wb") as out:
         for start in range(0, size, WRITE_CHUNK):
             out.write(os.urandom(min(WRITE_CHUNK, size - start)))
+
+
+def _median(figures: list[dict]) -> dict:
+    """Each figure's median over the rounds (None stays None)."""
+    return {k: None if figures[0][k] is None else round(statistics.median(f[k] for f in figures), 2)
+            for k in figures[0]}
 
 
 def _rate(size: int, seconds: float, cost) -> dict:
