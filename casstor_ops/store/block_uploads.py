@@ -2,12 +2,8 @@
 
 A block this store is to write (it claimed it, :mod:`casstor_ops.store.claims`)
 is encoded by the store's codec (compressed, or kept raw when that saves
-too little: :mod:`casstor_ops.store.codec`) only then: a block found stored
-costs no compression. A block of ``OFFLOAD_BYTES`` or more is encoded on one
-of ``ENCODE_THREADS`` shared threads (zstd releases the GIL, so compression
-overlaps the caller's cutting and the driver's work on a second core: it was
-the largest client cost of a large-file store); its write is sent, in order,
-as its encoding is done. It goes to ``blocks``
+too little: :mod:`casstor_ops.store.codec`) in the caller's thread, only
+then: a block found stored costs no compression. It goes to ``blocks``
 first; once that write is acknowledged, its row in the
 ``existing_blocks`` index follows, ``INDEX_BATCH`` rows to an unlogged batch.
 So the index never names a block whose content is not stored, and a store
@@ -34,9 +30,7 @@ freed by reclaim), never an index row without content.
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 
 from casstor_ops.store.codec import BlockCodec
@@ -44,19 +38,6 @@ from casstor_ops.store.request_queue import Requests
 from casstor_ops.store.statements import Statements
 
 INDEX_BATCH = 32  # existing_blocks rows per unlogged batch (~1.5 KiB: under the 5 KiB warn threshold)
-ENCODE_THREADS = 2  # the machine's cores; shared by every store of the process
-# Smaller blocks are encoded in the caller's thread: a hand-off costs more than compressing a few KiB.
-OFFLOAD_BYTES = 128 * 1024
-
-_encoders: ThreadPoolExecutor | None = None
-
-
-def _encoder_pool() -> ThreadPoolExecutor:
-    """The process's encoding threads, made at the first large block (threads made per store would pile up)."""
-    global _encoders
-    if _encoders is None:
-        _encoders = ThreadPoolExecutor(ENCODE_THREADS, thread_name_prefix="casstor-encode")
-    return _encoders
 
 
 class BlockUploads:
@@ -71,7 +52,6 @@ class BlockUploads:
         self._pending: dict[bytes, memoryview | bytes] = {}  # hash -> content, until verified
         self._verified: dict[bytes, float] = {}
         self._to_index: list[tuple[bytes, float, int]] = []  # (hash, sent, stored size)
-        self._encoding: deque[tuple[bytes, Future]] = deque()  # blocks being encoded, in upload order
         self.held_bytes = 0
         self.new_blocks = 0
         self.new_bytes = 0
@@ -85,8 +65,8 @@ class BlockUploads:
 
     @property
     def indexing(self) -> bool:
-        """Blocks wait for their write (being encoded) or their index row to be sent: call :meth:`send_index`."""
-        return bool(self._to_index or self._encoding)
+        """Written blocks wait for their index rows to be sent."""
+        return bool(self._to_index)
 
     def known(self, digest: bytes) -> bool:
         """Verified, or held for a check or an upload already under way."""
@@ -111,34 +91,17 @@ class BlockUploads:
     def upload(self, digest: bytes) -> None:
         """Write a held block's content; its index row follows the acknowledgement."""
         data = self._pending[digest]
-        if len(data) < OFFLOAD_BYTES or not self._codec.level:
-            self._write(digest, self._codec.encode(data))
-            return
-        self._encoding.append((digest, _encoder_pool().submit(self._codec.encode, data)))
-        self._send_encoded()
-
-    def _send_encoded(self, wait: bool = False) -> None:
-        """Write the blocks whose encoding is done, in upload order; ``wait``: for the first one at least."""
-        while self._encoding and (wait or self._encoding[0][1].done()):
-            digest, encoded = self._encoding.popleft()
-            self._write(digest, encoded.result())
-            wait = False
-
-    def _write(self, digest: bytes, encoded: tuple[str | None, bytes | memoryview]) -> None:
-        codec, payload = encoded
-        self._requests.submit(self._st.insert_block, (digest, len(self._pending[digest]), codec, payload),
-                              partial(self._written, digest, time.monotonic(), len(payload)))
+        codec, payload = self._codec.encode(data)
+        self._requests.submit(self._st.insert_block, (digest, len(data), codec, payload),
+                            partial(self._written, digest, time.monotonic(), len(payload)))
 
     def _written(self, digest: bytes, sent: float, stored: int, _rows) -> None:
         self._to_index.append((digest, sent, stored))
-        self._send_encoded()
         if len(self._to_index) >= INDEX_BATCH:
             self.send_index()
 
     def send_index(self) -> None:
-        """Send the writes of blocks still being encoded (waiting for the next one if none is done) and the
-        index rows of the blocks written so far."""
-        self._send_encoded(wait=not self._to_index)
+        """Send the index rows of the blocks written so far."""
         items, self._to_index = self._to_index, []
         if items:
             rows = [(digest, len(self._pending[digest]), stored) for digest, _, stored in items]
