@@ -48,7 +48,7 @@ import concurrent.futures
 import io
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from casstor_ops.serve.status import BodyTooLarge, HttpError, Status
@@ -101,10 +101,8 @@ class BodyReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer: memoryview) -> int:
-        if len(self._pending) < len(buffer) and not self.eof:
-            # One hand-off to the event loop for the buffer's worth (the store reads segments of MiBs), not one
-            # per ASGI chunk (64 KiB at most): that was 64 round trips between the threads a segment.
-            self._on_loop(self.read_ahead(len(buffer)))
+        while not self._pending and not self.eof:
+            self._pending = memoryview(self._counted(self._next_chunk()))
         count = min(len(buffer), len(self._pending))
         buffer[:count] = self._pending[:count]
         self._pending = self._pending[count:]
@@ -150,12 +148,10 @@ class BodyReader(io.RawIOBase):
             return BodyTimeout(f"the body did not arrive within {self._deadline_s:g} s")
         return BodyTimeout(f"the client sent nothing for {self._idle_timeout_s:g} s")
 
-    def _on_loop(self, read: Coroutine[None, None, bool]) -> None:
-        """Run ``read`` on the event loop and wait for it; it enforces the idle timeout and the deadline itself
-        (this wait gives up a second after the deadline, should the loop not answer at all)."""
-        future = asyncio.run_coroutine_threadsafe(read, self._loop)
+    def _next_chunk(self) -> bytes:
+        future = asyncio.run_coroutine_threadsafe(self._receive(), self._loop)
         try:
-            future.result(timeout=max(0.0, self._ends - time.monotonic()) + 1.0)
+            return future.result(timeout=self._wait_s())
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise self._timeout() from None

@@ -65,33 +65,6 @@ def test_a_read_ahead_holds_the_first_bytes_for_readinto() -> None:
     assert asyncio.run(run()) == (False, True, b"abcdef|abcdefgh")
 
 
-def _read_on_worker(parts: list[bytes], buffer_bytes: int, **options: object) -> list[bytes]:
-    """What each ``readinto`` of ``buffer_bytes`` returns to a worker thread until the end, with ``parts``'s chunks."""
-    def drain(reader: BodyReader) -> list[bytes]:
-        reads, buffer = [], bytearray(buffer_bytes)
-        while count := reader.readinto(memoryview(buffer)):
-            reads.append(bytes(buffer[:count]))
-        return reads
-
-    async def run() -> list[bytes]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, drain, BodyReader(_chunks(parts), loop, **options))
-    return asyncio.run(run())
-
-
-def test_a_worker_read_takes_a_buffer_of_chunks_in_one_hand_off() -> None:
-    """A body of many small ASGI chunks fills the worker's buffer at each ``readinto`` (one hand-off to the event
-    loop a buffer, where there was one a chunk: 64 a 4 MiB segment); the bytes and their order unchanged."""
-    parts = [bytes([i]) * 1000 for i in range(10)]
-    assert _read_on_worker(parts, 4096) == [b"".join(parts)[i:i + 4096] for i in range(0, 10_000, 4096)]
-
-
-def test_a_worker_read_past_the_limit_is_too_large() -> None:
-    """The limit holds for the reads of the worker thread too."""
-    with pytest.raises(BodyTooLarge):
-        _read_on_worker([b"x" * 1000] * 10, 4096, limit=5000)
-
-
 def test_a_reader_that_takes_nothing_for_the_idle_timeout_frees_the_worker() -> None:
     """Injects a response nobody reads (a client too slow to take a chunk); checks the worker's write gives up
     after the idle timeout with ResponseClosed, so its read thread serves others (before: it waited for ever)."""
