@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from casstor_ops.store.api import Store
@@ -19,7 +20,13 @@ from casstor_ops.store.api import Store
 from .faults import BackgroundJob, wait_until
 from .support import CASSTOR, reclaim_all_but_heads, run_casstor
 
-FILES = 600
+# 60 directories of 30 files: fewer than a directory's batch of entries (64), and more directories than wait at once
+# (16), so from the first commit to the final flush the entries of up to 16 directories lag. In one directory of 600
+# files the entries went every 64 files, right after each batch of 256 committed, and the 3 batches ran at once (4
+# workers): a kill after a third of the versions could land after the flush (CI, once). 7 batches leave the rest of
+# the store (seconds) for the kill to land in.
+FILES = 1800
+DIRECTORY_FILES = 30
 PREFIX = "tree-kill/"
 
 
@@ -28,11 +35,13 @@ def _write(src: Path, tag: str) -> dict[str, bytes]:
     the change time tells the new content from the old."""
     contents = {}
     for n in range(FILES):
-        path, data = src / f"f{n:04d}.txt", f"{tag} {n} ".encode() * (50 + n % 40)
+        name = f"d{n // DIRECTORY_FILES:02d}/f{n:04d}.txt"
+        path, data = src / name, f"{tag} {n} ".encode() * (50 + n % 40)
+        path.parent.mkdir(exist_ok=True)
         then = path.stat().st_mtime_ns if path.exists() else 1_700_000_000 * 10**9
         path.write_bytes(data)
         os.utime(path, ns=(then, then))
-        contents[f"{PREFIX}f{n:04d}.txt"] = data
+        contents[PREFIX + name] = data
     return contents
 
 
@@ -42,6 +51,12 @@ def _content(store: Store, file_id: str) -> bytes:
     return out.getvalue()
 
 
+def _restored(store: Store, file_ids) -> dict[str, bytes]:
+    """Each file's head restored, 8 at a time (one at a time, ~6 ms each, a pass over 1,800 files took 11 s)."""
+    with ThreadPoolExecutor(8) as pool:
+        return dict(zip(file_ids, pool.map(lambda file_id: _content(store, file_id), file_ids)))
+
+
 def _versions(cql) -> int:
     return cql.execute("SELECT COUNT(*) FROM casstor_meta.versions").one()[0]
 
@@ -49,13 +64,14 @@ def _versions(cql) -> int:
 def test_tree_store_killed_before_its_entry_flush_is_old_or_new_and_the_rerun_lists_every_file(empty_store,
                                                                                                tmp_path: Path
                                                                                                ) -> None:
-    """Injects: SIGKILL of `casstor store DIR PREFIX` re-storing 600 files of one directory rewritten with content of
-    the same size and their mtimes set back, once some new versions are committed (entries wait for a batch of
-    64 per directory). Checks: the kill hit the window (some head is not the version its listing names); every
-    file's head is its old or its new content, never another, also after a `casstor reclaim` run then (commit
-    bound 1 s: every version but the heads forgotten; the heads no entry names yet keep their blocks); the re-run
-    exits 0, and afterwards every file is listed with its head's version and restores as the new content (without
-    `ListedHeads.relist` the entries keep naming the old versions)."""
+    """Injects: SIGKILL of `casstor store DIR PREFIX` re-storing 1,800 files in 60 directories, rewritten with content
+    of the same size and their mtimes set back, once a third of the new versions are committed (a directory's
+    entries wait for 64 of its files or for more than 16 directories waiting). Checks: the kill hit the window
+    (some head is not the version its listing names); every file's head is its old or its new content, never
+    another, also after a `casstor reclaim` run then (commit bound 1 s: every version but the heads forgotten; the
+    heads no entry names yet keep their blocks); the re-run exits 0, and afterwards every file is listed with its
+    head's version and restores as the new content (without `ListedHeads.relist` the entries keep naming the old
+    versions)."""
     cql = empty_store
     store = Store(cql)
     src = tmp_path / "src"
@@ -75,15 +91,16 @@ def test_tree_store_killed_before_its_entry_flush_is_old_or_new_and_the_rerun_li
     heads = {file_id: store.stat(file_id) for file_id in old}
     listed = {info.id: info.version for info in store.list(PREFIX)}
     assert any(listed.get(i) != head.version for i, head in heads.items()), "no entry lagged: the kill missed"
-    for file_id in old:
-        assert _content(store, file_id) in (old[file_id], new[file_id]), file_id
+    for file_id, data in _restored(store, list(old)).items():
+        assert data in (old[file_id], new[file_id]), file_id
     reclaim_all_but_heads(cql)
     for file_id, head in heads.items():
         assert store.stat(file_id).version == head.version
-        assert _content(store, file_id) in (old[file_id], new[file_id]), file_id
+    for file_id, data in _restored(store, list(old)).items():
+        assert data in (old[file_id], new[file_id]), file_id
 
     again = run_casstor("store", str(src), PREFIX, "--quiet")
     assert again.returncode == 0, again.stderr
     listed = {info.id: info.version for info in store.list(PREFIX)}
     assert listed == {file_id: store.stat(file_id).version for file_id in new}
-    assert all(_content(store, file_id) == data for file_id, data in new.items())
+    assert _restored(store, list(new)) == new
