@@ -68,9 +68,10 @@ its new one: a head is written only after its block list and its blocks.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import BinaryIO
+from operator import itemgetter
+from typing import BinaryIO, TypeVar
 
 from cassandra import DriverException
 from cassandra.cluster import Session
@@ -103,6 +104,8 @@ ROW_BATCH_BYTES = 24 * 1024
 # What fails the batch's files not committed yet (a lapsed lease stops the caller instead); anything else is a bug.
 BATCH_ERRORS = (CasstorError, OSError, DriverException, *RETRYABLE)
 
+Row = TypeVar("Row")
+
 
 @dataclass
 class SmallFile:
@@ -131,10 +134,11 @@ class _Item:
     error: Exception | None = None    # what failed it: its commit, or its entry once committed
 
 
-def row_batches(rows: Sequence[tuple], max_rows: int = ROW_BATCH_ROWS,
-                max_bytes: int = ROW_BATCH_BYTES) -> list[list[tuple]]:
+def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: int = ROW_BATCH_BYTES,
+                values: Callable[[Row], tuple] = lambda row: row) -> list[list[Row]]:
     """``rows`` in order, cut into groups of at most ``max_rows`` rows and about ``max_bytes`` bytes of values (a
-    row larger than that goes alone).
+    row larger than that goes alone); ``values``: a row's values, when a row carries more than them (a head is its
+    statement and its values).
 
     Example::
 
@@ -142,12 +146,10 @@ def row_batches(rows: Sequence[tuple], max_rows: int = ROW_BATCH_ROWS,
         [2, 2, 1]
         >>> [len(g) for g in row_batches([(b"x" * 600,)] * 3, max_bytes=1000)]
         [1, 1, 1]
+        >>> [len(g) for g in row_batches([("stmt", (b"x" * 600,))] * 3, max_bytes=1000, values=itemgetter(1))]
+        [1, 1, 1]
     """
-    return list(runs(rows, _row_bytes, max_rows, max_bytes))
-
-
-def _row_bytes(row: tuple) -> int:
-    return sum(_value_bytes(value) for value in row)
+    return list(runs(rows, lambda row: sum(_value_bytes(value) for value in values(row)), max_rows, max_bytes))
 
 
 def _value_bytes(value) -> int:
@@ -311,7 +313,7 @@ class BatchUpload(Upload):
         each file whose head was acknowledged is committed (the others, once the bound passed, need new versions).
         When the last head was acknowledged, or None if none was."""
         heads = [version_write(self._st, item.row, item.meta) for item in items]  # (statement, values) each
-        groups = list(runs(heads, lambda head: _row_bytes(head[1]), ROW_BATCH_ROWS, ROW_BATCH_BYTES))
+        groups = row_batches(heads, values=itemgetter(1))
         by_id = {item.id: item for item in items}
 
         def send(groups: list[list[tuple]]) -> list[list[tuple]]:
