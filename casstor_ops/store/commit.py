@@ -155,7 +155,8 @@ class Commit:
 
     def _committed(self, file_id: str, version: uuid.UUID, size: int, digest: bytes) -> FileInfo:
         blocks = 0 if self._stored is not None else len(self._hashes)
-        return FileInfo(file_id, version, size, digest, blocks, datetime.now(timezone.utc), self._attributes)
+        return FileInfo(file_id, version, size, digest, blocks, datetime.now(timezone.utc), self._attributes,
+                        lone_block=lone_block(self._hashes, self._stored))
 
     def _stored_size(self) -> int | None:
         return len(self._stored.payload) if self._stored is not None else None
