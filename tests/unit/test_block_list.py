@@ -53,3 +53,25 @@ def test_a_carried_list_is_read_without_a_request() -> None:
     head = FileInfo("f", VERSION, 300, file_hash([ONE]), 1, None, lone_block=ONE)
     session = ListSession([])
     assert read(session, St(), head) == [(0, ONE, 300)] and session.reads == 0
+
+
+def test_a_one_block_commit_writes_its_head_and_entry_naming_the_block_and_no_list(monkeypatch) -> None:
+    """A single-file commit of one verified block (the minimum bound read as 1 s, no clock faked: it is quick).
+    Checks no file_blocks batch is sent, the head row names the block, and so does the entry published after it
+    (a tree restore takes the list from the entry)."""
+    from types import SimpleNamespace
+
+    from casstor_ops.store import commit as commit_module
+    from casstor_ops.store.commit import Commit, VerifiedBlocks
+
+    sent, published = [], []
+    requests = SimpleNamespace(submit_batch=lambda statement, rows, done: sent.append(statement), drain=lambda: None)
+    session = SimpleNamespace(execute=lambda statement, row: sent.append((statement, row)))
+    namespace = SimpleNamespace(publish=lambda info, stored_size=None: published.append(info))
+    st = SimpleNamespace(insert_version="insert_version", insert_file_block="insert_file_block")
+    monkeypatch.setattr(commit_module, "commit_bound_s", lambda session: 300)
+    blocks = VerifiedBlocks([ONE], [300], {ONE: commit_module.time.monotonic()}, lambda hashes, reread: None)
+    head = Commit(session, requests, st, blocks, namespace=namespace).run(SimpleNamespace(), "f", 300)
+    (statement, row), = sent
+    assert statement == "insert_version" and row[14] == ONE
+    assert published == [head] and published[0].lone_block == ONE
