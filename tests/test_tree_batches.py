@@ -10,6 +10,8 @@ import random
 from pathlib import Path
 
 from casstor_ops.errors import EXIT_CORRUPT
+from casstor_ops.store import block_list
+from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import DATA_KS
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.trees.temporary import owner_of
@@ -75,8 +77,7 @@ def test_a_damaged_block_fails_only_its_files_in_a_batch(cql, tmp_path: Path) ->
     st = Statements.for_session(cql)
 
     def first_block(name: str) -> bytes:
-        head = cql.execute(st.head, (f"batches2/{name}",)).one()
-        return next(iter(cql.execute(st.file_blocks, (f"batches2/{name}", head.version)))).hash
+        return block_list.read(cql, st, Store(cql).stat(f"batches2/{name}"))[0][1]
 
     flip_block(cql, first_block("d0/same-a"))  # d0/same-b has the same block
     cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (first_block("d3/s0/f0045.bin"),))
