@@ -158,12 +158,14 @@ def _flip_content(cql, table: str, key: dict) -> None:
                 (bytes([content[0] ^ 1]) + content[1:], *key.values()))
 
 
-def write_head(cql, file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int) -> FileInfo:
-    """Commit ``version`` of ``file_id`` directly, as a store's commit does: its version row, then its directory
-    entry (its block list, if any, is the caller's to write first). Returns the head written."""
-    row = version_row(file_id, version, size, digest, blocks, None, head_columns(None, False))
+def write_head(cql, file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int,
+               lone: bytes | None = None) -> FileInfo:
+    """Commit ``version`` of ``file_id`` directly, as a store's commit does: its version row (naming its one block
+    ``lone``, if given), then its directory entry (its block list, if any, is the caller's to write first).
+    Returns the head written."""
+    row = version_row(file_id, version, size, digest, blocks, None, head_columns(None, False), lone)
     cql.execute(Statements.for_session(cql).insert_version, row)
-    info = FileInfo(file_id, version, size, digest, blocks, row[5])
+    info = FileInfo(file_id, version, size, digest, blocks, row[5], lone_block=lone)
     Namespace.for_session(cql, SESSION_SETTINGS.directory_rows).publish(info)
     return info
 

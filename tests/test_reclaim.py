@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import random
 import re
 import threading
@@ -24,6 +25,7 @@ from casstor_ops.store.api import Store
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store import commit as commit_module
 from casstor_ops.store.history.forget import forget
+from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.statements import Statements
 
@@ -50,9 +52,11 @@ def content_keys(cql) -> set[bytes]:
 
 
 def head_references(cql) -> set[bytes]:
-    """Blocks named by the current heads, read with the driver (independently of references.py)."""
+    """Blocks named by the current heads (a one-block head names it in its row), read with the driver
+    (independently of references.py)."""
     lists = cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
-    return {r.hash for head in head_rows(cql) for r in cql.execute(lists, (head.id, head.version))}
+    return {r.hash for head in head_rows(cql) for r in cql.execute(lists, (head.id, head.version))} | \
+        {head.lone_block for head in head_rows(cql, "id, lone_block") if head.lone_block is not None}
 
 
 def shared_corpus(seed: int = 1) -> dict[str, bytes]:
@@ -119,10 +123,38 @@ def test_plan_then_execute_removes_exactly_the_garbage(store, spark, capsys) -> 
     assert "reclaim done" in capsys.readouterr().out
     assert set(index_rows(cql)) == referenced == content_keys(cql)
     assert cql.execute(f"SELECT count(*) FROM {META_KS}.file_blocks").one()[0] == \
-        sum(r.blocks for r in head_rows(cql, "blocks"))
+        sum(r.blocks for r in head_rows(cql, "blocks, lone_block") if r.lone_block is None)
     assert current_window(cql) is None
     for file_id, data in files.items():
         assert restored(store, file_id) == data
+
+
+@pytest.mark.parametrize("online", [False, True])
+def test_a_block_named_only_by_a_version_row_is_kept(store, spark, online: bool) -> None:
+    """Injects garbage (make_garbage, forgotten) beside one-block files, whose block lists are their version rows'
+    ``lone_block`` (no file_blocks rows): each overwritten once under keep_last=2, so an older version is retained
+    too. Checks reclaim (offline, and online, commit bound 1 s) deletes the garbage and keeps every such block: each
+    head and each retained older version restores byte-exact. Fails when the mark phase reads file_blocks alone."""
+    cql = store.session
+    rng = random.Random(29)
+    store.set_retention("k/", Policy(keep_last=2))
+    old = {f"k/{i}": rng.randbytes(10 * KiB) for i in range(8)}  # under chunk_min: one block each
+    new = {name: rng.randbytes(10 * KiB) for name in old}
+    for files in (old, new):
+        for name, data in files.items():
+            put(store, name, data)
+    make_garbage(store)
+    forget_superseded(cql)  # leaves the commit bound at 1 s
+    assert not [r for r in cql.execute(f"SELECT id FROM {META_KS}.file_blocks") if r.id.startswith("k/")]
+
+    done = reclaim(spark, cql, online=online)
+    assert done.exit_code == 0 and done.stats.deleted.blocks > 0
+    for name in old:
+        newest, older = (v.file for v in store.versions(name))
+        assert restored(store, name) == new[name], name
+        out = io.BytesIO()
+        store.restore(name, out, head=older)
+        assert out.getvalue() == old[name], name
 
 
 def test_plan_reads_the_heads_once(store, spark, monkeypatch) -> None:

@@ -50,15 +50,16 @@ def test_block_sets(empty_store, spark) -> None:
     write_version(cql, "a", [(1, 100), (2, 200), (1, 100)], age_s=3600)
     write_version(cql, "b", [(2, 200), (6, 600)])               # block 6 was never stored
     write_version(cql, "a", [(3, 300)], age_s=7200, head=False)  # a's superseded version
+    write_head(cql, "c", uuid_from_time(time.time()), 400, h(0), 1, lone=h(4))  # its row names its one block
 
     referenced = referenced_blocks(spark)
     stored = stored_blocks(spark)
-    assert as_dict(referenced, "refs") == {h(1): 2, h(2): 2, h(6): 1}
+    assert as_dict(referenced, "refs") == {h(1): 2, h(2): 2, h(4): 1, h(6): 1}
     assert as_dict(stored, "size") == {h(1): 100, h(2): 200, h(3): 300, h(4): 400}
-    assert as_dict(garbage_blocks(stored, referenced), "size") == {h(3): 300, h(4): 400}
+    assert as_dict(garbage_blocks(stored, referenced), "size") == {h(3): 300}
     assert as_dict(missing_blocks(stored, referenced), "size") == {h(6): 600}
     assert as_dict(unindexed_blocks(spark), "size") == {h(5): 500}
-    assert head_block_lists(spark).count() == 5
+    assert head_block_lists(spark).count() == 6
 
 
 def test_stale_block_lists_are_old_non_heads(empty_store, spark) -> None:

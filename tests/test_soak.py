@@ -102,6 +102,9 @@ def _garbage_left(session, entries: list[dict], cutoff: datetime) -> tuple[dict[
     lists: dict[bytes, list] = {}
     for row in session.execute(f"SELECT id, version, hash FROM {META_KS}.file_blocks"):
         lists.setdefault(row.hash, []).append((row.id, row.version))
+    for row in session.execute(f"SELECT id, version, lone_block FROM {META_KS}.versions"):  # a one-block file's list
+        if row.lone_block is not None:
+            lists.setdefault(row.lone_block, []).append((row.id, row.version))
     referenced = {h for h, versions in lists.items() if any(v in heads for v in versions)}
     dereferenced_at = {e["old"]: e["end"] for e in entries if e["op"] in ("overwrite", "remove")}
     cutoff_us = int(cutoff.timestamp() * 1_000_000)

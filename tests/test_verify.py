@@ -87,6 +87,30 @@ def test_finds_each_problem_and_repairs_only_the_index(empty_store, spark, tmp_p
     assert rot not in sizes and lost not in sizes and sizes[unindexed] > 0 and sizes[resized] > 7
 
 
+def test_a_lone_block_missing_or_damaged_is_reported_as_any_other(empty_store, spark) -> None:
+    """Injects, into two one-block files (their lists are their version rows' ``lone_block``: no file_blocks
+    rows), a block's content deleted and another's overwritten. Checks verify reports them as it reports a
+    list's blocks: one missing, one corrupt, both files damaged, no broken list (a lone list is whole)."""
+    cql = empty_store
+    store = Store(cql)
+    for name in ("lost", "rot", "clean"):
+        put(store, f"l/{name}", os.urandom(10_000))  # under chunk_min: one block
+    st = Statements.for_session(cql)
+    heads = {n: cql.execute(st.head, (f"l/{n}",)).one() for n in ("lost", "rot", "clean")}
+    assert all(h.lone_block is not None for h in heads.values()) and not list(cql.execute(
+        f"SELECT id FROM {META_KS}.file_blocks"))
+    cql.execute(cql.prepare(f"DELETE FROM {DATA_KS}.blocks WHERE hash = ?"), (heads["lost"].lone_block,))
+    cql.execute(cql.prepare(f"UPDATE {DATA_KS}.blocks SET content = ? WHERE hash = ?"),
+                (b"bit rot" * 100, heads["rot"].lone_block))
+
+    found = verify(spark)
+    assert (found.problems["missing_blocks"], found.problems["corrupt_blocks"],
+            found.problems["broken_block_lists"]) == (1, 1, 0)
+    assert found.examples["missing_blocks"] == [heads["lost"].lone_block.hex()]
+    assert found.damaged_examples == [f"l/lost@{heads['lost'].version}", f"l/rot@{heads['rot'].version}"]
+    assert found.exit_code == EXIT_CORRUPT
+
+
 def test_clean_store_exits_zero(empty_store, spark, tmp_path: Path) -> None:
     (tmp_path / "f").write_bytes(os.urandom(100_000))
     Store(empty_store).put(tmp_path / "f", "clean/f")

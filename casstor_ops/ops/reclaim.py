@@ -14,7 +14,15 @@ row that is not a delete marker (:func:`~casstor_ops.spark.references.retained_v
 the newest of an ID or an older one forget left.
 
 * *candidates* = stored blocks (index rows; with ``scan_blocks`` also content
-  rows without one) that no retained version's block list names;
+  rows without one) that no retained version's block list names. A
+  one-block version's list is its row's ``lone_block``
+  (:mod:`casstor_ops.store.block_list`): the lists read are ``file_blocks``
+  and that column of the retained rows
+  (:func:`~casstor_ops.spark.references.head_block_lists`), so a block a
+  version row names directly is referenced like any other; its row is
+  written after the block was verified, as a list is, so the proof below
+  holds for it unchanged (a version row read after the wait names its block
+  as a list read then does);
 * *missing* = blocks a head names that are not stored. Each is checked by
   key: content still there with its index row lost (a crash between
   reclaim's two deletes) is *repairable* (the index row is rewritten);

@@ -97,6 +97,7 @@ from pyspark.sql import types as T
 from casstor_ops.cluster.connection import Endpoint, connect, endpoint_from_env
 from casstor_ops.errors import EXIT_CORRUPT
 from casstor_ops.spark.executor_store import store_for
+from casstor_ops.store.block_list import read
 from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inline import plaintext
@@ -307,9 +308,9 @@ class _Checks:
         version = self._still_retained(row)
         if version is None:
             return False
-        rows = list(self.session.execute(self.st.file_blocks, (row.id, uuid.UUID(row.version))))
-        return ((len(rows), sum(r.size for r in rows)) != (version.blocks or 0, version.size or 0)
-                or file_hash(r.hash for r in rows) != version.hash)
+        rows = read(self.session, self.st, version)
+        return ((len(rows), sum(size for _, _, size in rows)) != (version.blocks or 0, version.size or 0)
+                or file_hash(digest for _, digest, _ in rows) != version.hash)
 
     def _inline_differs(self, row) -> bool:
         version = self._still_retained(row)

@@ -42,6 +42,7 @@ from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
@@ -130,7 +131,17 @@ def head_block_lists(spark: SparkSession, *head_columns: str, head_rows: DataFra
     """
     lists = read_table(spark, META_KS, "file_blocks").select("id", "version", "block_offset", "hash", "size")
     head_rows = heads(spark, *head_columns) if head_rows is None else head_rows
-    return lists.join(head_rows.select("id", "version", *head_columns), ["id", "version"], "inner")
+    return (lists.unionByName(lone_block_lists(spark, lists.schema))
+            .join(head_rows.select("id", "version", *head_columns), ["id", "version"], "inner"))
+
+
+def lone_block_lists(spark: SparkSession, list_schema: T.StructType) -> DataFrame:
+    """``(id, version, block_offset, hash, size)`` in ``file_blocks``' types: the one-row block list each version
+    row that names its only block carries (:mod:`casstor_ops.store.block_list`); such a version has no
+    ``file_blocks`` partition."""
+    return (read_table(spark, META_KS, "versions").where(F.col("lone_block").isNotNull())
+            .select("id", "version", F.lit(0).cast(list_schema["block_offset"].dataType).alias("block_offset"),
+                    F.col("lone_block").alias("hash"), F.col("size").cast(list_schema["size"].dataType)))
 
 
 def referenced_blocks(spark: SparkSession, *extra: F.Column, lists: DataFrame | None = None) -> DataFrame:

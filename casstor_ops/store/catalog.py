@@ -42,7 +42,8 @@ AT_CONCURRENCY = 32  # versions read at once for a listing as of a time: one par
 
 def _info(row, inline: InlineContent | None = None) -> FileInfo:
     attributes = FileAttributes(row.mode, row.mtime_ns) if row.mode is not None else None
-    return FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes, inline)
+    return FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes, inline,
+                    row.lone_block)
 
 
 def head(session: Session, st: Statements, file_id: str) -> FileInfo:
@@ -123,7 +124,7 @@ def mark_removed(session: Session, st: Statements, namespace: Namespace, file_id
     :class:`~casstor_ops.store.records.ObjectMeta`'s); the marker."""
     marker = uuid_from_time(datetime.now(timezone.utc).timestamp())
     row = (file_id, marker, 0, b"", 0, datetime.now(timezone.utc), None, None, None, None, None, None, None, True,
-           version_micros(marker))
+           None, version_micros(marker))
     write_version(session, st, row, None if null_version is None else ObjectMeta(null_version=null_version))
     gone = FileInfo(file_id, marker, 0, b"", 0, None)
     namespace.publish(gone, deleted=True)

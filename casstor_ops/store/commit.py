@@ -72,6 +72,7 @@ from cassandra.query import PreparedStatement
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError
+from casstor_ops.store.block_list import in_file_blocks, lone_block
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.request_queue import RETRYABLE, RequestQueue
@@ -92,6 +93,7 @@ HEAD_RETRY_FIRST_S = 0.2   # first pause before retrying the head write; doubles
 # ~200 KiB, accepted without a warning; a two-partition batch of 600 rows refused as "Batch too large"). The
 # count only bounds a request's size (~30 KiB); it was derived from the threshold, read from the node.
 BLOCK_LIST_BATCH_ROWS = 300
+_LONE_BLOCK = 14  # insert_version's lone_block among its values
 
 Reverify = Callable[[list[bytes], Callable[[bytes], bytes]], None]
 """Check blocks again; upload again those missing, with content from the given reader of one block; return
@@ -154,7 +156,8 @@ class Commit:
 
     def _committed(self, file_id: str, version: uuid.UUID, size: int, digest: bytes) -> FileInfo:
         blocks = 0 if self._stored is not None else len(self._hashes)
-        return FileInfo(file_id, version, size, digest, blocks, datetime.now(timezone.utc), self._attributes)
+        return FileInfo(file_id, version, size, digest, blocks, datetime.now(timezone.utc), self._attributes,
+                        lone_block=lone_block(self._hashes, self._stored))
 
     def _stored_size(self) -> int | None:
         return len(self._stored.payload) if self._stored is not None else None
@@ -297,7 +300,10 @@ def late_head(acknowledged: float, oldest: float, bound: float) -> bool:
 
 
 def block_list_rows(file_id: str, version: uuid.UUID, hashes: list[bytes], sizes: list[int]) -> list[tuple]:
-    """The values of ``insert_file_block`` for each block of a version's list, in order."""
+    """The values of ``insert_file_block`` for each block of a version's list, in order; none for a lone block
+    (:mod:`casstor_ops.store.block_list`: its head row is its list)."""
+    if not in_file_blocks(hashes, None):
+        return []
     offsets = itertools.accumulate([0] + sizes)
     return [(file_id, version, offset, digest, size) for offset, digest, size in zip(offsets, hashes, sizes)]
 
@@ -307,22 +313,23 @@ def head_row(file_id: str, version: uuid.UUID, size: int, hashes: list[bytes], a
     """The values of ``insert_version`` for the new head of a file kept in the blocks ``hashes``, or inline as
     ``stored`` (then ``hashes`` is its one block's): :func:`version_row` with the file hash and block count."""
     blocks = 0 if stored is not None else len(hashes)
-    return version_row(file_id, version, size, file_hash(hashes), blocks, attributes, content_columns)
+    return version_row(file_id, version, size, file_hash(hashes), blocks, attributes, content_columns,
+                       lone_block(hashes, stored))
 
 
 def head_info(row: tuple, attributes: FileAttributes | None) -> FileInfo:
     """The committed head that the values ``row`` of ``insert_version`` make."""
-    return FileInfo(*row[:6], attributes)
+    return FileInfo(*row[:6], attributes, lone_block=row[_LONE_BLOCK])
 
 
 def version_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int,
-                attributes: FileAttributes | None, content_columns: tuple) -> tuple:
-    """The values of ``insert_version`` (``content_columns``: :func:`~casstor_ops.store.inline.head_columns`),
-    stamped with the version's time."""
+                attributes: FileAttributes | None, content_columns: tuple, lone: bytes | None = None) -> tuple:
+    """The values of ``insert_version`` (``content_columns``: :func:`~casstor_ops.store.inline.head_columns`;
+    ``lone``: a one-block file's block, :mod:`casstor_ops.store.block_list`), stamped with the version's time."""
     source = (attributes.mode, attributes.mtime_ns, attributes.ino, attributes.ctime_ns) if attributes \
         else (None,) * 4
     return (file_id, version, size, digest, blocks, datetime.now(timezone.utc), *source, *content_columns,
-            False, version_micros(version))
+            False, lone, version_micros(version))
 
 
 def write_version(session: Session, st: Statements, row: tuple, meta: ObjectMeta | None) -> None:

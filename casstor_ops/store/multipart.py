@@ -35,6 +35,7 @@ from collections.abc import Callable
 from cassandra.cluster import Session
 
 from casstor_ops.errors import CasstorError
+from casstor_ops.store.block_list import read
 from casstor_ops.store.commit import Commit, VerifiedBlocks
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.existence import ExistenceChecks
@@ -56,11 +57,11 @@ def abandoned(file_id: str, newest_micros: int, now_micros: int) -> bool:
 
 def block_list(session: Session, st: Statements, part: FileInfo) -> tuple[list[bytes], list[int]]:
     """A part's block hashes and sizes, in order; CasstorError if its list does not add up to it."""
-    rows = list(session.execute(st.file_blocks, (part.id, part.version), execution_profile=st.named_rows))
-    if len(rows) != part.blocks or sum(r.size for r in rows) != part.size:
+    rows = read(session, st, part)
+    if len(rows) != part.blocks or sum(size for _, _, size in rows) != part.size:
         raise CasstorError(f"part {part.id!r} has no complete block list (an inline part, or one being forgotten): "
                            f"upload it again")
-    return [r.hash for r in rows], [r.size for r in rows]
+    return [digest for _, digest, _ in rows], [size for _, _, size in rows]
 
 
 class _Checked:

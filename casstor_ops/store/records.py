@@ -126,6 +126,7 @@ class FileInfo:
     committed_at: datetime | None
     attributes: FileAttributes | None = None
     inline: InlineContent | None = field(default=None, repr=False, compare=False)
+    lone_block: bytes | None = field(default=None, repr=False, compare=False)  # casstor_ops.store.block_list
 
     @property
     def is_inline(self) -> bool:

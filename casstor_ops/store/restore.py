@@ -64,6 +64,7 @@ from cassandra.query import PreparedStatement
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.errors import CasstorError, CorruptionError, FileChangedError
 from casstor_ops.store import inline
+from casstor_ops.store.block_list import carried
 from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hasher
 from casstor_ops.store.request_queue import RequestQueue
@@ -185,6 +186,9 @@ class Restore:
         self._recent: OrderedDict[bytes, tuple[int, bytes, Future]] = OrderedDict()
 
     def _list_rows(self):
+        rows = carried(self._head)
+        if rows is not None:
+            return rows
         statement = self._st.file_blocks.bind((self._head.id, self._head.version))
         statement.fetch_size = LIST_PAGE_ROWS
         return self._session.execute(statement)

@@ -119,8 +119,10 @@ from casstor_ops.store.statements import Statements
 #    would take such a head for a file whose block list is lost.
 # 5: heads are versions (history) and listed from a directory index; schema 4's 'files' is read once, by the
 #    upgrade. A casstor that reads schema 4 would see no file stored after it.
-SCHEMA_VERSION = 5
-UPGRADABLE = {2, 3, 4}  # schema versions 'casstor init' upgrades in place (columns added, heads copied)
+# 6: a one-block file's block list is its version row's (and entry's) lone_block, with no file_blocks rows. A
+#    casstor that reads schema 5 would take such a head for a file whose block list is lost.
+SCHEMA_VERSION = 6
+UPGRADABLE = {2, 3, 4, 5}  # schema versions 'casstor init' upgrades in place (columns added, heads copied)
 
 # The blocks table's own compression, by whether the store compresses new blocks itself. Its LZ4 cannot
 # shrink zstd output and costs node CPU on every write, compaction and read of it (docs/benchmarks.md), so a
@@ -181,6 +183,10 @@ _TABLES = [
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ctime_ns bigint",
     f"ALTER TABLE {META_KS}.dir_entries ADD IF NOT EXISTS ino bigint",
     f"ALTER TABLE {META_KS}.dir_entries ADD IF NOT EXISTS ctime_ns bigint",
+    # The hash of a one-block file's only block (casstor_ops.store.block_list): its block list, read with the row
+    # (a tree restore reads no list for it). Null: the list is in file_blocks (every row written before schema 6).
+    f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS lone_block blob",
+    f"ALTER TABLE {META_KS}.dir_entries ADD IF NOT EXISTS lone_block blob",
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.buckets (name text PRIMARY KEY, created_at timestamp)""",
     f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS versioning text",  # S3's Enabled or Suspended; null: never set
     f"ALTER TABLE {META_KS}.buckets ADD IF NOT EXISTS cors text",  # S3's CORS rules as JSON (serve/s3/cors.py)

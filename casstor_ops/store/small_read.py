@@ -35,6 +35,7 @@ from collections.abc import Callable
 from cassandra.cluster import Session
 
 from casstor_ops.errors import CorruptionError
+from casstor_ops.store.block_list import carried
 from casstor_ops.store.hashing import file_hash
 from casstor_ops.store.inline import plaintext
 from casstor_ops.store.records import FileInfo
@@ -70,7 +71,11 @@ class SmallRead:
         if not 0 < head.blocks <= MAX_BLOCKS:
             self._done(None)
             return
-        self._send(self._st.file_blocks, (self._head.id, self._head.version), self._listed)
+        rows = carried(head)
+        if rows is None:
+            self._send(self._st.file_blocks, (head.id, head.version), self._listed)
+        elif self._listed(rows) is not _SENT:
+            self._done(None)
 
     def _send(self, statement: object, params: tuple, handler: Callable[[list], object]) -> None:
         """Send a read; its rows go to ``handler``, which returns the answer, or ``_SENT`` when it sent the next

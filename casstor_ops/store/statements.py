@@ -69,9 +69,10 @@ class _Prepared:
             return found
 
 # A version row as a head: what FileInfo needs, and whether it is a delete marker.
-_VERSION_COLUMNS = "id, version, size, hash, blocks, committed_at, mode, mtime_ns, deleted"
+_VERSION_COLUMNS = "id, version, size, hash, blocks, committed_at, mode, mtime_ns, deleted, lone_block"
 # A directory entry (casstor_ops.store.namespace): the newest version of a name, summarised; a marker has no version.
-_ENTRY_COLUMNS = "version, size, hash, blocks, committed_at, mode, mtime_ns, stored_size, deleted, ino, ctime_ns"
+_ENTRY_COLUMNS = ("version, size, hash, blocks, committed_at, mode, mtime_ns, stored_size, deleted, ino, ctime_ns, "
+                  "lone_block")
 
 
 class Statements:
@@ -102,8 +103,8 @@ class Statements:
     # the version's time, as its entry is: the newest version wins in both tables, whatever order writes land in.
     insert_version = _Prepared(
         f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, ino, "
-        f"ctime_ns, content, codec, stored_size, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        f"USING TIMESTAMP ?")
+        f"ctime_ns, content, codec, stored_size, deleted, lone_block) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
     # The head: the newest version (with an inline file's content, so a small file's GET is one read).
     head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content FROM {META_KS}.versions WHERE id = ? LIMIT 1")
     # The head as it was at a time (bound as the greatest timeuuid of that instant).
@@ -117,9 +118,9 @@ class Statements:
     # An S3 object's version: insert_version's columns, then its S3 attributes (casstor_ops.serve.s3).
     insert_version_meta = _Prepared(
         f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, ino, "
-        f"ctime_ns, content, codec, stored_size, deleted, etag, content_type, user_meta, http_headers, tags, "
-        f"checksum, parts, null_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        f"USING TIMESTAMP ?")
+        f"ctime_ns, content, codec, stored_size, deleted, lone_block, etag, content_type, user_meta, http_headers, "
+        f"tags, checksum, parts, null_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        f"?) USING TIMESTAMP ?")
     object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
                             f"http_headers, tags, checksum, null_version FROM {META_KS}.versions WHERE id = ? LIMIT 1")
     object_etag = _Prepared(f"SELECT etag, deleted FROM {META_KS}.versions WHERE id = ? AND version = ?")
@@ -150,7 +151,7 @@ class Statements:
     delete_bucket = _Prepared(f"DELETE FROM {META_KS}.buckets WHERE name = ? IF EXISTS")
     insert_entry = _Prepared(
         f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name, {_ENTRY_COLUMNS}) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?")
     insert_marker = _Prepared(f"INSERT INTO {META_KS}.dir_entries (dir, bucket, name) VALUES (?, ?, ?)")
     delete_entry_at = _Prepared(
         f"DELETE FROM {META_KS}.dir_entries USING TIMESTAMP ? WHERE dir = ? AND bucket IN ? AND name = ?")
@@ -169,6 +170,7 @@ class Statements:
     # write time), so the delete removes that row and can shadow nothing a later store writes.
     delete_version_at = _Prepared(f"DELETE FROM {META_KS}.versions USING TIMESTAMP ? WHERE id = ? AND version = ?")
     all_block_list_hashes = _Prepared(f"SELECT id, version, hash FROM {META_KS}.file_blocks")
+    all_lone_blocks = _Prepared(f"SELECT id, version, lone_block FROM {META_KS}.versions")
     set_retention = _Prepared(
         f"INSERT INTO {META_KS}.retention (prefix, keep_last, keep_within_s, keep_hourly, keep_daily, keep_weekly, "
         f"keep_monthly) VALUES (?, ?, ?, ?, ?, ?, ?)")

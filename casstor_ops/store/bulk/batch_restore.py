@@ -54,6 +54,7 @@ from typing import Any, BinaryIO
 
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.api import Store
+from casstor_ops.store.block_list import carried
 from casstor_ops.store.batch_upload import SMALL_FILE_BYTES  # stored in batches up to it, restored so too
 from casstor_ops.store.bulk.tree_files import FAILED, FILE_ERRORS, RESTORED, one_line, restore_target
 from casstor_ops.store.records import FileInfo
@@ -156,8 +157,12 @@ class BatchRestore:
         requests = RequestQueue(self._session, self._concurrency, execution_profile=self._st.plain_rows)
         try:
             for file in files:
-                requests.submit(self._st.file_blocks, (file.head.id, file.head.version),
-                                lambda rows, file=file: file.rows.extend(rows))
+                rows = carried(file.head)
+                if rows is not None:  # the entry listed carries the list: nothing to read
+                    file.rows.extend(rows)
+                else:
+                    requests.submit(self._st.file_blocks, (file.head.id, file.head.version),
+                                    lambda rows, file=file: file.rows.extend(rows))
             requests.drain()
             sizes = {digest: size for file in files for _, digest, size in file.rows}
             for group in read_groups(sizes):

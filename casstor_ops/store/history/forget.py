@@ -46,6 +46,7 @@ from typing import Any
 
 from cassandra.cluster import Session
 
+from casstor_ops.store.block_list import read
 from casstor_ops.store.catalog import scan
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.history.policy import Version, kept, policy_for
@@ -70,6 +71,7 @@ class Dropped:
     size: int
     blocks: int
     inline_bytes: int  # an inline version's content as kept: freed with its row
+    lone_block: bytes | None = None  # its only block, when its row names it (casstor_ops.store.block_list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "version": str(self.version), "deleted": self.deleted, "size": self.size}
@@ -136,7 +138,7 @@ def forget(session: Session, namespace: Namespace, prefix: str | None = None, dr
         report.kept += len(keep)
         drop = [rows[i] for i in range(len(rows) - 1, -1, -1) if i not in keep]  # oldest first
         report.dropped += [Dropped(file_id, r.version, bool(r.deleted), r.size or 0, r.blocks or 0,
-                                   (r.stored_size or r.size) if inline_head(r.blocks, r.size) else 0)
+                                   (r.stored_size or r.size) if inline_head(r.blocks, r.size) else 0, r.lone_block)
                            for r in drop]
         if drop and not keep:
             report.withdrawn.append(file_id)
@@ -157,7 +159,7 @@ def drop_versions(session: Session, st: Statements, namespace: Namespace, file_i
         # version's alone, and so is its block list (written after the version's time): nothing newer is shadowed.
         now = int(time.time() * 1_000_000)
         session.execute(st.delete_version_at, (max(now, version_micros(row.version)), file_id, row.version))
-        if row.blocks:
+        if row.blocks and row.lone_block is None:  # a lone block's list goes with its row
             session.execute(st.delete_block_list_at, (now, file_id, row.version))
     if gone and rows:
         namespace.withdraw(file_id, version_micros(rows[-1].version))
@@ -165,13 +167,11 @@ def drop_versions(session: Session, st: Statements, namespace: Namespace, file_i
 
 def _count_freed(session: Session, st: Statements, report: ForgetReport) -> None:
     """Set the report's freed figures: blocks named by dropped versions and no other list, and inline content."""
-    dropped = {(d.id, d.version) for d in report.dropped if d.blocks}
-    sizes: dict[bytes, int] = {}
-    for file_id, version in dropped:
-        for row in session.execute(st.file_blocks, (file_id, version)):
-            sizes[row.hash] = row.size
-    for row in scan(session, st.all_block_list_hashes):
-        if row.hash in sizes and (row.id, row.version) not in dropped:
-            del sizes[row.hash]
+    dropped = {(d.id, d.version): d for d in report.dropped if d.blocks}
+    sizes = {digest: size for d in dropped.values() for _, digest, size in read(session, st, d)}
+    for row in itertools.chain(scan(session, st.all_block_list_hashes), scan(session, st.all_lone_blocks)):
+        digest = row[2]  # a list row's hash, or a version row's lone block (null for most)
+        if digest in sizes and (row.id, row.version) not in dropped:
+            del sizes[digest]
     report.freed_blocks = len(sizes)
     report.freed_bytes = sum(sizes.values()) + sum(d.inline_bytes for d in report.dropped)

@@ -78,7 +78,8 @@ def entry_row(info: FileInfo, stored_size: int | None, deleted: bool) -> tuple:
     attributes = info.attributes
     return (info.version, info.size, info.hash, info.blocks, info.committed_at,
             attributes.mode if attributes else None, attributes.mtime_ns if attributes else None,
-            stored_size, deleted, attributes.ino if attributes else None, attributes.ctime_ns if attributes else None)
+            stored_size, deleted, attributes.ino if attributes else None, attributes.ctime_ns if attributes else None,
+            info.lone_block)
 
 
 class Namespace:

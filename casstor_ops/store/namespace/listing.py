@@ -105,7 +105,8 @@ def _rows(future) -> Iterator:
 
 def _file(file_id: str, row) -> FileInfo:
     attributes = FileAttributes(row.mode, row.mtime_ns, row.ino, row.ctime_ns) if row.mode is not None else None
-    return FileInfo(file_id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes)
+    return FileInfo(file_id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes,
+                    lone_block=row.lone_block)
 
 
 def entries_under(session: Session, st: Statements, prefix: str = "",

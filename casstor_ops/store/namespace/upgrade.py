@@ -135,7 +135,7 @@ def _copy_page(session: Session, st: Statements, namespace: Namespace, pool: Thr
     """A page's versions, then their entries (an entry never names a version that is not there)."""
     # Schema 4 recorded no inode or ctime (None, None): a re-run of a tree store reads such files once.
     versions = [(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), None, None, r.content,
-                 r.codec, r.stored_size, False, version_micros(r.version)) for r in rows]
+                 r.codec, r.stored_size, False, None, version_micros(r.version)) for r in rows]
     for ok, outcome in execute_concurrent_with_args(session, st.insert_version, versions,
                                                     concurrency=COPY_CONCURRENCY, raise_on_first_error=True):
         assert ok, outcome

@@ -1,0 +1,67 @@
+"""A version's block list: where it lives and how every reader gets it.
+
+A file of exactly one block (not inline) keeps that block's hash in its
+version row's and its directory entry's ``lone_block`` column and has no
+``file_blocks`` partition: its list is ``[(0, lone_block, size)]``, read with
+the row (a tree restore reads no list for it at all). Any other file, and
+every row written before schema 6 (a null column), keeps its list in
+``file_blocks``, one partition per (id, version). Almost every small file has
+one block, so this saves a tree restore one request per file.
+
+Example::
+
+    >>> head = FileInfo("a", version, 10, digest, 1, None, lone_block=block)                  # doctest: +SKIP
+    >>> carried(head)                                                                          # doctest: +SKIP
+    [(0, block, 10)]
+    >>> read(session, st, head)          # the carried list, or file_blocks' rows               # doctest: +SKIP
+
+Failure behaviour: none here beyond the driver's errors on a read; a list
+that does not add up to its head is for the caller to check
+(:func:`casstor_ops.store.restore.checked_list`), as before.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Protocol
+
+from cassandra.cluster import Session
+
+from casstor_ops.store.records import InlineContent
+from casstor_ops.store.statements import Statements
+
+ListRow = tuple[int, bytes, int]  # (block_offset, hash, size), as file_blocks has it
+
+
+class Version(Protocol):
+    """What a block list is found by: a version's key, size and row's ``lone_block`` (a FileInfo has them)."""
+
+    id: str
+    version: uuid.UUID
+    size: int
+    lone_block: bytes | None
+
+
+def lone_block(hashes: list[bytes], stored: InlineContent | None) -> bytes | None:
+    """The ``lone_block`` column of a new version kept in the blocks ``hashes`` (or inline as ``stored``): its
+    only block's hash, or None when its list goes to ``file_blocks`` (or it has none)."""
+    return hashes[0] if stored is None and len(hashes) == 1 else None
+
+
+def in_file_blocks(hashes: list[bytes], stored: InlineContent | None) -> bool:
+    """Whether a new version's list is written to ``file_blocks``: not inline, and not a lone block."""
+    return stored is None and lone_block(hashes, stored) is None
+
+
+def carried(head: Version) -> list[ListRow] | None:
+    """The list ``head``'s row carries (its lone block), or None when it is in ``file_blocks``."""
+    return None if head.lone_block is None else [(0, head.lone_block, head.size)]
+
+
+def read(session: Session, st: Statements, head: Version) -> list[ListRow]:
+    """``head``'s whole block list: the carried one, else ``file_blocks``' rows (one request)."""
+    rows = carried(head)
+    if rows is None:
+        rows = [tuple(r) for r in session.execute(st.file_blocks, (head.id, head.version),
+                                                  execution_profile=st.plain_rows)]
+    return rows
