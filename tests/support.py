@@ -176,6 +176,19 @@ def head_rows(cql, columns: str = "id, version") -> list:
             if not row.deleted]
 
 
+def block_lists(cql) -> dict[tuple[str, uuid.UUID], list[tuple[bytes, int]]]:
+    """Every version's block list as ``(hash, size)`` rows in order, read with the driver apart from the code under
+    test: its ``file_blocks`` rows, or a one-block version's ``lone_block`` (schema 6:
+    :mod:`casstor_ops.store.block_list`)."""
+    lists: dict[tuple[str, uuid.UUID], list[tuple[bytes, int]]] = {}
+    for r in cql.execute(f"SELECT id, version, hash, size FROM {META_KS}.file_blocks"):
+        lists.setdefault((r.id, r.version), []).append((r.hash, r.size))
+    for r in cql.execute(f"SELECT id, version, size, lone_block FROM {META_KS}.versions"):
+        if r.lone_block is not None:
+            lists[r.id, r.version] = [(r.lone_block, r.size)]
+    return lists
+
+
 def write_tree(root: Path, files: dict[str, bytes]) -> None:
     """Write each ``files[relative path]`` below ``root``, making the directories on the way."""
     for name, data in files.items():

@@ -20,7 +20,7 @@ from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.api import Store
 
-from .support import head_rows, spark_submit, write_head
+from .support import block_lists, head_rows, spark_submit, write_head
 
 ZERO_FILE = 8 << 20   # zeros chunk at the maximum size: 32 identical 256 KiB blocks
 COPIES = 260          # 261 x 8 MiB = 2.04 GiB logical, past 2^31
@@ -107,9 +107,9 @@ def brute_force(session, depth: int, heads_only: bool = True) -> dict:
     """
     heads = {r.id: r for r in head_rows(session, "id, version, size, committed_at")}
     lists = defaultdict(list)
-    for r in session.execute("SELECT id, version, hash, size FROM casstor_meta.file_blocks"):
-        if r.id in heads and (heads[r.id].version == r.version or not heads_only):
-            lists[r.id].append((r.hash, r.size))
+    for (file_id, version), rows in block_lists(session).items():
+        if file_id in heads and (heads[file_id].version == version or not heads_only):
+            lists[file_id] += rows
     stored = {r.hash: r.size if r.stored_size is None else r.stored_size
               for r in session.execute("SELECT hash, size, stored_size FROM casstor_data.existing_blocks")}
     owners, size, refs, first = defaultdict(set), {}, Counter(), {}

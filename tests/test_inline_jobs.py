@@ -25,7 +25,7 @@ from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.statements import Statements
 
-from .support import INLINE_MAX, flip_inline, head_rows, put, restored
+from .support import INLINE_MAX, block_lists, flip_inline, head_rows, put, restored
 from .test_dedup_stats import _ms, _prefix, brute_force
 
 KiB = 1024
@@ -40,8 +40,8 @@ def inline_heads(cql) -> dict[str, tuple[int, int]]:
 
 def garbage(cql) -> set[bytes]:
     """Index rows no head's block list names, read with the driver (independently of references.py)."""
-    lists = cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
-    named = {r.hash for head in head_rows(cql) for r in cql.execute(lists, (head.id, head.version))}
+    lists = block_lists(cql)
+    named = {digest for head in head_rows(cql) for digest, _ in lists.get((head.id, head.version), [])}
     return {r.hash for r in cql.execute(f"SELECT hash FROM {DATA_KS}.existing_blocks")} - named
 
 

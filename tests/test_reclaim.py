@@ -29,7 +29,7 @@ from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.statements import Statements
 
-from .support import SESSION_SETTINGS, head_rows, put, restored, run_casstor, spark_submit
+from .support import SESSION_SETTINGS, block_lists, head_rows, put, restored, run_casstor, spark_submit
 
 KiB = 1024
 
@@ -54,9 +54,8 @@ def content_keys(cql) -> set[bytes]:
 def head_references(cql) -> set[bytes]:
     """Blocks named by the current heads (a one-block head names it in its row), read with the driver
     (independently of references.py)."""
-    lists = cql.prepare(f"SELECT hash FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
-    return {r.hash for head in head_rows(cql) for r in cql.execute(lists, (head.id, head.version))} | \
-        {head.lone_block for head in head_rows(cql, "id, lone_block") if head.lone_block is not None}
+    lists = block_lists(cql)
+    return {digest for head in head_rows(cql) for digest, _ in lists.get((head.id, head.version), [])}
 
 
 def shared_corpus(seed: int = 1) -> dict[str, bytes]:

@@ -150,7 +150,7 @@ def _as_schema_3(cql) -> dict[str, str]:
 def test_a_refused_upgrade_leaves_the_store_as_it_was(cql, tmp_path) -> None:
     """Injects `casstor init --inline-max 65536` (as the README suggests) on a schema-3 store of 16 KiB chunk
     minimum; checks it exits 1 with one line and leaves every settings row as it was, so `casstor ls` still asks
-    for an upgrade, a plain `casstor init` upgrades it (schema 5, no inline files), and a file then stores and
+    for an upgrade, a plain `casstor init` upgrades it (the current schema, no inline files), and a file then stores and
     restores. Before the fix the refused init had recorded schema 4 and inline_max 65536 first: every command
     after it failed with "inline max 65536: takes 0 ..."."""
     original = _as_schema_3(cql)

@@ -1,10 +1,12 @@
-"""The upgrade from schema 4 to 5 (``casstor init``), against the real test node: killed midway, and raced by a
-writer of schema 4.
+"""The upgrade from schema 4 to the current schema (``casstor init``), against the real test node: killed midway,
+and raced by a writer of schema 4.
 
 A schema-4 store is made as a schema-4 casstor leaves one: real files stored through the Store (real blocks, real
 block lists), then their heads moved into a ``files`` table made with schema 4's DDL, copied under many IDs (each
-with its own copy of the block list, as a store of the same content makes), schema 5's tables emptied and
-``schema_version`` 4 recorded. The session store is put back to schema 5 (settings, tables) after each test.
+with its own copy of the block list, as a store of the same content makes; a one-block file's list, which the
+current schema keeps in its version row, written out as schema 4 had it), the later schemas' tables emptied and
+``schema_version`` 4 recorded. The session store is put back to the current schema (settings, tables) after each
+test.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import signal
 import subprocess
 import time
+from collections import namedtuple
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +28,7 @@ from casstor_ops.store.api import Store
 from casstor_ops.store.coordination.leases import WriterLease, active_writers
 from casstor_ops.store.coordination.reclaim_window import WindowState, current_window
 from casstor_ops.store.keyspaces import META_KS
-from casstor_ops.store.schema import read_settings
+from casstor_ops.store.schema import SCHEMA_VERSION, read_settings
 
 from .conftest import _truncate_all
 from .support import CASSTOR, NO_UI, SESSION_SETTINGS, put, run_casstor
@@ -40,6 +43,8 @@ SCHEMA_4_FILES = [
 INSERT_HEAD = (f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, committed_at, mode, mtime_ns, "
                f"content, codec, stored_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_BLOCK = f"INSERT INTO {META_KS}.file_blocks (id, version, block_offset, hash, size) VALUES (?, ?, ?, ?, ?)"
+CURRENT = f"schema v{SCHEMA_VERSION}".encode()
+ListRow = namedtuple("ListRow", "block_offset hash size")
 # A short lease, so a killed init's window can be resumed within the test.
 SHORT_LEASE = {"CASSTOR_LEASE_TTL_S": "3", "CASSTOR_HEARTBEAT_S": "1"}
 SIZES = [1, 999, 16_384, 70_000, 300_000, 1_000_003]  # one block up to several (the session's 16/48/256 KiB)
@@ -60,13 +65,15 @@ class Schema4:
                 head = cql.execute(f"SELECT * FROM {META_KS}.versions WHERE id = %s LIMIT 1", (f"source/{size}",)).one()
                 blocks = list(cql.execute(f"SELECT block_offset, hash, size FROM {META_KS}.file_blocks "
                                           f"WHERE id = %s AND version = %s", (head.id, head.version)))
+                if head.lone_block is not None:  # kept in the row since schema 6; schema 4 wrote every list out
+                    blocks = [ListRow(0, head.lone_block, head.size)]
                 self._heads[data] = (head, blocks)
         for ddl in SCHEMA_4_FILES:
             cql.execute(ddl)
         cql.cluster.control_connection.wait_for_schema_agreement()
         self._insert_head = cql.prepare(INSERT_HEAD)
         self._insert_block = cql.prepare(INSERT_BLOCK)
-        _truncate_schema_5(cql)  # the blocks and block lists stay: the heads move to `files`
+        _truncate_current(cql)  # the blocks and block lists stay: the heads move to `files`
 
     def write(self, ids: list[str]) -> None:
         """A head for each ID, of the stored contents in turn."""
@@ -82,14 +89,14 @@ class Schema4:
             execute_concurrent_with_args(self.cql, statement, rows, concurrency=64, raise_on_first_error=True)
 
 
-def _truncate_schema_5(cql) -> None:
+def _truncate_current(cql) -> None:
     for table in ("versions", "dir_entries", "directories"):
         cql.execute(f"TRUNCATE {META_KS}.{table}")
 
 
 @pytest.fixture()
 def schema_4(empty_store, tmp_path: Path) -> Iterator[Schema4]:
-    """The session store made a schema-4 store (no heads yet); schema 5 and emptied again afterwards."""
+    """The session store made a schema-4 store (no heads yet); the current schema and emptied again afterwards."""
     original = _settings_rows(empty_store)
     try:
         made = Schema4(empty_store, tmp_path)
@@ -150,16 +157,16 @@ def test_an_upgrade_killed_midway_is_refused_then_completed_by_a_rerun(schema_4,
     refused = run_casstor("ls", "up/")
     assert refused.returncode == EXIT_NOT_INITIALISED, refused.stderr
     assert refused.stderr.decode().splitlines() == [
-        "casstor: the store has schema 4: run 'casstor init' to upgrade it to schema 5 (adds columns; stored "
-        "blocks stay as they are)"]
+        f"casstor: the store has schema 4: run 'casstor init' to upgrade it to schema {SCHEMA_VERSION} (adds "
+        "columns; stored blocks stay as they are)"]
     with pytest.raises(MaintenanceError, match="writes are refused during the offline reclaim window held by upgrade@"):
         with WriterLease(cql, "store"):
             pass
     time.sleep(int(SHORT_LEASE["CASSTOR_LEASE_TTL_S"]) + 1)  # the killed holder's heartbeat lapses
     rerun = subprocess.run([*CASSTOR, "init"], capture_output=True, env={**os.environ, **SHORT_LEASE}, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
-    assert b"upgrade: resuming the upgrade killed" in rerun.stderr and b"schema v5" in rerun.stdout
-    assert current_window(cql) is None and read_settings(cql).schema_version == 5
+    assert b"upgrade: resuming the upgrade killed" in rerun.stderr and CURRENT in rerun.stdout
+    assert current_window(cql) is None and read_settings(cql).schema_version == SCHEMA_VERSION
     _all_restore_and_list(schema_4.contents, tmp_path, "up/")
 
 
@@ -168,7 +175,7 @@ def test_an_upgrade_waits_for_running_schema_4_writers_and_stops_new_ones(schema
     head written to `files`) after the upgrade has begun. Checks init waits for that writer (the window is open, in
     state waiting-for-writers, and a new writer is refused), so the head the writer commits before it finishes is
     copied: after init every file, that one included, is listed and restores byte-exact. Without the window the
-    copy ran at once and that head was lost to schema 5."""
+    copy ran at once and that head was lost to the current schema."""
     schema_4.write([f"w/a{i}.bin" for i in range(50)])
     cql = schema_4.cql
     with WriterLease(cql, "store"):
@@ -192,15 +199,15 @@ def test_an_upgrade_waits_for_running_schema_4_writers_and_stops_new_ones(schema
 
 def test_casstor_upgrade_copies_the_heads_with_spark_tasks(schema_4, tmp_path: Path) -> None:
     """The Spark route of the upgrade (`casstor upgrade`, a local[2] master: 8 token slices, one task each) on a
-    schema-4 store of 2,000 heads. Checks it exits 0 with schema v5 recorded, every head copied once and its
+    schema-4 store of 2,000 heads. Checks it exits 0 with the current schema recorded, every head copied once and its
     window closed, `casstor ls` lists every file once and a tree restore writes each byte-exact; a second run
     finds nothing to upgrade."""
     schema_4.write([f"sp/d{i % 5}/f{i:05d}.bin" for i in range(2000)])
     run = run_casstor("upgrade", env={**NO_UI, **SHORT_LEASE}, timeout=900)
     assert run.returncode == 0, run.stderr.decode()[-3000:]
-    assert b"upgrade: 2000 heads copied by 8 Spark tasks" in run.stderr and b"schema v5" in run.stdout
+    assert b"upgrade: 2000 heads copied by 8 Spark tasks" in run.stderr and CURRENT in run.stdout
     assert _copied(schema_4.cql) == 2000
-    assert current_window(schema_4.cql) is None and read_settings(schema_4.cql).schema_version == 5
+    assert current_window(schema_4.cql) is None and read_settings(schema_4.cql).schema_version == SCHEMA_VERSION
     _all_restore_and_list(schema_4.contents, tmp_path, "sp/")
     again = run_casstor("upgrade", env=NO_UI, timeout=900)
     assert again.returncode == 0 and b"nothing to upgrade" in again.stdout, again.stderr.decode()[-3000:]
