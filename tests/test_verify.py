@@ -112,12 +112,13 @@ def test_a_lone_block_missing_or_damaged_is_reported_as_any_other(empty_store, s
 
 
 def test_clean_store_exits_zero(empty_store, spark, tmp_path: Path) -> None:
-    (tmp_path / "f").write_bytes(os.urandom(100_000))
+    size = 600_000  # over 2 x chunk_max: a list in file_blocks, of 3+ blocks (100 KB was one block ~1 % of the time)
+    (tmp_path / "f").write_bytes(os.urandom(size))
     Store(empty_store).put(tmp_path / "f", "clean/f")
     report = verify(spark)
     assert report.exit_code == 0 and not any(report.problems.values())
     assert report.blocks_checked == len(block_list(empty_store, "clean/f"))
-    assert report.bytes_checked == 100_000 and "no problems" in report.table()
+    assert report.bytes_checked == size and "no problems" in report.table()
 
 
 def test_repair_is_refused_during_a_reclaim_window(cql, spark) -> None:
