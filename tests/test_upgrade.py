@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import time
-from collections import namedtuple
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,11 +23,13 @@ import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 
 from casstor_ops.errors import EXIT_NOT_INITIALISED, MaintenanceError
+from casstor_ops.store import block_list
 from casstor_ops.store.api import Store
 from casstor_ops.store.coordination.leases import WriterLease, active_writers
 from casstor_ops.store.coordination.reclaim_window import WindowState, current_window
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.schema import SCHEMA_VERSION, read_settings
+from casstor_ops.store.statements import Statements
 
 from .conftest import _truncate_all
 from .support import CASSTOR, NO_UI, SESSION_SETTINGS, put, run_casstor
@@ -44,7 +45,6 @@ INSERT_HEAD = (f"INSERT INTO {META_KS}.files (id, version, size, hash, blocks, c
                f"content, codec, stored_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 INSERT_BLOCK = f"INSERT INTO {META_KS}.file_blocks (id, version, block_offset, hash, size) VALUES (?, ?, ?, ?, ?)"
 CURRENT = f"schema v{SCHEMA_VERSION}".encode()
-ListRow = namedtuple("ListRow", "block_offset hash size")
 # A short lease, so a killed init's window can be resumed within the test.
 SHORT_LEASE = {"CASSTOR_LEASE_TTL_S": "3", "CASSTOR_HEARTBEAT_S": "1"}
 SIZES = [1, 999, 16_384, 70_000, 300_000, 1_000_003]  # one block up to several (the session's 16/48/256 KiB)
@@ -63,10 +63,9 @@ class Schema4:
                 data = os.urandom(size)
                 put(store, f"source/{size}", data)
                 head = cql.execute(f"SELECT * FROM {META_KS}.versions WHERE id = %s LIMIT 1", (f"source/{size}",)).one()
-                blocks = list(cql.execute(f"SELECT block_offset, hash, size FROM {META_KS}.file_blocks "
-                                          f"WHERE id = %s AND version = %s", (head.id, head.version)))
-                if head.lone_block is not None:  # kept in the row since schema 6; schema 4 wrote every list out
-                    blocks = [ListRow(0, head.lone_block, head.size)]
+                # As the list reads today (a one-block file's is its row's lone_block since schema 6): schema 4
+                # wrote every list out, so write() copies it to file_blocks.
+                blocks = block_list.read(cql, Statements.for_session(cql), head)
                 self._heads[data] = (head, blocks)
         for ddl in SCHEMA_4_FILES:
             cql.execute(ddl)
@@ -83,7 +82,7 @@ class Schema4:
             data, (head, block_rows) = sources[i % len(sources)]
             heads.append((file_id, head.version, head.size, head.hash, head.blocks, head.committed_at, None, None,
                           None, None, None))
-            blocks += [(file_id, head.version, b.block_offset, b.hash, b.size) for b in block_rows]
+            blocks += [(file_id, head.version, b.offset, b.hash, b.size) for b in block_rows]
             self.contents[file_id] = data
         for statement, rows in ((self._insert_block, blocks), (self._insert_head, heads)):  # list first, as a store
             execute_concurrent_with_args(self.cql, statement, rows, concurrency=64, raise_on_first_error=True)

@@ -23,14 +23,19 @@ that does not add up to its head is for the caller to check
 from __future__ import annotations
 
 import uuid
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from cassandra.cluster import Session
 
 from casstor_ops.store.records import InlineContent
 from casstor_ops.store.statements import Statements
 
-ListRow = tuple[int, bytes, int]  # (block_offset, hash, size), as file_blocks has it
+class ListRow(NamedTuple):
+    """One block of a list, as ``file_blocks`` has it: where it starts in the file, its hash, its size."""
+
+    offset: int
+    hash: bytes
+    size: int
 
 
 class Version(Protocol):
@@ -48,20 +53,15 @@ def lone_block(hashes: list[bytes], stored: InlineContent | None) -> bytes | Non
     return hashes[0] if stored is None and len(hashes) == 1 else None
 
 
-def in_file_blocks(hashes: list[bytes], stored: InlineContent | None) -> bool:
-    """Whether a new version's list is written to ``file_blocks``: not inline, and not a lone block."""
-    return stored is None and lone_block(hashes, stored) is None
-
-
 def carried(head: Version) -> list[ListRow] | None:
     """The list ``head``'s row carries (its lone block), or None when it is in ``file_blocks``."""
-    return None if head.lone_block is None else [(0, head.lone_block, head.size)]
+    return None if head.lone_block is None else [ListRow(0, head.lone_block, head.size)]
 
 
 def read(session: Session, st: Statements, head: Version) -> list[ListRow]:
     """``head``'s whole block list: the carried one, else ``file_blocks``' rows (one request)."""
     rows = carried(head)
     if rows is None:
-        rows = [tuple(r) for r in session.execute(st.file_blocks, (head.id, head.version),
+        rows = [ListRow(*r) for r in session.execute(st.file_blocks, (head.id, head.version),
                                                   execution_profile=st.plain_rows)]
     return rows

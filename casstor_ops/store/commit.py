@@ -72,7 +72,7 @@ from cassandra.query import PreparedStatement
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.block_list import in_file_blocks, lone_block
+from casstor_ops.store.block_list import lone_block
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.request_queue import RETRYABLE, RequestQueue
@@ -302,7 +302,7 @@ def late_head(acknowledged: float, oldest: float, bound: float) -> bool:
 def block_list_rows(file_id: str, version: uuid.UUID, hashes: list[bytes], sizes: list[int]) -> list[tuple]:
     """The values of ``insert_file_block`` for each block of a version's list, in order; none for a lone block
     (:mod:`casstor_ops.store.block_list`: its head row is its list)."""
-    if not in_file_blocks(hashes, None):
+    if lone_block(hashes, None) is not None:
         return []
     offsets = itertools.accumulate([0] + sizes)
     return [(file_id, version, offset, digest, size) for offset, digest, size in zip(offsets, hashes, sizes)]

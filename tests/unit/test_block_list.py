@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from casstor_ops.store.block_list import carried, in_file_blocks, lone_block, read
+from casstor_ops.store.block_list import carried, lone_block, read
 from casstor_ops.store.commit import block_list_rows, head_info, head_row
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.records import FileInfo, InlineContent
@@ -40,10 +40,10 @@ def test_a_one_block_file_names_its_block_in_its_head_and_writes_no_list_rows() 
 def test_a_file_of_several_blocks_an_inline_file_and_an_old_row_keep_the_list_elsewhere() -> None:
     """Two blocks: rows in file_blocks, null column. Inline: no list at all. A row with a null column (written
     before schema 6): its list is read from file_blocks, as before."""
-    assert in_file_blocks([ONE, TWO], None) and lone_block([ONE, TWO], None) is None
+    assert lone_block([ONE, TWO], None) is None
     assert len(block_list_rows("f", VERSION, [ONE, TWO], [300, 200])) == 2
     inline = InlineContent("none", b"x")
-    assert not in_file_blocks([ONE], inline) and lone_block([ONE], inline) is None
+    assert lone_block([ONE], inline) is None
     old = FileInfo("f", VERSION, 300, file_hash([ONE]), 1, None)
     session = ListSession([(0, ONE, 300)])
     assert carried(old) is None and read(session, St(), old) == [(0, ONE, 300)] and session.reads == 1

@@ -65,6 +65,21 @@ def test_a_read_ahead_holds_the_first_bytes_for_readinto() -> None:
     assert asyncio.run(run()) == (False, True, b"abcdef|abcdefgh")
 
 
+def test_a_worker_read_past_the_limit_is_too_large() -> None:
+    """Injects a body of 10,000 bytes read by a worker thread 4 KiB at a time (``readinto``, as the store reads a
+    streamed PUT) past a limit of 5,000; checks the limit holds there too (BodyTooLarge, not a truncated body)."""
+    def drain(reader: BodyReader) -> None:
+        buffer = bytearray(4096)
+        while reader.readinto(memoryview(buffer)):
+            pass
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, drain, BodyReader(_chunks([b"x" * 1000] * 10), loop, limit=5000))
+    with pytest.raises(BodyTooLarge):
+        asyncio.run(run())
+
+
 def test_a_reader_that_takes_nothing_for_the_idle_timeout_frees_the_worker() -> None:
     """Injects a response nobody reads (a client too slow to take a chunk); checks the worker's write gives up
     after the idle timeout with ResponseClosed, so its read thread serves others (before: it waited for ever)."""
