@@ -163,6 +163,7 @@ class Statements:
         f"SELECT name, {_ENTRY_COLUMNS} FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ? AND name >= ?")
     bucket_rows = _Prepared(f"SELECT COUNT(*) FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ?")
     directory_generation = _Prepared(f"SELECT generation FROM {META_KS}.directories WHERE dir = ?")
+    directory_generations = _Prepared(f"SELECT dir, generation FROM {META_KS}.directories WHERE dir IN ?")
     # The key alone: never overwrites a generation a split recorded.
     make_directory = _Prepared(f"INSERT INTO {META_KS}.directories (dir) VALUES (?)")
     split_directory = _Prepared(f"UPDATE {META_KS}.directories SET generation = ? WHERE dir = ? IF generation = ?")

@@ -81,6 +81,8 @@ class DirectorySession:
 
     def execute(self, cql: str, values: tuple, execution_profile: object = None) -> SimpleNamespace:
         self.requests.append((cql.split()[0], values[0]))
+        if cql.startswith("SELECT dir, generation"):
+            return [(key, None) for key in values[0] if key in self.made]
         if cql.startswith("SELECT generation"):
             found = [(None,)] if values[0] in self.made else []
             return SimpleNamespace(one=lambda: found[0] if found else None)
@@ -97,3 +99,14 @@ def test_a_directory_listed_unmade_is_made_at_its_first_write_without_reading_it
     # One read of each row (the listing's), then a's marker of b/ and b/'s row, in that order.
     assert session.requests == [("SELECT", "/a/b/"), ("SELECT", "/a/"), ("INSERT", "/a/"), ("INSERT", "/a/b/")]
     assert namespace.generation("a/b/") == 0 and len(session.requests) == 4  # remembered as made
+
+
+def test_many_directories_are_listed_in_one_read_and_kept_as_one_read_each_would_keep_them() -> None:
+    """A tree store reads the rows of the directories it prefetches in one request (the re-run of 5,626 files in
+    789 directories: 1.52 -> 1.16 s); what it finds is kept for the writes as :meth:`listed` keeps it."""
+    session = DirectorySession({"/", "/a/"})
+    namespace = Namespace(session, directory_rows=100_000)
+    assert namespace.listed_many(["a/", "a/b/", ""]) == {"a/": 0, "a/b/": None, "": 0}
+    assert session.requests == [("SELECT", ["/a/", "/a/b/", "/"])]
+    assert namespace.generation("a/b/") == 0 and namespace.generation("a/") == 0
+    assert session.requests[1:] == [("INSERT", "/a/"), ("INSERT", "/a/b/")]  # b/ made unread, a/ remembered

@@ -239,9 +239,16 @@ class ListedHeads:
         self._reads = ThreadPoolExecutor(ahead, thread_name_prefix="casstor-listed")
 
     def prefetch(self, file_ids: Iterable[str]) -> None:
-        """Start reading the directories of ``file_ids`` (those not read or being read) without waiting."""
-        for directory in dict.fromkeys(split_id(file_id)[0] for file_id in file_ids):
-            self._read(directory)
+        """Start reading the directories of ``file_ids`` (those not read or being read) without waiting: their
+        generations in one request (:meth:`Namespace.listed_many`), then each one's entries."""
+        with self._guard:
+            new = [d for d in dict.fromkeys(split_id(file_id)[0] for file_id in file_ids)
+                   if not self._readable(self._directories.get(d))]
+            if not new:
+                return
+            generations = self._reads.submit(self._namespace.listed_many, new)  # first in the queue: no thread
+            for directory in new:                                              # waits for one not yet started
+                self._keep(directory, self._reads.submit(self._entries_after, directory, generations))
 
     def close(self) -> None:
         """Stop the reads ahead not started yet."""
@@ -255,15 +262,30 @@ class ListedHeads:
     def _read(self, directory: str) -> Future:
         with self._guard:  # one read a directory (again after a failure): the other workers wait for the same one
             found = self._directories.get(directory)
-            if found is None or found.cancelled() or (found.done() and found.exception() is not None):
-                found = self._directories[directory] = self._reads.submit(self._names, directory)
-                if len(self._directories) > self._kept:
-                    self._directories.popitem(last=False)
+            if not self._readable(found):
+                found = self._keep(directory, self._reads.submit(self._names, directory))
             self._directories.move_to_end(directory)
             return found
 
+    @staticmethod
+    def _readable(found: Future | None) -> bool:
+        """Whether a directory's read (None: none) gives or will give its names: not cancelled, not failed."""
+        return found is not None and not found.cancelled() and not (found.done() and found.exception() is not None)
+
+    def _keep(self, directory: str, read: Future) -> Future:
+        self._directories[directory] = read
+        self._directories.move_to_end(directory)
+        if len(self._directories) > self._kept:
+            self._directories.popitem(last=False)
+        return read
+
     def _names(self, directory: str) -> dict[str, Entry]:
-        generation = self._namespace.listed(directory)
+        return self._listing(directory, self._namespace.listed(directory))
+
+    def _entries_after(self, directory: str, generations: Future) -> dict[str, Entry]:
+        return self._listing(directory, generations.result()[directory])
+
+    def _listing(self, directory: str, generation: int | None) -> dict[str, Entry]:
         if generation is None:
             return {}
         return {e.name: e for e in directory_entries(self._session, self._st, directory, generation=generation)

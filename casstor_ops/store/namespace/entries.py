@@ -42,7 +42,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from cassandra.cluster import Session
@@ -65,6 +65,9 @@ OPEN_DIRECTORIES = 16
 ENTRY_WRITERS = 8
 SPLIT_CHECKS = 100            # counts per directory_rows entries written: the overshoot past the bound is ~1 %
 _CACHED_DIRECTORIES = 100_000  # generations kept per session (a tree store of more directories reads some again)
+# Directories whose rows one request reads (listed_many): a tree store's re-run read each directory's generation,
+# then its entries, two round trips one after the other per directory (789 directories of 5,626 small files).
+GENERATIONS_A_READ = 100
 _UUID_EPOCH = 0x01B21DD213814000  # 100 ns intervals between 1582-10-15 and 1970-01-01
 
 
@@ -130,7 +133,22 @@ class Namespace:
         :meth:`_make` writes its row before any entry). Kept for this session's writes that follow, as
         :meth:`generation` keeps its own read: a directory found unmade is made at its first write without
         being read again (making it again is harmless: the row is its key alone, the markers plain writes)."""
-        generation = self._recorded(directory)
+        return self._listed(directory, self._recorded(directory))
+
+    def listed_many(self, directories: Sequence[str]) -> dict[str, int | None]:
+        """:meth:`listed` of each of ``directories``, their rows read ``GENERATIONS_A_READ`` a request."""
+        found: dict[str, int | None] = {}
+        for start in range(0, len(directories), GENERATIONS_A_READ):
+            part = directories[start:start + GENERATIONS_A_READ]
+            rows = self._session.execute(self._st.directory_generations, ([directory_key(d) for d in part],),
+                                         execution_profile=self._st.plain_rows)
+            recorded = {key: generation or 0 for key, generation in rows}
+            for directory in part:
+                found[directory] = self._listed(directory, recorded.get(directory_key(directory)))
+        return found
+
+    def _listed(self, directory: str, generation: int | None) -> int | None:
+        """Keep what :meth:`listed` read of ``directory`` (its generation, or None: no row) for the writes."""
         if generation is None:
             with self._guard:
                 if len(self._unmade) >= _CACHED_DIRECTORIES:
