@@ -41,3 +41,23 @@ def test_list_by_prefix_is_sorted(empty_store):
     assert list(store.list("zzz")) == []
     info = store.stat("q/a")
     assert info.as_dict()["size"] == 3 and len(info.as_dict()["hash"]) == 64
+
+
+def test_a_walk_that_reads_subdirectories_ahead_lists_what_a_walk_one_at_a_time_lists(empty_store):
+    """Store.list reads a directory's next subdirectories ahead on threads (their generations in one request):
+    the same files in the same ID order as the walk that reads each directory when it gets there, with
+    look-aheads smaller than a directory's subdirectories (several rounds), prefixes inside names and none."""
+    from casstor_ops.store.batch_upload import SmallFile
+    from casstor_ops.store.namespace.listing import files_under
+    from casstor_ops.store.statements import Statements
+
+    ids = [f"w/{a}/{b}/f{c}" for a in range(12) for b in range(3) for c in range(2)]
+    ids += ["w/1.txt", "w/1-a", "w/top", "w/5/deep/er/est/x", "w/5/0/a/b"]
+    store = Store(empty_store)
+    assert not [r for r in store.put_many([SmallFile(i, i.encode()) for i in ids]) if isinstance(r, Exception)]
+    st = Statements.for_session(empty_store)
+    for prefix in ("w/", "w/1", "w/5/", "w/1/0/f", "w/zz", ""):
+        wanted = sorted(i for i in ids if i.startswith(prefix))
+        for ahead in (0, 1, 4, 16):
+            assert [f.id for f in files_under(empty_store, st, prefix, ahead=ahead)] == wanted, (prefix, ahead)
+    assert [f.id for f in store.list("w/")] == sorted(ids)

@@ -78,8 +78,8 @@ from cassandra.cluster import Session
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError, LeaseLapsedError
-from casstor_ops.store.commit import (COMMIT_ATTEMPTS, block_list_rows, first_bound, head_info, head_row, in_time,
-                                      late_head, version_write, write_heads)
+from casstor_ops.store.commit import (COMMIT_ATTEMPTS, VersionRow, block_list_rows, first_bound, head_info, head_row,
+                                      in_time, late_head, version_write, write_heads)
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.chunking import make_chunker
@@ -129,7 +129,7 @@ class _Item:
     hashes: list[bytes] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
     stored: InlineContent | None = None
-    row: tuple | None = None          # its head row, once its version is made
+    row: VersionRow | None = None     # its head row, once its version is made
     committed: bool = False
     error: Exception | None = None    # what failed it: its commit, or its entry once committed
 
@@ -303,7 +303,7 @@ class BatchUpload(Upload):
             self._reverify(stale, self._content.__getitem__)
 
     def _write_lists(self, items: list[_Item]) -> None:
-        rows = [r for i in items if i.stored is None for r in block_list_rows(i.id, i.row[1], i.hashes, i.sizes)]
+        rows = [r for i in items if i.stored is None for r in block_list_rows(i.id, i.row.version, i.hashes, i.sizes)]
         for group in row_batches(rows):
             self._requests.submit_batch(self._st.insert_file_block, group, lambda _rows: None)
         self._requests.drain()
@@ -350,7 +350,7 @@ class BatchUpload(Upload):
 
     def _result(self, item: _Item, firsts: set[bytes], started: float) -> StoreResult:
         """What a lone store of ``item`` returns; a block this batch wrote is new for the first file that has it."""
-        version = item.row[1]
+        version = item.row.version
         if item.stored is not None:
             return replace(inline_result(item.id, len(item.data), item.stored, file_hash(item.hashes), started),
                            version=version)

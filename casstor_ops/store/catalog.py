@@ -31,13 +31,18 @@ from cassandra.util import max_uuid_from_time, uuid_from_time
 from casstor_ops.errors import NotFoundError
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.namespace.listing import PAGE_ROWS, entries_under, files_under
-from casstor_ops.store.commit import write_version
+from casstor_ops.store.commit import VersionRow, write_version
 from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
                                       inline_head)
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
 AT_CONCURRENCY = 32  # versions read at once for a listing as of a time: one partition read per name
+# A listing's walk reads the subdirectories among a directory's next entries ahead, this many on as many threads.
+# One at a time, two round trips each (its generation, then its entries), listing the 5,626 files in 1,230
+# directories of bench.small_files took 2.1-2.2 s on a warm node; 16 ahead 1.5-1.65 s (8: 1.57, 32: 1.64). A tree
+# restore waits for the whole listing: 6.54 -> 5.28 s (medians of 5 alternated).
+WALK_AHEAD = 16
 
 
 def _info(row, inline: InlineContent | None = None) -> FileInfo:
@@ -88,7 +93,7 @@ def versions(session: Session, st: Statements, file_id: str) -> list[VersionInfo
 
 def list_files(session: Session, st: Statements, prefix: str = "") -> Iterator[FileInfo]:
     """Committed files whose ID starts with ``prefix``, in ID order, read from the directories under it."""
-    return files_under(session, st, prefix)
+    return files_under(session, st, prefix, ahead=WALK_AHEAD)
 
 
 def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Iterator[FileInfo]:
@@ -100,7 +105,7 @@ def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Ite
     version then, or a delete marker, is left out.
     """
     bound = max_uuid_from_time(at.timestamp())
-    names = (entry.file.id for entry in entries_under(session, st, prefix, include_deleted=True))
+    names = (entry.file.id for entry in entries_under(session, st, prefix, include_deleted=True, ahead=WALK_AHEAD))
     # The listing is read here, a page at a time, never in the driver's callbacks (which pull the next
     # arguments of execute_concurrent: a blocking read there waits for its own thread).
     while page := list(itertools.islice(names, PAGE_ROWS)):
@@ -123,8 +128,9 @@ def mark_removed(session: Session, st: Statements, namespace: Namespace, file_id
     """Write a delete marker for ``file_id``, whatever its head (an S3 object's: ``null_version`` not None, as
     :class:`~casstor_ops.store.records.ObjectMeta`'s); the marker."""
     marker = uuid_from_time(datetime.now(timezone.utc).timestamp())
-    row = (file_id, marker, 0, b"", 0, datetime.now(timezone.utc), None, None, None, None, None, None, None, True,
-           None, version_micros(marker))
+    row = VersionRow(file_id, marker, 0, b"", 0, datetime.now(timezone.utc), mode=None, mtime_ns=None, ino=None,
+                     ctime_ns=None, content=None, codec=None, stored_size=None, deleted=True, lone_block=None,
+                     written_at=version_micros(marker))
     write_version(session, st, row, None if null_version is None else ObjectMeta(null_version=null_version))
     gone = FileInfo(file_id, marker, 0, b"", 0, None)
     namespace.publish(gone, deleted=True)

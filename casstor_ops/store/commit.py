@@ -65,7 +65,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
@@ -93,7 +93,29 @@ HEAD_RETRY_FIRST_S = 0.2   # first pause before retrying the head write; doubles
 # ~200 KiB, accepted without a warning; a two-partition batch of 600 rows refused as "Batch too large"). The
 # count only bounds a request's size (~30 KiB); it was derived from the threshold, read from the node.
 BLOCK_LIST_BATCH_ROWS = 300
-_LONE_BLOCK = 14  # insert_version's lone_block among its values
+
+
+class VersionRow(NamedTuple):
+    """The values of ``insert_version``, in its order: a version row as it is written (the last, ``written_at``,
+    its ``USING TIMESTAMP``: the version's own time). ``content``, ``codec``, ``stored_size``: an inline file's
+    (:func:`~casstor_ops.store.inline.head_columns`: null or unset for one in blocks)."""
+
+    id: str
+    version: uuid.UUID
+    size: int
+    hash: bytes
+    blocks: int
+    committed_at: datetime
+    mode: int | None
+    mtime_ns: int | None
+    ino: int | None
+    ctime_ns: int | None
+    content: object
+    codec: object
+    stored_size: object
+    deleted: bool
+    lone_block: bytes | None
+    written_at: int
 
 Reverify = Callable[[list[bytes], Callable[[bytes], bytes]], None]
 """Check blocks again; upload again those missing, with content from the given reader of one block; return
@@ -309,7 +331,7 @@ def block_list_rows(file_id: str, version: uuid.UUID, hashes: list[bytes], sizes
 
 
 def head_row(file_id: str, version: uuid.UUID, size: int, hashes: list[bytes], attributes: FileAttributes | None,
-             stored: InlineContent | None, content_columns: tuple) -> tuple:
+             stored: InlineContent | None, content_columns: tuple) -> VersionRow:
     """The values of ``insert_version`` for the new head of a file kept in the blocks ``hashes``, or inline as
     ``stored`` (then ``hashes`` is its one block's): :func:`version_row` with the file hash and block count."""
     blocks = 0 if stored is not None else len(hashes)
@@ -317,33 +339,34 @@ def head_row(file_id: str, version: uuid.UUID, size: int, hashes: list[bytes], a
                        lone_block(hashes, stored))
 
 
-def head_info(row: tuple, attributes: FileAttributes | None) -> FileInfo:
-    """The committed head that the values ``row`` of ``insert_version`` make."""
-    return FileInfo(*row[:6], attributes, lone_block=row[_LONE_BLOCK])
+def head_info(row: VersionRow, attributes: FileAttributes | None) -> FileInfo:
+    """The committed head that the version row ``row`` makes."""
+    return FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes,
+                    lone_block=row.lone_block)
 
 
 def version_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int,
-                attributes: FileAttributes | None, content_columns: tuple, lone: bytes | None = None) -> tuple:
+                attributes: FileAttributes | None, content_columns: tuple, lone: bytes | None = None) -> VersionRow:
     """The values of ``insert_version`` (``content_columns``: :func:`~casstor_ops.store.inline.head_columns`;
     ``lone``: a one-block file's block, :mod:`casstor_ops.store.block_list`), stamped with the version's time."""
     source = (attributes.mode, attributes.mtime_ns, attributes.ino, attributes.ctime_ns) if attributes \
         else (None,) * 4
-    return (file_id, version, size, digest, blocks, datetime.now(timezone.utc), *source, *content_columns,
-            False, lone, version_micros(version))
+    return VersionRow(file_id, version, size, digest, blocks, datetime.now(timezone.utc), *source, *content_columns,
+                      False, lone, version_micros(version))
 
 
-def write_version(session: Session, st: Statements, row: tuple, meta: ObjectMeta | None) -> None:
+def write_version(session: Session, st: Statements, row: VersionRow, meta: ObjectMeta | None) -> None:
     """Write the version row ``row`` (:func:`version_row`'s values), with an S3 object's attributes ``meta`` in
     every one of their columns (None: a file that is no S3 object)."""
     session.execute(*version_write(st, row, meta))
 
 
-def version_write(st: Statements, row: tuple, meta: ObjectMeta | None) -> tuple[PreparedStatement, tuple]:
+def version_write(st: Statements, row: VersionRow, meta: ObjectMeta | None) -> tuple[PreparedStatement, tuple]:
     """The statement and values that write the version row ``row`` with ``meta`` (:func:`write_version`; a batch
     of heads writes each this way)."""
     if meta is None:
         return st.insert_version, row
-    return st.insert_version_meta, (*row[:-1], *meta.columns(), row[-1])
+    return st.insert_version_meta, (*row[:-1], *meta.columns(), row.written_at)
 
 
 def commit_inline_async(session: Session, st: Statements, namespace: Namespace, file_id: str, data: bytes,

@@ -49,7 +49,7 @@ from cassandra.cluster import Session
 from cassandra.query import BatchStatement, BatchType
 
 from casstor_ops.store.namespace.layout import MAX_GENERATION, bucket_of, directory_key, markers, split_id
-from casstor_ops.store.namespace.listing import read_generation
+from casstor_ops.store.namespace.listing import read_generation, recorded_generations
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.statements import Statements
 
@@ -139,12 +139,9 @@ class Namespace:
         """:meth:`listed` of each of ``directories``, their rows read ``GENERATIONS_A_READ`` a request."""
         found: dict[str, int | None] = {}
         for start in range(0, len(directories), GENERATIONS_A_READ):
-            part = directories[start:start + GENERATIONS_A_READ]
-            rows = self._session.execute(self._st.directory_generations, ([directory_key(d) for d in part],),
-                                         execution_profile=self._st.plain_rows)
-            recorded = {key: generation or 0 for key, generation in rows}
-            for directory in part:
-                found[directory] = self._listed(directory, recorded.get(directory_key(directory)))
+            for directory, generation in recorded_generations(self._session, self._st,
+                                                              directories[start:start + GENERATIONS_A_READ]).items():
+                found[directory] = self._listed(directory, generation)
         return found
 
     def _listed(self, directory: str, generation: int | None) -> int | None:

@@ -9,6 +9,9 @@ file removed after that time was there then). A prefix ``photos/20`` is the name
 directory ``photos/``; every subdirectory marker met is walked in turn, which
 yields files in ID order. So ``ls photos/2024/`` costs the requests of what is
 under it, whatever the store holds.
+A walk may read ahead (``ahead``: ``Store.list`` does): the subdirectories
+among a directory's next entries are opened on threads of the walk, their
+generations in one request, while it yields what comes before them.
 
 The generation is read fresh for each directory listed (not the writers'
 cache): a listing must read every bucket a split may have started filling.
@@ -32,7 +35,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cassandra.cluster import Session
@@ -67,6 +72,15 @@ def read_generation(session: Session, st: Statements, directory: str) -> int:
     """The directory's generation as recorded now (0 for one not split, or not made)."""
     row = session.execute(st.directory_generation, (directory_key(directory),)).one()
     return (row.generation or 0) if row is not None else 0
+
+
+def recorded_generations(session: Session, st: Statements, directories: Sequence[str]) -> dict[str, int | None]:
+    """Each directory's generation as recorded now (None: it has no row, not made), in one request: for a few
+    directories at once (a walk's look-ahead, a tree store's read-ahead), not thousands."""
+    rows = session.execute(st.directory_generations, ([directory_key(d) for d in directories],),
+                           execution_profile=st.plain_rows)
+    recorded = {key: generation or 0 for key, generation in rows}
+    return {d: recorded.get(directory_key(d)) for d in directories}
 
 
 def directory_entries(session: Session, st: Statements, directory: str, start: str = "",
@@ -109,21 +123,64 @@ def _file(file_id: str, row) -> FileInfo:
                     lone_block=row.lone_block)
 
 
-def entries_under(session: Session, st: Statements, prefix: str = "",
-                  include_deleted: bool = False) -> Iterator[Entry]:
+def entries_under(session: Session, st: Statements, prefix: str = "", include_deleted: bool = False,
+                  ahead: int = 0) -> Iterator[Entry]:
     """Every file entry whose ID starts with ``prefix``, in ID order (names are whole IDs here); ``include_deleted``:
-    removed files' entries too."""
+    removed files' entries too; ``ahead``: how many of a directory's next entries the walk looks at before it
+    takes the first, each subdirectory among them read then on threads of its own (0: each directory read when the
+    walk gets to it: what a caller wants that takes the first entry only)."""
     directory, start = split_id(prefix)
-    for entry in directory_entries(session, st, directory, start, include_deleted):
-        if not entry.name.startswith(start):
-            return
-        if entry.is_directory:
-            yield from entries_under(session, st, directory + entry.name, include_deleted)
+    entries = directory_entries(session, st, directory, start, include_deleted)
+    if not ahead:
+        yield from _walk(None, 0, session, st, directory, entries, start, include_deleted)
+        return
+    reads = ThreadPoolExecutor(ahead, thread_name_prefix="casstor-walk")
+    try:
+        yield from _walk(reads, ahead, session, st, directory, entries, start, include_deleted)
+    finally:
+        reads.shutdown(wait=False, cancel_futures=True)
+
+
+def _walk(reads: ThreadPoolExecutor | None, ahead: int, session: Session, st: Statements, directory: str,
+          entries: Iterator[Entry], start: str, include_deleted: bool) -> Iterator[Entry]:
+    """The file entries of ``directory`` (its ``entries``, names from ``start``) and of the subdirectories among
+    them, depth first; with ``reads``, up to ``ahead`` entries taken early and their subdirectories opened (their
+    generations in one request)."""
+    waiting: deque[tuple[Entry, Future | None]] = deque()
+    entries = itertools.takewhile(lambda e: e.name.startswith(start), entries)
+    while True:
+        room = (ahead if reads is not None else 1) - len(waiting)
+        taken = list(itertools.islice(entries, max(room, 0)))
+        subdirectories = [directory + e.name for e in taken if e.is_directory]
+        if reads is not None and subdirectories:
+            generations = reads.submit(recorded_generations, session, st, subdirectories)
+            waiting.extend((e, reads.submit(_opened, session, st, directory + e.name, include_deleted, generations)
+                            if e.is_directory else None) for e in taken)
         else:
+            waiting.extend((e, None) for e in taken)
+        if not waiting:
+            return
+        entry, opened = waiting.popleft()
+        if not entry.is_directory:
             yield entry
+            continue
+        inner = opened.result() if opened is not None else \
+            directory_entries(session, st, directory + entry.name, "", include_deleted)
+        yield from _walk(reads, ahead, session, st, directory + entry.name, inner, "", include_deleted)
 
 
-def files_under(session: Session, st: Statements, prefix: str = "") -> Iterator[FileInfo]:
-    """The files whose ID starts with ``prefix``, in ID order, read from the directories under it only."""
-    for entry in entries_under(session, st, prefix):
+def _opened(session: Session, st: Statements, directory: str, include_deleted: bool,
+            generations: Future) -> Iterator[Entry]:
+    """``directory``'s entries with each bucket's first page read now (on a walk's thread), its generation once
+    ``generations`` has it (submitted first: it runs, or ran, on another of the walk's threads)."""
+    generation = generations.result()[directory] or 0
+    entries = directory_entries(session, st, directory, "", include_deleted, generation=generation)
+    first = next(entries, None)
+    return iter(()) if first is None else itertools.chain([first], entries)
+
+
+def files_under(session: Session, st: Statements, prefix: str = "", ahead: int = 0) -> Iterator[FileInfo]:
+    """The files whose ID starts with ``prefix``, in ID order, read from the directories under it only (``ahead``:
+    as :func:`entries_under`'s)."""
+    for entry in entries_under(session, st, prefix, ahead=ahead):
         yield entry.file
