@@ -61,7 +61,7 @@ from casstor_ops.lab.scratch_cluster import scratch_cluster
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace.entries import Namespace, entry_row, version_micros
 from casstor_ops.store.namespace.layout import buckets, directory_key
-from casstor_ops.store.namespace.listing import directory_entries, read_generation
+from casstor_ops.store.namespace.listing import directory_entries, recorded_generation
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.schema import Replication, init_store
 from casstor_ops.store.statements import Statements
@@ -172,7 +172,7 @@ def check_flat(session: Session, st: Statements, entries: int, rows: int) -> dic
         names += page
     seconds = time.perf_counter() - started
     listed, distinct = len(names), len(set(names))
-    generation = read_generation(session, st, "flat/")
+    generation = recorded_generation(session, st, "flat/") or 0
     sizes = [session.execute(st.bucket_rows, (directory_key("flat/"), b)).one()[0] for b in buckets(generation)]
     return {"entries": entries, "listed": listed, "distinct": distinct, "in_order": names == sorted(names), "bound": rows, "generation": generation, "partitions": len(sizes),
             "largest_partition": max(sizes), "smallest_partition": min(sizes), "pages": pages,

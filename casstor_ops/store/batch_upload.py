@@ -78,7 +78,7 @@ from cassandra.cluster import Session
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError, LeaseLapsedError
-from casstor_ops.store.commit import (COMMIT_ATTEMPTS, VersionRow, block_list_rows, first_bound, head_info, head_row,
+from casstor_ops.store.commit import (COMMIT_ATTEMPTS, block_list_rows, first_bound, head_info, head_row,
                                       in_time, late_head, version_write, write_heads)
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
@@ -87,7 +87,7 @@ from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inline import encode, fits, head_columns, inline_result
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.runs import runs
-from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult
+from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult, VersionRow
 from casstor_ops.store.request_queue import RETRYABLE, unlogged_batch
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.statements import Statements

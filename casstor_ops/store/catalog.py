@@ -31,9 +31,9 @@ from cassandra.util import max_uuid_from_time, uuid_from_time
 from casstor_ops.errors import NotFoundError
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.namespace.listing import PAGE_ROWS, entries_under, files_under
-from casstor_ops.store.commit import VersionRow, write_version
+from casstor_ops.store.commit import write_version
 from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
-                                      inline_head)
+                                      VersionRow, inline_head)
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000

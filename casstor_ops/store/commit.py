@@ -65,7 +65,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
@@ -78,7 +78,7 @@ from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.request_queue import RETRYABLE, RequestQueue
 from casstor_ops.store.codec import BlockCodec
 from casstor_ops.store.inline import encode, head_columns, inline_hash, inline_result
-from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreResult
+from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreResult, VersionRow
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace, version_micros
 from casstor_ops.store.coordination.safety import SAFETY
@@ -94,28 +94,6 @@ HEAD_RETRY_FIRST_S = 0.2   # first pause before retrying the head write; doubles
 # count only bounds a request's size (~30 KiB); it was derived from the threshold, read from the node.
 BLOCK_LIST_BATCH_ROWS = 300
 
-
-class VersionRow(NamedTuple):
-    """The values of ``insert_version``, in its order: a version row as it is written (the last, ``written_at``,
-    its ``USING TIMESTAMP``: the version's own time). ``content``, ``codec``, ``stored_size``: an inline file's
-    (:func:`~casstor_ops.store.inline.head_columns`: null or unset for one in blocks)."""
-
-    id: str
-    version: uuid.UUID
-    size: int
-    hash: bytes
-    blocks: int
-    committed_at: datetime
-    mode: int | None
-    mtime_ns: int | None
-    ino: int | None
-    ctime_ns: int | None
-    content: object
-    codec: object
-    stored_size: object
-    deleted: bool
-    lone_block: bytes | None
-    written_at: int
 
 Reverify = Callable[[list[bytes], Callable[[bytes], bytes]], None]
 """Check blocks again; upload again those missing, with content from the given reader of one block; return

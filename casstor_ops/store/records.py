@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 # A file changed this recently when it is opened may change again within the same tick of the file system's
 # clock (coarse: milliseconds) without its change time moving: its inode and change time are not recorded.
@@ -209,3 +209,26 @@ class StoreStats:
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "dedup_ratio": round(self.dedup_ratio, 6),
                 "compression_ratio": round(self.compression_ratio, 6)}
+
+
+class VersionRow(NamedTuple):
+    """The values of ``insert_version``, in its order: a version row as it is written (the last, ``written_at``,
+    its ``USING TIMESTAMP``: the version's own time). ``content``, ``codec``, ``stored_size``: an inline file's
+    (:func:`~casstor_ops.store.inline.head_columns`: null or unset for one in blocks)."""
+
+    id: str
+    version: uuid.UUID
+    size: int
+    hash: bytes
+    blocks: int
+    committed_at: datetime
+    mode: int | None
+    mtime_ns: int | None
+    ino: int | None
+    ctime_ns: int | None
+    content: object
+    codec: object
+    stored_size: object
+    deleted: bool
+    lone_block: bytes | None
+    written_at: int

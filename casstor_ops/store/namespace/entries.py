@@ -49,7 +49,7 @@ from cassandra.cluster import Session
 from cassandra.query import BatchStatement, BatchType
 
 from casstor_ops.store.namespace.layout import MAX_GENERATION, bucket_of, directory_key, markers, split_id
-from casstor_ops.store.namespace.listing import read_generation, recorded_generations
+from casstor_ops.store.namespace.listing import recorded_generation, recorded_generations
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.statements import Statements
 
@@ -121,7 +121,7 @@ class Namespace:
         with self._guard:
             unmade = directory in self._unmade
             self._unmade.discard(directory)
-        generation = None if unmade else self._recorded(directory)
+        generation = None if unmade else recorded_generation(self._session, self._st, directory)
         if generation is None:
             self._make(directory)
             generation = 0
@@ -133,7 +133,7 @@ class Namespace:
         :meth:`_make` writes its row before any entry). Kept for this session's writes that follow, as
         :meth:`generation` keeps its own read: a directory found unmade is made at its first write without
         being read again (making it again is harmless: the row is its key alone, the markers plain writes)."""
-        return self._listed(directory, self._recorded(directory))
+        return self._listed(directory, recorded_generation(self._session, self._st, directory))
 
     def listed_many(self, directories: Sequence[str]) -> dict[str, int | None]:
         """:meth:`listed` of each of ``directories``, their rows read ``GENERATIONS_A_READ`` a request."""
@@ -154,13 +154,6 @@ class Namespace:
             return None
         self._remember(directory, generation)
         return generation
-
-    def _recorded(self, directory: str) -> int | None:
-        """The directory's row as read now: its generation (0 when none recorded), None for no row."""
-        # Plain tuples: the default factory builds a namedtuple class for every result, a directory's each here.
-        row = self._session.execute(self._st.directory_generation, (directory_key(directory),),
-                                    execution_profile=self._st.plain_rows).one()
-        return None if row is None else row[0] or 0
 
     def _remember(self, directory: str, generation: int) -> None:
         with self._guard:
@@ -269,7 +262,7 @@ class Namespace:
         # Generation 0 is no cell (the row a directory is made with has none): IF generation = null.
         applied = self._session.execute(self._st.split_directory,
                                         (generation + 1, directory_key(directory), generation or None)).one()[0]
-        current = generation + 1 if applied else read_generation(self._session, self._st, directory)
+        current = generation + 1 if applied else recorded_generation(self._session, self._st, directory) or 0
         self._remember(directory, current)
 
 

@@ -68,10 +68,12 @@ class Entry:
         return self.file is None
 
 
-def read_generation(session: Session, st: Statements, directory: str) -> int:
-    """The directory's generation as recorded now (0 for one not split, or not made)."""
-    row = session.execute(st.directory_generation, (directory_key(directory),)).one()
-    return (row.generation or 0) if row is not None else 0
+def recorded_generation(session: Session, st: Statements, directory: str) -> int | None:
+    """The directory's generation as recorded now (0 for one not split), None when it has no row (not made)."""
+    # Plain tuples: the default factory builds a namedtuple class for every result, a directory's each here.
+    row = session.execute(st.directory_generation, (directory_key(directory),),
+                          execution_profile=st.plain_rows).one()
+    return None if row is None else row[0] or 0
 
 
 def recorded_generations(session: Session, st: Statements, directories: Sequence[str]) -> dict[str, int | None]:
@@ -90,7 +92,7 @@ def directory_entries(session: Session, st: Statements, directory: str, start: s
     removed files' entries too; ``page``: the entries the caller will take at most (None: all of them);
     ``generation``: the directory's, as the caller has just read it (None: read here)."""
     if generation is None:
-        generation = read_generation(session, st, directory)
+        generation = recorded_generation(session, st, directory) or 0
     ids = buckets(generation)
     fetch = PAGE_ROWS if page is None or len(ids) == 1 else max(MIN_BUCKET_ROWS, 2 * page // len(ids))
     streams = [_bucket_rows(session, st, directory, bucket, start, fetch) for bucket in ids]

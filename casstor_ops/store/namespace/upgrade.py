@@ -54,7 +54,7 @@ from casstor_ops.store.coordination.reclaim_window import UpgradeWindow, WindowS
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace.entries import Namespace, version_micros
-from casstor_ops.store.records import FileAttributes, FileInfo
+from casstor_ops.store.records import FileAttributes, FileInfo, VersionRow
 from casstor_ops.store.statements import Statements
 
 COPY_PAGE_ROWS = 500
@@ -134,14 +134,15 @@ def _copy_page(session: Session, st: Statements, namespace: Namespace, pool: Thr
                rows: list) -> None:
     """A page's versions, then their entries (an entry never names a version that is not there)."""
     # Schema 4 recorded no inode or ctime (None, None): a re-run of a tree store reads such files once.
-    versions = [(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), None, None, r.content,
-                 r.codec, r.stored_size, False, None, version_micros(r.version)) for r in rows]
+    versions = [VersionRow(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), ino=None,
+                           ctime_ns=None, content=r.content, codec=r.codec, stored_size=r.stored_size, deleted=False,
+                           lone_block=None, written_at=version_micros(r.version)) for r in rows]
     for ok, outcome in execute_concurrent_with_args(session, st.insert_version, versions,
                                                     concurrency=COPY_CONCURRENCY, raise_on_first_error=True):
         assert ok, outcome
-    heads = [(FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at,
-                       FileAttributes(*values[6:8]) if values[6] is not None else None), row.stored_size)
-             for row, values in zip(rows, versions)]
+    heads = [(FileInfo(v.id, v.version, v.size, v.hash, v.blocks, v.committed_at,
+                       FileAttributes(v.mode, v.mtime_ns) if v.mode is not None else None), v.stored_size)
+             for v in versions]
     for _ in pool.map(lambda head: namespace.publish(*head), heads):  # raises the first failure
         pass
 
