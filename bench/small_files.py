@@ -18,7 +18,11 @@ Per corpus, each tool on a fresh store or repository runs three timed steps:
 tree again. casstor runs as a user runs it: the CLI as a subprocess, default
 options (``--quiet``: no progress bar). The tools alternate within each
 round (casstor, restic, borg), ``--rounds`` rounds (default 3); every figure
-is the median of the rounds. Each step starts on quiet nodes
+is the median of the rounds. A warm-up round comes first (``--warmup``,
+default 1), its ratios reported apart: a node just started spends most of
+its CPU compiling (C2 compiler threads: two thirds of the node's CPU in the
+second small-tree store after a start, next to nothing from the fourth),
+and a user's node is a long-running server. Each step starts on quiet nodes
 (:func:`~bench.common.wait_for_quiet_nodes`). Every restore is compared byte
 for byte with its source (:func:`~bench.common.same_tree`).
 
@@ -219,26 +223,27 @@ def _ratios(figures: dict) -> dict:
     return ratios
 
 
-def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], None] = print) -> dict:
-    """Every step of every tool on each corpus directory, ``rounds`` alternated rounds, on the environment's node;
-    the results as a dict (see the module docstring). It empties the store: :func:`main` gives it a node of its
-    own."""
-    results: dict = {"rounds": rounds, "corpora": {}, "versions": {}}
+def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], None] = print, warmup: int = 1) -> dict:
+    """Every step of every tool on each corpus directory, ``warmup`` rounds kept apart then ``rounds`` alternated
+    rounds, on the environment's node; the results as a dict (see the module docstring). It empties the store:
+    :func:`main` gives it a node of its own."""
+    results: dict = {"rounds": rounds, "warmup": warmup, "corpora": {}, "versions": {}}
     with tempfile.TemporaryDirectory(prefix="casstor-bench-small-files-") as tmp, \
             bench_session(log) as (session, _endpoint, _started):
         for corpus, tree in corpora.items():
             paths = [p for p in tree.rglob("*") if p.is_file()]
             files, nbytes = len(paths), sum(p.stat().st_size for p in paths)
             log(f"{corpus}: {files} files, {nbytes / MB:.1f} MB")
-            measured = _Rounds(session, Path(tmp), log)
-            for n in range(rounds):
-                log(f"  round {n + 1} of {rounds}")
+            warm, measured = _Rounds(session, Path(tmp), log), _Rounds(session, Path(tmp), log)
+            for n in range(warmup + rounds):
+                log(f"  warm-up round {n + 1} of {warmup}" if n < warmup else f"  round {n - warmup + 1} of {rounds}")
                 for tool in TOOLS:
-                    measured.one(tool, tree)
+                    (warm if n < warmup else measured).one(tool, tree)
             results["versions"].update(measured.versions)
             figures = _medians(measured, files, nbytes)
             results["corpora"][corpus] = {"files": files, "bytes": nbytes, "figures": figures,
-                                          "ratios": _ratios(figures)}
+                                          "ratios": _ratios(figures),
+                                          "warmup_ratios": _ratios(_medians(warm, files, nbytes)) if warmup else {}}
         empty_store(session)
     return results
 
@@ -246,7 +251,8 @@ def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], No
 def _report(results: dict) -> str:
     versions = results["versions"]
     lines = [f"small files and tarballs, casstor vs restic {versions['restic']} and borg {versions['borg']} "
-             f"(medians of {results['rounds']} alternated rounds; one throw-away local node; 2 shared cores: "
+             f"(medians of {results['rounds']} alternated rounds after {results['warmup']} warm-up; one throw-away local "
+             f"node; 2 shared cores: "
              f"node, client and peers compete)"]
     if results.get("packages"):
         lines.append("  small: " + ", ".join(f"{name} {v}" for name, v in results["packages"].items()))
@@ -255,6 +261,9 @@ def _report(results: dict) -> str:
     for corpus, info in results["corpora"].items():
         lines.append(f"  {corpus}: {info['files']} files, {info['bytes'] / MB:.1f} MB")
         lines += [f"    {name:<8} {r['value']:6.3f}  (against {r['peer']})" for name, r in info["ratios"].items()]
+        if info["warmup_ratios"]:
+            lines.append("    warm-up (not in the medians; the first on a node just started): " + ", ".join(
+                f"{name} {r['value']:.3f}" for name, r in info["warmup_ratios"].items()))
     lines.append("per step (medians): seconds, MB/s, files/s, CPU ms per file client / node, requests per file:")
     for corpus, info in results["corpora"].items():
         for tool, figures in info["figures"].items():
@@ -294,12 +303,14 @@ def main() -> None:
     parser.add_argument("--tars", type=Path, help="a directory to use as the tarball corpus instead")
     parser.add_argument("--versions", type=positive_int, default=4, help="consecutive Django 5.0.x releases (1-8)")
     parser.add_argument("--rounds", type=positive_int, default=3)
+    parser.add_argument("--warmup", type=int, choices=(0, 1, 2), default=1,
+                        help="rounds run first and left out of the medians (default 1)")
     parser.add_argument("--port-base", type=positive_int, default=19642)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "casstor" / "corpus")
     parser.add_argument("--out", type=Path, default=Path("bench/results/small_files.json"))
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.versions = 1, 1
+        args.rounds, args.versions, args.warmup = 1, 1, 0
     if args.versions > 8:
         parser.error("--versions takes 1-8")
     for flag, path in (("--tree", args.tree), ("--tars", args.tars)):
@@ -311,7 +322,7 @@ def main() -> None:
                 tempfile.TemporaryDirectory(prefix="casstor-bench-node-") as home:
             corpora, packages = _corpora(args, Path(work))
             own_node(Path(home), args.port_base)
-            results = {**run_benchmark(corpora, args.rounds), "packages": packages}
+            results = {**run_benchmark(corpora, args.rounds, warmup=args.warmup), "packages": packages}
         return publish(results, _report(results), args.out)
 
     sys.exit(run_reporting_errors(body))

@@ -5,6 +5,8 @@ lists, then (once they are acknowledged) its heads. A client killed between
 the two must leave each file of that batch at its old version, with the new
 lists orphans that reclaim may free, and every file of the batches before it
 at its new version.
+
+Fault injection (~2 min): marked ``slow``, run by ``make test-all``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import io
 import random
 import sys
 from pathlib import Path
+
+import pytest
 
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree import small_batches
@@ -51,6 +55,7 @@ def _orphan_lists(cql) -> set[str]:
     return {file_id for file_id, _ in lists - versions}
 
 
+@pytest.mark.slow
 def test_a_client_killed_between_a_batchs_lists_and_heads_leaves_every_file_old_or_new(empty_store, tmp_path: Path
                                                                                        ) -> None:
     """Injects: SIGKILL of a tree store (`tests/batch_kill_writer.py`, the CLI's store with one worker) re-storing

@@ -1,13 +1,17 @@
 """python -m bench.compression's run on the session's test node with a small generated source corpus: every loop
-runs, every restore is compared with its source, and the ratios come out."""
+runs, every restore is compared with its source, and the ratios come out. ~3 min, mostly the fixed costs of its many loops: marked
+``slow``, run by ``make test-all`` (``make bench`` runs the bench itself)."""
 
 from __future__ import annotations
 
 import random
 
+import pytest
+
 from bench.compression import MODES, TABLES, compare, run_benchmark
 
 
+@pytest.mark.slow
 def test_the_compression_bench_measures_both_corpora_against_restic(empty_store, tmp_path) -> None:
     source = []
     for n in range(2):  # two "releases" sharing most lines: dedup and compression both have work

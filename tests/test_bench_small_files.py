@@ -1,5 +1,5 @@
-"""python -m bench.small_files's run, as ``--quick`` runs it (one round), on the session's test node with a tiny
-corpus (one small installed package, two generated tars): every step of casstor, restic and borg runs, every
+"""python -m bench.small_files's run, one measured round after one warm-up round, on the session's test node with
+a tiny corpus (one small installed package, two generated tars): every step of casstor, restic and borg runs, every
 restore is compared with its source, and the ratios and per-file figures come out; a restore that differs and a
 bad flag each end with one line."""
 
@@ -18,17 +18,18 @@ from bench.common import same_tree
 from bench.small_files import PEERS, STEPS, TOOLS, _report, package_tree, run_benchmark
 
 
-def test_one_round_measures_every_step_of_every_tool(empty_store, tmp_path: Path) -> None:
+def test_one_round_after_a_warm_up_measures_every_step_of_every_tool(empty_store, tmp_path: Path) -> None:
     packages = package_tree(tmp_path / "small", ("iniconfig",))
     (tmp_path / "tars").mkdir()
     for n in range(2):  # two "releases" sharing most bytes
         (tmp_path / "tars" / f"release-{n}.tar").write_bytes(b"def f(x):\n    return x\n" * 20_000 + b"%d" % n)
-    results = run_benchmark({"small": tmp_path / "small", "tars": tmp_path / "tars"}, rounds=1, log=lambda line: None)
+    results = run_benchmark({"small": tmp_path / "small", "tars": tmp_path / "tars"}, rounds=1, log=lambda line: None,
+                            warmup=1)
 
     assert list(packages) == ["iniconfig"] and set(results["versions"]) == set(PEERS)
     for corpus, info in results["corpora"].items():
         assert info["files"] > 1 and info["bytes"] > 0, corpus
-        assert set(info["ratios"]) == {*STEPS, "disk"}
+        assert set(info["ratios"]) == set(info["warmup_ratios"]) == {*STEPS, "disk"}
         assert all(r["value"] > 0 and r["peer"] in PEERS for r in info["ratios"].values())
         figures = info["figures"]
         assert set(figures) == set(TOOLS) and all(f["disk_bytes"] > 0 for f in figures.values())
@@ -39,7 +40,8 @@ def test_one_round_measures_every_step_of_every_tool(empty_store, tmp_path: Path
                                                                        for p in PEERS)
         assert figures["casstor"]["store"]["node_ms_per_file"] > 0
     report = _report(results)
-    assert "(against " in report and "small  store    casstor" in report
+    assert "(against " in report and "small  store    casstor" in report and "after 1 warm-up" in report
+    assert "    warm-up (not in the medians" in report
 
 
 def test_a_restore_that_differs_is_one_line(tmp_path: Path) -> None:
