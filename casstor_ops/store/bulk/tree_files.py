@@ -87,7 +87,7 @@ from casstor_ops.store.trees.locations import open_reader, replacing_writer
 from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
 from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile
 from casstor_ops.store.namespace.entries import BatchedEntries
-from casstor_ops.store.namespace.layout import split_id
+from casstor_ops.store.namespace.layout import markers, split_id
 from casstor_ops.store.namespace.listing import Entry, directory_entries
 from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.statements import Statements
@@ -235,20 +235,35 @@ class ListedHeads:
         self._entries = entries
         self._kept = kept
         self._directories: OrderedDict[str, Future] = OrderedDict()
+        self._parents_read: set[str] = set()
         self._guard = threading.Lock()
         self._reads = ThreadPoolExecutor(ahead, thread_name_prefix="casstor-listed")
 
     def prefetch(self, file_ids: Iterable[str]) -> None:
         """Start reading the directories of ``file_ids`` (those not read or being read) without waiting: their
-        generations in one request (:meth:`Namespace.listed_many`), then each one's entries."""
+        generations in one request (:meth:`Namespace.listed_many`), with their parents' not read before, then
+        each one's entries."""
         with self._guard:
             new = [d for d in dict.fromkeys(split_id(file_id)[0] for file_id in file_ids)
                    if not self._readable(self._directories.get(d))]
             if not new:
                 return
-            generations = self._reads.submit(self._namespace.listed_many, new)  # first in the queue: no thread
-            for directory in new:                                              # waits for one not yet started
+            # The generations' read goes first in the queue: no thread waits for one not started yet.
+            generations = self._reads.submit(self._namespace.listed_many, new + self._parents_of(new))
+            for directory in new:
                 self._keep(directory, self._reads.submit(self._entries_after, directory, generations))
+
+    def _parents_of(self, directories: list[str]) -> list[str]:
+        """The directories above ``directories`` whose rows were not read yet (under the guard). A new directory
+        is made under its parent, whose generation names the marker's bucket: read here with the others, not one
+        request each at the first write (606 of the 9,992 requests of a first store of the bench's small tree)."""
+        if len(self._parents_read) > self._kept:
+            self._parents_read.clear()
+        listed = set(directories)
+        parents = [parent for directory in directories for parent, _ in markers(directory)
+                   if parent not in listed and parent not in self._parents_read and parent not in self._directories]
+        self._parents_read.update(parents)
+        return list(dict.fromkeys(parents))
 
     def close(self) -> None:
         """Stop the reads ahead not started yet."""
