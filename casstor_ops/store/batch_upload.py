@@ -78,7 +78,7 @@ from cassandra.cluster import Session
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError, LeaseLapsedError
-from casstor_ops.store.commit import (COMMIT_ATTEMPTS, block_list_rows, first_bound, head_info, head_row,
+from casstor_ops.store.commit import (COMMIT_ATTEMPTS, block_list_rows, first_bound, head_row,
                                       in_time, late_head, version_write, write_heads)
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
@@ -341,7 +341,7 @@ class BatchUpload(Upload):
         try:
             for item in items:
                 stored_size = len(item.stored.payload) if item.stored is not None else None
-                self._batch_entries.publish(head_info(item.row, item.attributes), stored_size)
+                self._batch_entries.publish(item.row.head(item.attributes), stored_size)
             if self._entries is None:
                 self._batch_entries.flush()
         except BATCH_ERRORS as err:

@@ -317,12 +317,6 @@ def head_row(file_id: str, version: uuid.UUID, size: int, hashes: list[bytes], a
                        lone_block(hashes, stored))
 
 
-def head_info(row: VersionRow, attributes: FileAttributes | None) -> FileInfo:
-    """The committed head that the version row ``row`` makes."""
-    return FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes,
-                    lone_block=row.lone_block)
-
-
 def version_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int,
                 attributes: FileAttributes | None, content_columns: tuple, lone: bytes | None = None) -> VersionRow:
     """The values of ``insert_version`` (``content_columns``: :func:`~casstor_ops.store.inline.head_columns`;
@@ -361,7 +355,7 @@ def commit_inline_async(session: Session, st: Statements, namespace: Namespace, 
     fence(f"committing {file_id!r}")
     version = uuid_from_time(time.time())
     row = version_row(file_id, version, len(data), digest, 0, None, head_columns(stored, True))
-    info = head_info(row, None)
+    info = row.head(None)
 
     def listed(error: Exception | None) -> None:
         done(inline_result(file_id, len(data), stored, digest, started) if error is None else None, error)

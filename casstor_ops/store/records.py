@@ -232,3 +232,8 @@ class VersionRow(NamedTuple):
     deleted: bool
     lone_block: bytes | None
     written_at: int
+
+    def head(self, attributes: FileAttributes | None) -> FileInfo:
+        """The committed head this row makes, with ``attributes`` (the caller's: a row keeps only their values)."""
+        return FileInfo(self.id, self.version, self.size, self.hash, self.blocks, self.committed_at, attributes,
+                        lone_block=self.lone_block)

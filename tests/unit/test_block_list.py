@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from casstor_ops.store.block_list import carried, lone_block, read
-from casstor_ops.store.commit import block_list_rows, head_info, head_row
+from casstor_ops.store.commit import block_list_rows, head_row
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.records import FileInfo, InlineContent
 
@@ -33,8 +33,8 @@ class St:
 def test_a_one_block_file_names_its_block_in_its_head_and_writes_no_list_rows() -> None:
     row = head_row("f", VERSION, 300, [ONE], None, None, (None, None, None))
     assert block_list_rows("f", VERSION, [ONE], [300]) == []
-    assert head_info(row, None).lone_block == ONE and head_info(row, None).blocks == 1
-    assert carried(head_info(row, None)) == [(0, ONE, 300)]
+    assert row.head(None).lone_block == ONE and row.head(None).blocks == 1
+    assert carried(row.head(None)) == [(0, ONE, 300)]
 
 
 def test_a_file_of_several_blocks_an_inline_file_and_an_old_row_keep_the_list_elsewhere() -> None:

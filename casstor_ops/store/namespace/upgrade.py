@@ -54,7 +54,7 @@ from casstor_ops.store.coordination.reclaim_window import UpgradeWindow, WindowS
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace.entries import Namespace, version_micros
-from casstor_ops.store.records import FileAttributes, FileInfo, VersionRow
+from casstor_ops.store.records import FileAttributes, VersionRow
 from casstor_ops.store.statements import Statements
 
 COPY_PAGE_ROWS = 500
@@ -140,8 +140,7 @@ def _copy_page(session: Session, st: Statements, namespace: Namespace, pool: Thr
     for ok, outcome in execute_concurrent_with_args(session, st.insert_version, versions,
                                                     concurrency=COPY_CONCURRENCY, raise_on_first_error=True):
         assert ok, outcome
-    heads = [(FileInfo(v.id, v.version, v.size, v.hash, v.blocks, v.committed_at,
-                       FileAttributes(v.mode, v.mtime_ns) if v.mode is not None else None), v.stored_size)
+    heads = [(v.head(FileAttributes(v.mode, v.mtime_ns) if v.mode is not None else None), v.stored_size)
              for v in versions]
     for _ in pool.map(lambda head: namespace.publish(*head), heads):  # raises the first failure
         pass
