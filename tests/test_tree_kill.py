@@ -15,6 +15,8 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from casstor_ops.store.api import Store
 
 from .faults import BackgroundJob, wait_until
@@ -61,6 +63,7 @@ def _versions(cql) -> int:
     return cql.execute("SELECT COUNT(*) FROM casstor_meta.versions").one()[0]
 
 
+@pytest.mark.slow
 def test_tree_store_killed_before_its_entry_flush_is_old_or_new_and_the_rerun_lists_every_file(empty_store,
                                                                                                tmp_path: Path
                                                                                                ) -> None:
