@@ -315,7 +315,7 @@ class BatchedEntries:
         self._waiting: dict[str, list[tuple[FileInfo, int | None]]] = {}  # in the order directories came
         self._guard = threading.Lock()
         self._writers: ThreadPoolExecutor | None = None
-        self._written: list[Future] = []
+        self._written: set[Future] = set()  # the writes under way, and those that failed (raised by flush)
 
     def publish(self, info: FileInfo, stored_size: int | None = None) -> None:
         """Queue the entry of the committed version ``info``; hand the directories that are due to a writer."""
@@ -336,7 +336,7 @@ class BatchedEntries:
             alone = len(due) == 1 and self._writers is None  # a batch of one directory (put_many): no thread
             for directory, infos in ([] if alone else due.items()):
                 self._write(directory, infos)
-            written, self._written = self._written, []
+            written, self._written = list(self._written), set()
             writers, self._writers = self._writers, None
         if alone:
             self._namespace.publish_many(*next(iter(due.items())))
@@ -350,10 +350,18 @@ class BatchedEntries:
         """Hand one directory's entries to a writer (under the guard)."""
         if self._writers is None:
             self._writers = ThreadPoolExecutor(ENTRY_WRITERS, thread_name_prefix="casstor-entries")
-        # Writes that went well are forgotten as they end, so a tree of many directories holds no more than the
-        # writes under way and the failed ones (each raised by flush).
-        self._written = [f for f in self._written if not f.done() or f.exception() is not None]
-        self._written.append(self._writers.submit(self._namespace.publish_many, directory, infos))
+        written = self._writers.submit(self._namespace.publish_many, directory, infos)
+        self._written.add(written)
+        # Forgotten as it ends well, so a tree of many directories holds no more than the writes under way and the
+        # failed ones. Not under the guard (the callback may run here, with the guard held): a set's discard, and
+        # flush's copy of the set, each run whole under the GIL (a Future hashes by identity: no Python code
+        # runs). The list this replaced was filtered on every write: 6 % of a tree store's client CPU (py-spy,
+        # 5,626 files in 1,230 directories), under the guard every committing thread takes.
+        written.add_done_callback(self._forget)
+
+    def _forget(self, written: Future) -> None:
+        if not written.cancelled() and written.exception() is None:
+            self._written.discard(written)
 
 
 def _entry(info: FileInfo, generation: int, stored_size: int | None, deleted: bool) -> tuple[int, tuple]:
