@@ -175,7 +175,7 @@ class S3Handlers(Handlers):
         elif bucket and (request.method != "PUT" or key or request.scope["query_string"]):
             record = await self.buckets.authorize(bucket, signed.access_key)
         if key and "x-amz-copy-source" in request.headers:
-            await self.buckets.authorize(copy_source_of(request.headers)[0], signed.access_key)
+            await self.buckets.authorize(copy_source_of(request.headers).bucket, signed.access_key)
         return record, grant
 
     async def _route(self, request: Request, path: str, signed: Signed, record: Bucket | None,

@@ -51,7 +51,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from urllib.parse import parse_qsl, unquote
 
@@ -143,12 +143,21 @@ def is_marker(key: str, headers: Mapping[str, str]) -> bool:
     return key.endswith("/") and (headers.get("x-amz-decoded-content-length") or headers.get("content-length")) == "0"
 
 
-def copy_source_of(headers: Mapping[str, str]) -> tuple[str, str, str | None]:
-    """The bucket, key and versionId (None: none) ``x-amz-copy-source`` names."""
+@dataclass(frozen=True)
+class CopySource:
+    """What ``x-amz-copy-source`` names: a bucket, a key, and a versionId (None: the newest version)."""
+
+    bucket: str
+    key: str
+    version: str | None
+
+
+def copy_source_of(headers: Mapping[str, str]) -> CopySource:
+    """The object ``x-amz-copy-source`` names."""
     # The query is cut before the path is decoded: a key may hold an encoded "?" ("?versionId" is one).
     path, _, query = headers["x-amz-copy-source"].partition("?")
     source_bucket, _, source_key = unquote(path).lstrip("/").partition("/")
-    return source_bucket, source_key, dict(parse_qsl(query)).get("versionId")
+    return CopySource(source_bucket, source_key, dict(parse_qsl(query)).get("versionId"))
 
 
 def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -525,8 +534,8 @@ class Objects:
 
     async def copy_source(self, request: Request) -> S3Object:
         """The head ``x-amz-copy-source`` names, its ``x-amz-copy-source-if-*`` conditions checked."""
-        source_bucket, source_key, version = copy_source_of(request.headers)
-        source = await self.head(source_bucket, source_key, version)
+        named = copy_source_of(request.headers)
+        source = await self.head(named.bucket, named.key, named.version)
         check_read_conditions({name.removeprefix("x-amz-copy-source-"): value for name, value in
                                request.headers.items() if name.startswith("x-amz-copy-source-if-")}, source)
         return source
