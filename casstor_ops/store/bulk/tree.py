@@ -50,7 +50,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from casstor_ops.cluster.connection import endpoint_of
 from casstor_ops.errors import EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, LeaseLapsedError
@@ -117,7 +117,11 @@ def _row(file_id: str, path: str) -> dict[str, Any]:
     return {"id": file_id, "path": path, **dict.fromkeys(_COUNTS, 0), "status": FAILED, "error": None}
 
 
-Finished = tuple[dict[str, Any], BaseException | None]  # a file's report row, and its error when it failed
+class Finished(NamedTuple):
+    """A file's report row, and its error when it failed (recorded in the row as well)."""
+
+    row: dict[str, Any]
+    error: BaseException | None
 
 
 def _attempt(row: dict[str, Any], action: Callable[[dict[str, Any]], None]) -> Finished:
@@ -128,8 +132,8 @@ def _attempt(row: dict[str, Any], action: Callable[[dict[str, Any]], None]) -> F
     except LeaseLapsedError:
         raise
     except FILE_ERRORS as err:
-        return _failed(row, err), err
-    return row, None
+        return Finished(_failed(row, err), err)
+    return Finished(row, None)
 
 
 def _failed(row: dict[str, Any], err: BaseException) -> dict[str, Any]:
@@ -206,7 +210,7 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
                                                                         listed=listed))]
                 rows = [_row(e.file_id, path_to_id(e.path)) for e in item]
                 errors = store_small_files(store, item, rows, lease, follow_symlinks=follow_symlinks, listed=listed)
-                return [(row, err) if err is None else (_failed(row, err), err) for row, err in zip(rows, errors)]
+                return [Finished(row if err is None else _failed(row, err), err) for row, err in zip(rows, errors)]
 
             report = _run(store, "store", small_batches(files), one, workers, progress,
                           lambda item: listed.prefetch(e.file_id for e in _files(item)))
@@ -276,11 +280,11 @@ def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: 
         pairs = [(head, _row(head.id, "")) for head in heads]
         left = BatchRestore(store, dest, prefix, force).restore(pairs)
         alone = {id(row) for _, row in left}
-        finished = [(row, None) for _, row in pairs if id(row) not in alone]
+        finished = [Finished(row, None) for _, row in pairs if id(row) not in alone]
         endpoint = endpoint_of(store.session)
         for head, row in left:
             finished.append(restore_alone(head, row))
-            if outage(finished[-1][1], endpoint) is not None:
+            if outage(finished[-1].error, endpoint) is not None:
                 break  # the runner stops at it: the files after it are not tried
         return finished
 
