@@ -135,7 +135,6 @@ class Commit:
         """Commit the file under ``file_id`` (``reader`` is its source, re-read only for vanished blocks); its new
         head."""
         bound = self._first_bound()
-        digest = file_hash(self._hashes)
         for _ in range(COMMIT_ATTEMPTS):
             self._recheck(reader, time.monotonic() - bound / 2)
             # The version's time is a wall-clock timestamp: reclaim compares it with its own clock (another host's)
@@ -144,20 +143,17 @@ class Commit:
             started = time.monotonic()
             if self._stored is None:
                 self._write_block_list(file_id, version)
-            acknowledged = self._write_head(file_id, version, started, bound, size)
+            row = head_row(file_id, version, size, self._hashes, self._attributes, self._stored,
+                           self._content_columns)
+            acknowledged = self._write_head(row, started, bound)
             if acknowledged is not None:
                 self._check_again_after_late_head(reader, file_id, version, acknowledged, bound)
-                committed = self._committed(file_id, version, size, digest)
+                committed = row.head(self._attributes)
                 self._namespace.publish(committed, self._stored_size())
                 return committed
             bound = float(commit_bound_s(self._session))  # the store's own bound from now on: it may be longer
         raise CasstorError(f"could not commit {file_id!r} within the commit bound ({bound:.0f} s): the cluster is "
                            f"too slow; store it again")
-
-    def _committed(self, file_id: str, version: uuid.UUID, size: int, digest: bytes) -> FileInfo:
-        blocks = 0 if self._stored is not None else len(self._hashes)
-        return FileInfo(file_id, version, size, digest, blocks, datetime.now(timezone.utc), self._attributes,
-                        lone_block=lone_block(self._hashes, self._stored))
 
     def _stored_size(self) -> int | None:
         return len(self._stored.payload) if self._stored is not None else None
@@ -215,11 +211,10 @@ class Commit:
                                       lambda _rows: None)
         self._requests.drain()
 
-    def _write_head(self, file_id: str, version, started: float, bound: float, size: int) -> float | None:
-        """Write the head row unless the bound has passed since ``started`` (the version's start) or the oldest
-        check: the (monotonic) time it was acknowledged, or None when the bound has passed (a new version is
+    def _write_head(self, row: VersionRow, started: float, bound: float) -> float | None:
+        """Write the head row ``row`` unless the bound has passed since ``started`` (the version's start) or the
+        oldest check: the (monotonic) time it was acknowledged, or None when the bound has passed (a new version is
         needed)."""
-        row = head_row(file_id, version, size, self._hashes, self._attributes, self._stored, self._content_columns)
         meta = None if self._object_meta is None else self._object_meta()
         errors: list[Exception] = []
 
@@ -232,7 +227,7 @@ class Commit:
                 return rows
 
         written = write_heads([[row]], send, lambda: in_time(started, self._oldest_check, bound),
-                              lambda: self._fence(f"committing {file_id!r}"))
+                              lambda: self._fence(f"committing {row.id!r}"))
         if written.left and not written.timed_out:
             raise errors[-1]
         return written.acknowledged
