@@ -1,4 +1,5 @@
-"""What an S3 request costs the node, counted by the node itself: one bucket read a request, a copy moves no block.
+"""What an S3 request costs the node, counted by the node itself: one bucket read a request (fewer when requests
+come at once), a copy moves no block.
 
 The counts are the node's own per-table ones (``system_views.local_read_latency`` and
 ``local_write_latency``: every read or write of a table's partition), read before and after the requests;
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from casstor_ops.serve.s3.buckets import CLOCK_MARGIN_SECONDS
 
@@ -54,6 +56,25 @@ def test_a_put_copy_and_delete_read_their_bucket_once(s3, server, cql):
     answered = browser.put_object(Bucket="once", Key="from-a-page", Body=b"x")
     assert answered["ResponseMetadata"]["HTTPHeaders"]["access-control-allow-origin"] == "https://app.example"
     assert bucket_reads(cql) - before == 1
+
+
+def test_concurrent_puts_into_one_bucket_share_its_reads(s3, server, cql):
+    """16 threads PUT 8 objects each into one bucket at once: the server reads the bucket's row fewer times than
+    it was asked (a read is shared by the requests that came while another was in flight: serve/fresh_reads.py),
+    and every object is stored. Before, every PUT read the row: 128 reads."""
+    s3.create_bucket(Bucket="shared-reads")
+    clients = [client(server) for _ in range(16)]
+    before = bucket_reads(cql)
+
+    def put(n: int) -> None:
+        for m in range(8):
+            clients[n].put_object(Bucket="shared-reads", Key=f"k{n}/{m}", Body=os.urandom(4096))
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, range(16)))
+    reads = bucket_reads(cql) - before
+    assert 1 <= reads < 128
+    assert s3.list_objects_v2(Bucket="shared-reads")["KeyCount"] == 128
 
 
 def test_a_copy_reads_and_writes_no_block(s3, cql):

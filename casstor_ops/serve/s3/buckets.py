@@ -23,7 +23,9 @@ rules of an answer to another origin. A GetObject or HeadObject of an object's n
 ``versionId``, no ``Origin``) may take the row from this worker's memory (:meth:`Buckets.authorize_read`, at
 most :data:`READ_ROW_SECONDS` old): a bucket's owner never changes and a bucket is deleted only when empty, so
 an object committed before the row was read is in the bucket that row describes; a newer object, and any
-refusal, is checked again on a fresh row (:class:`ReadGrant`). Every write reads the row fresh.
+refusal, is checked again on a fresh row (:class:`ReadGrant`). Every write reads the row fresh: from a read
+sent after the request came, which the requests for that bucket that came meanwhile share
+(:class:`~casstor_ops.serve.fresh_reads.FreshReads`).
 
 Failures (:class:`~.errors.S3Error`): an invalid name: InvalidBucketName;
 unknown: NoSuchBucket; another user's: AccessDenied (:meth:`Buckets.authorize`: every request but
@@ -37,12 +39,13 @@ import calendar
 import ipaddress
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from datetime import datetime, timezone
 
 from casstor_ops.serve.bridge import answered, one_row
+from casstor_ops.serve.fresh_reads import FreshReads
 from casstor_ops.serve.s3.errors import S3Error, access_denied, invalid_argument, no_such_bucket
 from casstor_ops.serve.s3.xml import parse
 from casstor_ops.store.api import Store
@@ -152,6 +155,7 @@ class Buckets:
         self._session = store.session
         self._st = Statements.for_session(store.session)
         self._read_rows: dict[str, tuple[float, Bucket]] = {}  # name: (when its read began, row); existing ones
+        self._fresh_rows = FreshReads(self._read_row)  # the rows requests read at once, each read sent after they came
 
     def create(self, name: str, owner: str, location: str | None = None) -> None:
         """Create bucket ``name`` owned by the access key ``owner``. A second create by its owner changes nothing
@@ -168,11 +172,13 @@ class Buckets:
         return _record(name, self._session.execute(self._st.read_bucket, (name,)).one())
 
     async def authorize(self, name: str, access_key: str) -> Bucket:
-        """Bucket ``name``'s row, read on the driver's callbacks (no worker thread: a third less server CPU a
-        GET); NoSuchBucket, or AccessDenied unless ``access_key`` owns the bucket (one made before owners were
+        """Bucket ``name``'s row, read after this call began (a read shared with this worker's concurrent requests
+        for it), on the driver's callbacks (no worker thread: a third less server CPU a GET); NoSuchBucket, or AccessDenied unless ``access_key`` owns the bucket (one made before owners were
         recorded has none: every user's, as before)."""
-        row = await answered(partial(one_row, self._session, self._st.read_bucket, (name,), self._st.named_rows))
-        return _owned(_record(name, row), access_key)
+        return _owned(_record(name, await self._fresh_rows.get(name)), access_key)
+
+    def _read_row(self, name: str) -> Awaitable:
+        return answered(partial(one_row, self._session, self._st.read_bucket, (name,), self._st.named_rows))
 
     async def authorize_read(self, name: str, access_key: str, fresh: bool = False) -> tuple[Bucket, ReadGrant]:
         """:meth:`authorize` for a GET or HEAD of an object's newest version: the row this worker read at most
