@@ -37,15 +37,16 @@ class FreshReads(Generic[K, T]):
     def __init__(self, read: Callable[[K], Awaitable[T]]) -> None:
         self._read = read
         self._waiting: dict[K, list[asyncio.Future[T]]] = {}  # callers whose read is not sent yet
-        self._reading: set[K] = set()                          # keys with a read in flight
+        # Keys with a read in flight, and the task that reads (held here: the loop keeps only a weak reference).
+        self._reading: dict[K, asyncio.Task[None]] = {}
 
     async def get(self, key: K) -> T:
         """``key``'s value from a read sent after this call began."""
         answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(key, []).append(answer)
-        if key not in self._reading:
-            self._reading.add(key)
-            asyncio.get_running_loop().create_task(self._serve(key))
+        reading = self._reading.get(key)
+        if reading is None or reading.done():  # done here: cancelled before it began, as the loop stops
+            self._reading[key] = asyncio.get_running_loop().create_task(self._serve(key))
         return await answer
 
     async def _serve(self, key: K) -> None:
@@ -54,7 +55,7 @@ class FreshReads(Generic[K, T]):
             while callers := self._waiting.pop(key, None):
                 await self._answer(key, callers)
         finally:
-            self._reading.discard(key)  # callers still waiting (the loop is stopping) start a read of their own
+            self._reading.pop(key)  # callers still waiting (the loop is stopping) start a read of their own
 
     async def _answer(self, key: K, callers: list[asyncio.Future[T]]) -> None:
         try:

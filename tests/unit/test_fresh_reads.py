@@ -126,3 +126,24 @@ def test_a_read_cancelled_with_the_loop_cancels_its_callers() -> None:
             await reads.get("b")
 
     asyncio.run(run())
+
+
+def test_a_read_cancelled_before_it_began_does_not_stop_the_next_caller() -> None:
+    """Injects: the read's task cancelled before its first step (as the loop cancels every task when a server
+    stops). Checks: a later caller of that key still gets its read (before, the key stayed marked in flight and
+    every later caller waited for ever)."""
+    async def run():
+        async def read(key):
+            return "row"
+
+        reads = FreshReads(read)
+        first = asyncio.ensure_future(reads.get("b"))
+        await asyncio.sleep(0)  # first has asked: the read's task is made, not begun
+        for task in asyncio.all_tasks():
+            if task not in (asyncio.current_task(), first):
+                task.cancel()
+        first.cancel()
+        await asyncio.sleep(0)
+        return await asyncio.wait_for(reads.get("b"), 2)
+
+    assert asyncio.run(run()) == "row"
