@@ -3,18 +3,19 @@
 A handler that must act on a row as it is now (an S3 write's bucket row:
 its owner, its versioning state, that it still exists) reads it after the
 request came in. Twenty concurrent PUTs into one bucket made twenty reads of
-the same row: 41 % of an S3 gateway's requests and a third of its node's CPU
-a PUT in ``bench.serve``'s 64 KiB PUT (see docs/benchmarks.md). Here a key
-has at most one read in flight; a caller that asks meanwhile waits for the
-*next* read, sent once the current one is answered, with every other caller
-that asked in between. So each caller gets an answer no older than a read of
-its own would have been (the read was sent after it asked), and a key under
-load costs one read per round trip instead of one per request.
+the same row, one a PUT; shared, 0.27 a PUT, and the node's CPU a 64 KiB S3
+PUT went from 1.63 to 1.31 ms (docs/benchmarks.md). Here a key has at most
+one read in flight (``read``, an async function of the key); a caller that
+asks meanwhile waits for the *next* read, sent once the current one is
+answered, with every other caller that asked in between. So each caller gets
+an answer no older than a read of its own would have been (the read was sent
+after it asked), and a key under load costs one read per round trip instead
+of one per request.
 
 Example::
 
-    >>> rows = FreshReads(lambda name: answered(partial(one_row, session, read_bucket, (name,), profile)))  # doctest: +SKIP
-    >>> row = await rows.get("photos")                                   # doctest: +SKIP
+    >>> rows = FreshReads(read_bucket_row)      # doctest: +SKIP
+    >>> row = await rows.get("photos")          # doctest: +SKIP
 
 Failures: the read's error is raised to every caller that shared it; the
 next caller starts a new read. A cancelled caller leaves the read to the
@@ -55,7 +56,7 @@ class FreshReads(Generic[K, T]):
             while callers := self._waiting.pop(key, None):
                 await self._answer(key, callers)
         finally:
-            self._reading.pop(key)  # callers still waiting (the loop is stopping) start a read of their own
+            self._reading.pop(key)  # cancelled with callers still waiting (the loop stops): a later get reads anew
 
     async def _answer(self, key: K, callers: list[asyncio.Future[T]]) -> None:
         try:

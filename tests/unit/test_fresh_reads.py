@@ -1,4 +1,4 @@
-"""Fresh reads, shared (serve/fresh_reads.py): concurrent callers share a read, and none gets one sent before it asked."""
+"""Fresh reads, shared (serve/fresh_reads.py): concurrent callers share a read, none gets one sent before it asked."""
 
 from __future__ import annotations
 

@@ -173,8 +173,9 @@ class Buckets:
 
     async def authorize(self, name: str, access_key: str) -> Bucket:
         """Bucket ``name``'s row, read after this call began (a read shared with this worker's concurrent requests
-        for it), on the driver's callbacks (no worker thread: a third less server CPU a GET); NoSuchBucket, or AccessDenied unless ``access_key`` owns the bucket (one made before owners were
-        recorded has none: every user's, as before)."""
+        for it), on the driver's callbacks (no worker thread: a third less server CPU a GET); NoSuchBucket, or
+        AccessDenied unless ``access_key`` owns the bucket (one made before owners were recorded has none: every
+        user's, as before)."""
         return _owned(_record(name, await self._fresh_rows.get(name)), access_key)
 
     def _read_row(self, name: str) -> Awaitable:
