@@ -135,11 +135,11 @@ class Upload:
     def _settle(self) -> None:
         """Wait for every check, upload and index row submitted so far, and for blocks other writers claimed."""
         self._send_check()
-        while self._requests.busy or self._uploads.indexing or self._claims.awaiting:
+        while self._requests.busy or self._uploads.unsent or self._claims.awaiting:
             if self._requests.busy:
                 self._requests.poll()
-            elif self._uploads.indexing:
-                self._uploads.send_index()
+            elif self._uploads.unsent:
+                self._uploads.send_unsent()
             else:
                 self._claims.check_awaited()
 
@@ -149,8 +149,8 @@ class Upload:
         while self._uploads.held_bytes > self._max_held:
             if self._to_check:
                 self._send_check()
-            if self._uploads.indexing and self._requests.in_flight < self._requests.max_requests:
-                self._uploads.send_index()
+            if self._uploads.unsent and self._requests.in_flight < self._requests.max_requests:
+                self._uploads.send_unsent()
             if not self._requests.poll():
                 if not self._claims.awaiting:
                     break
