@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 
 from casstor_ops.cli.args import time_argument, version_argument
 from casstor_ops.cli.output import print_json, print_listing
@@ -27,7 +28,8 @@ from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.progress import progress_bar
 from casstor_ops.store.records import FileInfo, VersionInfo
 from casstor_ops.store.api import Store
-from casstor_ops.store.bulk.tree import TREE_WORKERS, TreeReport, restore_tree, store_tree
+from casstor_ops.store.bulk.tree import (MIN_PART_FILES, TREE_PROCESSES, TREE_WORKERS, TreeReport, restore_tree,
+                                        store_tree)
 from casstor_ops.store.points_in_time import compare
 
 
@@ -63,7 +65,7 @@ def _store(args: argparse.Namespace) -> int:
     if src_name != "-" and os.path.isdir(src_name):
         prefix = args.id if args.id.endswith("/") else args.id + "/"
         with Store.open() as store, progress_bar("store", None, not args.quiet and not args.json) as progress:
-            report = store_tree(store, src_name, prefix, args.workers, args.follow_symlinks, progress)
+            report = store_tree(store, src_name, prefix, args.workers, args.follow_symlinks, progress, args.processes)
         return _tree_done(report, args)
     # Standard input is read whatever it is (a pipe, a FIFO redirected in); a named SRC must be a regular file.
     src = sys.stdin.buffer if src_name == "-" else src_name
@@ -160,10 +162,15 @@ def _diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def _workers(text: str) -> int:
-    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 64):
-        raise argparse.ArgumentTypeError(f"{text!r}: takes 1 to 64")
-    return int(text)
+def _count(most: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= most):
+            raise argparse.ArgumentTypeError(f"{text!r}: takes 1 to {most}")
+        return int(text)
+    return parse
+
+
+_workers, _processes = _count(64), _count(16)
 
 
 def _tree_options(p: argparse.ArgumentParser) -> None:
@@ -181,6 +188,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
     _tree_options(p)
+    p.add_argument("--processes", type=_processes, default=TREE_PROCESSES, metavar="N",
+                   help=f"a directory: client processes for its small files (1-16, default {TREE_PROCESSES}; one "
+                        f"when it has fewer than {MIN_PART_FILES} small files a process)")
     p.add_argument("--follow-symlinks", action="store_true",
                    help="a directory: follow symlinks below it (linked directories and files; without it a link to "
                         "a file is skipped)")

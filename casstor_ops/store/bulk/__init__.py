@@ -1,4 +1,4 @@
-"""Whole trees through the ``Store`` facade: one file's work, and the one-process runner.
+"""Whole trees through the ``Store`` facade: one file's work, and the runner.
 
 Vocabulary:
 
@@ -12,10 +12,12 @@ Vocabulary:
   item, each step for all of them at once: stored through
   :class:`~casstor_ops.store.batch_upload.BatchUpload`, restored through
   :mod:`.batch_restore`; each file still has its own row.
-* **runner**: what drives the items: :mod:`.tree` in one process
-  (``casstor store DIR PREFIX``, ``casstor restore PREFIX/ DIR``), or Spark's
-  executors (:mod:`casstor_ops.spark.bulk_tasks`), which call the same
-  :mod:`.tree_files`.
+* **runner**: what drives the items: :mod:`.tree` (``casstor store DIR
+  PREFIX``, ``casstor restore PREFIX/ DIR``), or Spark's executors
+  (:mod:`casstor_ops.spark.bulk_tasks`), which call the same :mod:`.tree_files`.
+* **part**: a contiguous run of a tree's items stored by a client process of
+  its own (:mod:`.tree_processes`): a store of many small files is bound by
+  the client's Python, so a second process pays.
 
 Layering: above the engine's facade (:mod:`casstor_ops.store.api`) and the
 file side (:mod:`casstor_ops.store.trees`); nothing in the engine imports it
