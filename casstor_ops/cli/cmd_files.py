@@ -188,7 +188,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
     _tree_options(p)
-    p.add_argument("--processes", type=_processes, default=TREE_PROCESSES, metavar="N",
+    p.add_argument("--processes", type=_processes, default=TREE_PROCESSES, metavar="P",
                    help=f"a directory: client processes for its small files (1-16, default {TREE_PROCESSES}; one "
                         f"when it has fewer than {MIN_PART_FILES} small files a process)")
     p.add_argument("--follow-symlinks", action="store_true",

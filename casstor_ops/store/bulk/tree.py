@@ -75,9 +75,10 @@ from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.upload import MAX_REQUESTS
 
 TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
-# Client processes for a tree of many small files (casstor_ops.store.bulk.tree_processes says why), and the small
-# files a process must have to pay for its start (~0.3 s of CPU: imports, a connection, a lease).
-TREE_PROCESSES = 2
+# Client processes for a tree of many small files (casstor_ops.store.bulk.tree_processes says why: two took 0.82x
+# the time of one on 2 cores; three, no less than two), and the small files a process must have to pay for its
+# start (~0.3 s of CPU: imports, a connection, a lease). An unchanged re-run took the same wall time either way.
+TREE_PROCESSES = min(2, os.cpu_count() or 1)
 MIN_PART_FILES = 1000
 # Small files stored together (casstor_ops.store.batch_upload), this many at most and this many bytes (what one
 # worker holds in memory). Measured on the bench's tree of 5,626 files, two passes: 32 files 657-205 files/s,
