@@ -34,8 +34,9 @@ def _read_tree(root: Path) -> dict[str, bytes]:
 def test_a_tree_stored_by_two_processes_reports_every_file_and_restores_byte_exact(cql, tmp_path, monkeypatch):
     """600 small files in 4 directories (3 batches), one file of 2 MB (stored alone, in this process's part) and a
     symlink to a file at the end of the path order (in the child's part: skipped, its reason reported), a part
-    needing 100 small files: checks that one child process stored a part, that the report has one row per file with its status, that
-    the tree restores byte-exact, and that a re-run by two processes finds every file unchanged."""
+    needing 100 small files: checks that one child process stored a part, that the report has one row per file
+    with its status, that the tree restores byte-exact, and that a re-run by two processes finds every file
+    unchanged."""
     store = Store(cql)
     monkeypatch.setattr(tree, "MIN_PART_FILES", 100)
     started = []

@@ -41,7 +41,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from casstor_ops.cluster.connection import endpoint_of
 from casstor_ops.cluster.endpoint import Endpoint
@@ -51,14 +51,23 @@ from casstor_ops.store.bulk.tree_files import one_line
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.schema import StoreSettings
 
-Item = TypeVar("Item")
-# What a part's run returns: the report of the in-process runner (rows, seconds), typed loosely to keep this
-# module below the tree runner that uses it.
-Run = Callable[[Store, Sequence[Any], ProgressCallback | None], Any]
 _PR_SET_PDEATHSIG = 1
 
 
-def in_processes(store: Store, parts: Sequence[Sequence[Item]], run: Run, progress: ProgressCallback | None) -> Any:
+class PartReport(Protocol):
+    """What a part's run returns (the tree runner's report; a protocol keeps this module below that runner)."""
+
+    rows: list[dict[str, Any]]
+    seconds: float
+
+
+Item = TypeVar("Item")
+Report = TypeVar("Report", bound=PartReport)
+Run = Callable[[Store, Sequence[Item], ProgressCallback | None], Report]
+
+
+def in_processes(store: Store, parts: Sequence[Sequence[Item]], run: Run[Item, Report],
+                 progress: ProgressCallback | None) -> Report:
     """``run(store, parts[0], progress)`` in this process and ``run`` of each other part in a child process (a
     picklable ``run``: a module-level function or a ``partial`` of one); the first part's report with every
     part's rows, in part order, and the wall time of them all."""
@@ -81,7 +90,7 @@ class _Child:
     """One part stored by a process of its own; its messages (progress, then its rows or its error) read by a
     thread here as they come, so a child never waits on a full pipe."""
 
-    def __init__(self, context, endpoint: Endpoint, settings: StoreSettings, run: Run, part: Sequence[Any],
+    def __init__(self, context, endpoint: Endpoint, settings: StoreSettings, run: Run[Any, Any], part: Sequence[Any],
                  progress: ProgressCallback | None) -> None:
         receive, send = context.Pipe(duplex=False)
         self._process = context.Process(target=_child_main, args=(endpoint, settings, run, list(part), send,
@@ -126,7 +135,7 @@ class _Child:
         self._process.join()
 
 
-def _child_main(endpoint: Endpoint, settings: StoreSettings, run: Run, part: list, send, progress: bool,
+def _child_main(endpoint: Endpoint, settings: StoreSettings, run: Run[Any, Any], part: list, send, progress: bool,
                 parent: int) -> None:
     _die_with(parent)
     try:
