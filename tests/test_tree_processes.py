@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from collections import Counter
 import signal
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from casstor_ops.errors import EXIT_ERROR, EXIT_LEASE_LAPSED, CasstorError
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk import tree, tree_processes
 from casstor_ops.store.bulk.tree import parts, restore_tree, small_batches, store_tree
@@ -144,3 +146,26 @@ def test_a_killed_tree_store_leaves_no_process_storing_and_every_file_old_or_new
     assert run_casstor("store", str(src), "killed/", "--quiet").returncode == 0
     restore_tree(Store(empty_store), "killed/", out, force=True)
     assert _read_tree(out) == new
+
+
+def _part_run(store: Store, part: list, progress) -> tree.TreeReport:
+    """A part's run for the tests below (module level: a spawned child imports it): ``["fail"]`` fails as a
+    lapsed lease does, ``["die"]`` ends the process without a word, anything else reports a row per item."""
+    if part == ["fail"]:
+        raise CasstorError("store: the writer lease lapsed (injected)", EXIT_LEASE_LAPSED)
+    if part == ["die"]:
+        os._exit(9)
+    return tree.TreeReport("store", rows=[{"id": item, "status": STORED} for item in part])
+
+
+@pytest.mark.parametrize("part, message, code", [(["fail"], "lease lapsed (injected)", EXIT_LEASE_LAPSED),
+                                                  (["die"], "ended with status 9 and no report", EXIT_ERROR)])
+def test_a_failing_part_fails_the_command_with_its_error(cql, part, message, code):
+    """Injects, in the child storing the second part: a CasstorError with the lease's exit code, or an exit
+    without a report (as a child killed or out of memory). Checks: the command raises one CasstorError with that
+    message and exit code; and a good part's rows come back in part order."""
+    with pytest.raises(CasstorError, match=re.escape(message)) as failed:
+        tree_processes.in_processes(Store(cql), [["a"], part], _part_run, None)
+    assert failed.value.exit_code == code
+    report = tree_processes.in_processes(Store(cql), [["a"], ["b", "c"], ["d"]], _part_run, None)
+    assert [row["id"] for row in report.rows] == ["a", "b", "c", "d"]
