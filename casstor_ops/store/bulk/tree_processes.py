@@ -3,8 +3,9 @@
 A store of many small files is bound by the client's Python, not by the
 node: on the bench's tree of 5,626 files the client held the GIL 3.3 s of a
 4.5 s store while the node used about half a core, and more worker threads
-changed nothing. Two processes on two halves of the tree took 0.80-0.82x the
-time of one on the whole (3 alternated pairs each, two sessions apart). So
+changed nothing. Two ``casstor store`` commands on two halves of the tree took
+0.80x the time of one on the whole (3 alternated pairs), and this module's two
+processes 0.82x (6 pairs; three processes were no faster than two). So
 :func:`in_processes` runs ``run(store, parts[0])`` here and each other part
 in a process of its own (``spawn``: no driver thread is forked), each with
 its own session and its own writer lease, as ``casstor store`` run on that
