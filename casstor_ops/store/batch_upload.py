@@ -21,7 +21,7 @@ requests as it can, and each only once the previous one is acknowledged:
    into the same row, content before index row each, so a duplicate upload
    costs bytes and a miscount of ``new_blocks``, never a block;
 4. the block lists, many files' rows to an unlogged batch (bounded by
-   ``ROW_BATCH_ROWS`` rows and ``ROW_BATCH_BYTES`` bytes);
+   ``ROW_BATCH_ROWS`` rows and ``UNLOGGED_BATCH_BYTES`` bytes);
 5. the writer lease's fence, then the heads (``insert_version``, the values
    :func:`~casstor_ops.store.commit.head_row` makes for a lone store too; an
    S3 object's with its attributes, as
@@ -88,7 +88,7 @@ from casstor_ops.store.inline import encode, fits, head_columns, inline_result
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.runs import runs
 from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult, VersionRow
-from casstor_ops.store.request_queue import RETRYABLE, unlogged_batch
+from casstor_ops.store.request_queue import RETRYABLE, UNLOGGED_BATCH_BYTES, unlogged_batch
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import MAX_REQUESTS, Upload
@@ -97,10 +97,9 @@ from casstor_ops.store.upload import MAX_REQUESTS, Upload
 # or two blocks; its lone store's five requests cost ~5 ms of CPU (client and node), as much as moving and
 # hashing its megabyte, while a larger file is dominated by its bytes and keeps the streaming Upload.
 SMALL_FILE_BYTES = 1024 * 1024
-# Rows of block lists or heads per unlogged batch: under Cassandra's batch_size_fail_threshold (50 KiB) with room
-# for the estimate's error (a row's values, not its encoding); the count bounds a batch of tiny rows.
+# Rows of block lists or heads per unlogged batch, beside UNLOGGED_BATCH_BYTES of values: the count bounds a batch
+# of tiny rows.
 ROW_BATCH_ROWS = 128
-ROW_BATCH_BYTES = 24 * 1024
 # What fails the batch's files not committed yet (a lapsed lease stops the caller instead); anything else is a bug.
 BATCH_ERRORS = (CasstorError, OSError, DriverException, *RETRYABLE)
 
@@ -134,7 +133,7 @@ class _Item:
     error: Exception | None = None    # what failed it: its commit, or its entry once committed
 
 
-def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: int = ROW_BATCH_BYTES,
+def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: int = UNLOGGED_BATCH_BYTES,
                 values: Callable[[Row], tuple] = lambda row: row) -> list[list[Row]]:
     """``rows`` in order, cut into groups of at most ``max_rows`` rows and about ``max_bytes`` bytes of values (a
     row larger than that goes alone); ``values``: a row's values, when a row carries more than them (a head is its

@@ -4,7 +4,7 @@ A block this store is to write (it claimed it, :mod:`casstor_ops.store.claims`)
 is encoded by the store's codec (compressed, or kept raw when that saves
 too little: :mod:`casstor_ops.store.codec`) in the caller's thread, only
 then: a block found stored costs no compression. It goes to ``blocks``
-first, small ones several to a request (``CONTENT_BATCH_BYTES``); once that
+first, small ones several to a request (``UNLOGGED_BATCH_BYTES``); once that
 write is acknowledged, its row in the ``existing_blocks`` index follows,
 ``INDEX_BATCH`` rows to an unlogged batch. So the index never names a block
 whose content is not stored, and a store asking "do you have it?"
@@ -35,15 +35,13 @@ from collections.abc import Callable, Mapping
 from functools import partial
 
 from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.request_queue import Requests
+from casstor_ops.store.request_queue import UNLOGGED_BATCH_BYTES, Requests
 from casstor_ops.store.statements import Statements
 
 INDEX_BATCH = 32  # existing_blocks rows per unlogged batch (~1.5 KiB: under the 5 KiB warn threshold)
-# Small blocks' content goes several to an unlogged batch of at most this many bytes of content (a block as large
-# goes alone): a first store of 5,626 small files (median 1.2 KB compressed) sent 5,260 content requests, one a
-# block, of its 9,138; batched, 1,354, and the node's CPU fell ~20 %. Under the 50 KiB batch_size_fail_threshold
-# with room for the rows' other values; the local nodes warn from 40 KiB (casstor_ops.cluster.node_config).
-CONTENT_BATCH_BYTES = 24 * 1024
+# Small blocks' content goes several to an unlogged batch of at most UNLOGGED_BATCH_BYTES of content (a block as
+# large goes alone): a first store of 5,626 small files (median 1.2 KB compressed) sent 5,260 content requests, one
+# a block, of its 9,138; batched, 1,354, and the node's CPU fell 15 % (2.24 -> 1.91 s, 5 alternated pairs).
 CONTENT_BATCH_ROWS = 64  # bounds the partitions of one batch (the local nodes warn above 128)
 
 
@@ -103,10 +101,10 @@ class BlockUploads:
         data = self._pending[digest]
         codec, payload = self._codec.encode(data)
         row = (digest, len(data), codec, payload)
-        if len(payload) >= CONTENT_BATCH_BYTES:
+        if len(payload) >= UNLOGGED_BATCH_BYTES:
             self._requests.submit(self._st.insert_block, row, partial(self._written, [row], time.monotonic()))
             return
-        if self._to_write_bytes + len(payload) > CONTENT_BATCH_BYTES:
+        if self._to_write_bytes + len(payload) > UNLOGGED_BATCH_BYTES:
             self._send_content()
         self._to_write.append(row)
         self._to_write_bytes += len(payload)

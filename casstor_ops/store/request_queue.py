@@ -55,6 +55,10 @@ ATTEMPTS = 5
 BACKOFF_S = 0.2
 BUSY_WAIT_S = 0.01
 BUSY_RETRIES = 1000  # ~10 s of a connection that never drains its write buffer, then the error is raised
+# Bytes of values an unlogged batch carries at most (heads, block lists, small blocks' content): under Cassandra's
+# batch_size_fail_threshold (50 KiB) with room for the estimate's error (the values, not their encoding; the
+# largest such batch measured ~34 KiB as the node counts it).
+UNLOGGED_BATCH_BYTES = 24 * 1024
 
 
 def _busy(exc: BaseException) -> bool:

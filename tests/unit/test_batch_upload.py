@@ -18,6 +18,7 @@ from casstor_ops.store import block_uploads, existence, request_queue
 from casstor_ops.store import commit as commit_module
 from casstor_ops.store.batch_upload import BatchUpload, SmallFile, block_owners, row_batches
 from casstor_ops.store.bulk.tree import small_batches
+from casstor_ops.store.request_queue import UNLOGGED_BATCH_BYTES
 from casstor_ops.store.records import StoreResult
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.trees.source_listing import SourceFile
@@ -183,25 +184,25 @@ def test_no_head_is_sent_past_the_bound_the_batch_commits_new_versions(monkeypat
 
 def test_small_blocks_go_several_to_a_content_request_each_within_the_bound() -> None:
     """120 files of one small compressible block each and one of a block larger than the content bound: the small
-    blocks' content goes in few requests, none carrying more than CONTENT_BATCH_BYTES of content, the large block
+    blocks' content goes in few requests, none carrying more than UNLOGGED_BATCH_BYTES of content, the large block
     alone; every block is written once, and every index row after its content."""
     FakeBatch.made.clear()
     rng = random.Random(7)
     files = [SmallFile(f"d/s{n}", rng.randbytes(600) * 3) for n in range(120)]  # ~600 B of content each
-    files.append(SmallFile("d/large", rng.randbytes(block_uploads.CONTENT_BATCH_BYTES + 1)))
+    files.append(SmallFile("d/large", rng.randbytes(UNLOGGED_BATCH_BYTES + 1)))
     session = FakeSession()
     results, _ = _run(session, files)
     content = [batch.rows for batch in FakeBatch.made if batch.statement == "insert_block"]
     written = [n for statement, n in session.requests if statement == "insert_block"]  # a request's blocks each
     assert sum(written) == 121 and all(isinstance(r, StoreResult) for r in results)
     assert len(written) - len(content) == 1 and len(content) <= 4  # the large block alone, the others in batches
-    assert all(sum(len(row[3]) for row in rows) <= block_uploads.CONTENT_BATCH_BYTES for rows in content)
+    assert all(sum(len(row[3]) for row in rows) <= UNLOGGED_BATCH_BYTES for rows in content)
     written_before: set[bytes] = set()
     for batch in FakeBatch.made:  # in the order they were made, which is the order they were sent
         if batch.statement == "insert_block":
             written_before.update(row[0] for row in batch.rows)
         elif batch.statement == "insert_existing":
-            assert all(row[0] in written_before or row[1] > block_uploads.CONTENT_BATCH_BYTES for row in batch.rows)
+            assert all(row[0] in written_before or row[1] > UNLOGGED_BATCH_BYTES for row in batch.rows)
 
 
 def test_rows_are_cut_by_count_and_by_bytes() -> None:
