@@ -3,12 +3,14 @@ restored byte-exact, and a killed command leaves no process storing on and every
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import re
-from collections import Counter
 import signal
 import time
+from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,9 @@ import pytest
 from casstor_ops.errors import EXIT_ERROR, EXIT_LEASE_LAPSED, CasstorError
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk import tree, tree_processes
-from casstor_ops.store.bulk.tree import parts, restore_tree, small_batches, store_tree
+from casstor_ops.store.bulk.tree import restore_tree, store_tree
 from casstor_ops.store.bulk.tree_files import SKIPPED, STORED
-from casstor_ops.store.trees.source_listing import SYMLINK_NOT_FOLLOWED, list_source
+from casstor_ops.store.trees.source_listing import SYMLINK_NOT_FOLLOWED
 
 from .faults import BackgroundJob
 from .support import CASSTOR, run_casstor, write_tree
@@ -34,13 +36,12 @@ def _read_tree(root: Path) -> dict[str, bytes]:
 
 
 def test_a_tree_stored_by_two_processes_reports_every_file_and_restores_byte_exact(cql, tmp_path, monkeypatch):
-    """600 small files in 4 directories (3 batches), one file of 2 MB (stored alone, in this process's part) and a
-    symlink to a file at the end of the path order (in the child's part: skipped, its reason reported), a part
-    needing 100 small files: checks that one child process stored a part, that the report has one row per file
-    with its status, that the tree restores byte-exact, and that a re-run by two processes finds every file
-    unchanged."""
+    """600 small files in 4 directories (3 batches), one file of 2 MB (stored alone) and a symlink (skipped, its
+    reason reported), a process needing 100 small files: checks that one child process was started, that the
+    report has one row per file with its status, that the tree restores byte-exact, and that a re-run by two
+    processes finds every file unchanged. (Which process takes which item: test_every_item_is_taken_once...)"""
     store = Store(cql)
-    monkeypatch.setattr(tree, "MIN_PART_FILES", 100)
+    monkeypatch.setattr(tree, "MIN_PROCESS_FILES", 100)
     started = []
     real = tree_processes._Child
 
@@ -99,17 +100,22 @@ def _versions(cql) -> Counter:
     return Counter(row.id for row in cql.execute("SELECT id FROM casstor_meta.versions"))
 
 
-def _versions_of(cql, file_id: str) -> int:
-    return cql.execute("SELECT COUNT(*) FROM casstor_meta.versions WHERE id = %s", (file_id,)).one()[0]
+def _storing_in_two(cql) -> bool:
+    """Both processes hold their writer lease (the first command's was released) and the tree's first file (the
+    first item taken) has its new version: two small reads, so the kill lands early in a ~2 s store."""
+    leases = cql.execute("SELECT COUNT(*) FROM casstor_meta.writer_leases").one()[0]
+    first = cql.execute("SELECT COUNT(*) FROM casstor_meta.versions WHERE id = %s", ("killed/d0/f000.txt",)).one()[0]
+    return leases == 2 and first > 1
 
 
 @pytest.mark.slow
 def test_a_killed_tree_store_leaves_no_process_storing_and_every_file_old_or_new(empty_store, tmp_path):
     """Injects: SIGKILL of the `casstor store --processes 2` command (its own pid only, not its group) re-storing
-    6,400 small files with new content, as soon as its child process has committed the first batch of its part
-    (3,200 files, 13 batches). Checks: the child is gone within 10 s, and 1 s later some files of its part are
-    still at their old version (the child died with its parent instead of storing on: without PR_SET_PDEATHSIG it
-    stored its whole part and this check failed); every file restores as its old or its new content, never
+    6,400 small files with new content (25 batches), as soon as its child process holds its writer lease (it is
+    storing) and the first file is new. Checks: the child is gone within 10 s, and 1 s later some files are still at
+    their old version and both writer leases are still held: the child died with its parent instead of storing on
+    (without PR_SET_PDEATHSIG it took every item left, ended and released its lease, and this check failed; the
+    items the parent had queued stayed old either way); every file restores as its old or its new content, never
     another; and a re-run stores the rest, after which every file is new."""
     src = tmp_path / "src"
     old = _small_tree("old", 32, 200)
@@ -117,12 +123,11 @@ def test_a_killed_tree_store_leaves_no_process_storing_and_every_file_old_or_new
     assert run_casstor("store", str(src), "killed/", "--quiet", "--processes", "1").returncode == 0
     new = _small_tree("new", 32, 200)
     write_tree(src, new)
-    child_part = [f.file_id for batch in parts(small_batches(list_source(src, "killed/")), 2)[1] for f in batch]
 
     job = BackgroundJob([*CASSTOR, "store", str(src), "killed/", "--quiet", "--processes", "2"], tmp_path / "store.log")
     try:
         deadline = time.monotonic() + 60
-        while _versions_of(empty_store, child_part[0]) < 2 and time.monotonic() < deadline and job.running():
+        while not _storing_in_two(empty_store) and time.monotonic() < deadline and job.running():
             time.sleep(0.01)
         children = [pid for pid in _parts(job.proc.pid) if _alive(pid)]
         assert children and job.running(), f"the store ended before the kill: {job.output()[-2000:]}"
@@ -134,7 +139,8 @@ def test_a_killed_tree_store_leaves_no_process_storing_and_every_file_old_or_new
         assert not any(_alive(pid) for pid in children)
         time.sleep(1)
         versions = _versions(empty_store)
-        assert [file_id for file_id in child_part if versions[file_id] == 1]
+        assert len(versions) == len(new) and 1 in versions.values()
+        assert empty_store.execute("SELECT COUNT(*) FROM casstor_meta.writer_leases").one()[0] == 2
     finally:
         job.kill()
 
@@ -148,24 +154,46 @@ def test_a_killed_tree_store_leaves_no_process_storing_and_every_file_old_or_new
     assert _read_tree(out) == new
 
 
-def _part_run(store: Store, part: list, progress) -> tree.TreeReport:
-    """A part's run for the tests below (module level: a spawned child imports it): ``["fail"]`` fails as a
-    lapsed lease does, ``["die"]`` ends the process without a word, anything else reports a row per item."""
-    if part == ["fail"]:
+def _taking(store: Store, taken, progress, fault: str | None = None) -> tree.TreeReport:
+    """A process's run for the tests below (module level: a spawned child imports it). In a child, ``fault``
+    ``"fail"`` fails as a lapsed lease does and ``"die"`` ends the process without a word, before taking any item;
+    else a row per item taken, with its process: this process slowly (20 ms an item), a child at once."""
+    child = multiprocessing.parent_process() is not None
+    if child and fault == "fail":
         raise CasstorError("store: the writer lease lapsed (injected)", EXIT_LEASE_LAPSED)
-    if part == ["die"]:
+    if child and fault == "die":
         os._exit(9)
-    return tree.TreeReport("store", rows=[{"id": item, "status": STORED} for item in part])
+    rows = []
+    for item in taken:
+        rows.append({"id": item, "status": STORED, "pid": os.getpid()})
+        if not child:
+            time.sleep(0.02)
+    return tree.TreeReport("store", rows=rows)
 
 
-@pytest.mark.parametrize("part, message, code", [(["fail"], "lease lapsed (injected)", EXIT_LEASE_LAPSED),
-                                                  (["die"], "ended with status 9 and no report", EXIT_ERROR)])
-def test_a_failing_part_fails_the_command_with_its_error(cql, part, message, code):
-    """Injects, in the child storing the second part: a CasstorError with the lease's exit code, or an exit
-    without a report (as a child killed or out of memory). Checks: the command raises one CasstorError with that
-    message and exit code; and a good part's rows come back in part order."""
+def test_every_item_is_taken_once_and_a_faster_process_takes_more(cql):
+    """300 items, two processes: this one takes an item every 20 ms (6 s alone), the child (started in ~0.3 s)
+    as fast as it can. Checks: every item has one row, and the child took most of them."""
+    items = [f"i{n:03d}" for n in range(300)]
+    report = tree_processes.in_processes(Store(cql), items, 2, _taking, None)
+    assert sorted(row["id"] for row in report.rows) == items
+    assert sum(row["pid"] != os.getpid() for row in report.rows) > 150
+
+
+@pytest.mark.parametrize("fault, message, code", [("fail", "lease lapsed (injected)", EXIT_LEASE_LAPSED),
+                                                   ("die", "ended with status 9 and no report", EXIT_ERROR)])
+def test_a_failing_child_fails_the_command_with_its_error(cql, fault, message, code):
+    """Injects, in the child process: a CasstorError with the lease's exit code, or an exit without a report (as
+    a child killed or out of memory). Checks: the command raises one CasstorError with that message and exit
+    code, once this process has taken every item the child did not."""
+    taken = []
     with pytest.raises(CasstorError, match=re.escape(message)) as failed:
-        tree_processes.in_processes(Store(cql), [["a"], part], _part_run, None)
-    assert failed.value.exit_code == code
-    report = tree_processes.in_processes(Store(cql), [["a"], ["b", "c"], ["d"]], _part_run, None)
-    assert [row["id"] for row in report.rows] == ["a", "b", "c", "d"]
+        tree_processes.in_processes(Store(cql), ["a", "b", "c"], 2, partial(_record, taken, fault=fault), None)
+    assert failed.value.exit_code == code and taken == ["a", "b", "c"]
+
+
+def _record(taken: list, store: Store, items, progress, fault: str) -> tree.TreeReport:
+    """:func:`_taking`, the items this process took added to ``taken``."""
+    report = _taking(store, items, progress, fault)
+    taken.extend(row["id"] for row in report.rows if row["pid"] == os.getpid())
+    return report

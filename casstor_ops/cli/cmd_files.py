@@ -28,7 +28,7 @@ from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.progress import progress_bar
 from casstor_ops.store.records import FileInfo, VersionInfo
 from casstor_ops.store.api import Store
-from casstor_ops.store.bulk.tree import (MIN_PART_FILES, TREE_PROCESSES, TREE_WORKERS, TreeReport, restore_tree,
+from casstor_ops.store.bulk.tree import (MIN_PROCESS_FILES, TREE_PROCESSES, TREE_WORKERS, TreeReport, restore_tree,
                                         store_tree)
 from casstor_ops.store.points_in_time import compare
 
@@ -190,7 +190,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _tree_options(p)
     p.add_argument("--processes", type=_processes, default=TREE_PROCESSES, metavar="P",
                    help=f"a directory: client processes for its small files (1-16, default {TREE_PROCESSES}; one "
-                        f"when it has fewer than {MIN_PART_FILES} small files a process)")
+                        f"when it has fewer than {MIN_PROCESS_FILES} small files a process)")
     p.add_argument("--follow-symlinks", action="store_true",
                    help="a directory: follow symlinks below it (linked directories and files; without it a link to "
                         "a file is skipped)")

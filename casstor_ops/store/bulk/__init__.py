@@ -15,9 +15,10 @@ Vocabulary:
 * **runner**: what drives the items: :mod:`.tree` (``casstor store DIR
   PREFIX``, ``casstor restore PREFIX/ DIR``), or Spark's executors
   (:mod:`casstor_ops.spark.bulk_tasks`), which call the same :mod:`.tree_files`.
-* **part**: a contiguous run of a tree's items stored by a client process of
-  its own (:mod:`.tree_processes`): a store of many small files is bound by
-  the client's Python, so a second process pays.
+* **part**: the items of a tree one client process stores, when several store
+  it (:mod:`.tree_processes`: a store of many small files is bound by the
+  client's Python, so a second process pays); each process takes the next
+  item in turn, so a part is known only once the store has ended.
 
 Layering: above the engine's facade (:mod:`casstor_ops.store.api`) and the
 file side (:mod:`casstor_ops.store.trees`); nothing in the engine imports it

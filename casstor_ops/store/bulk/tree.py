@@ -79,7 +79,7 @@ TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queu
 # the time of one on 2 cores; three, no less than two), and the small files a process must have to pay for its
 # start (~0.3 s of CPU: imports, a connection, a lease). An unchanged re-run took the same wall time either way.
 TREE_PROCESSES = min(2, os.cpu_count() or 1)
-MIN_PART_FILES = 1000
+MIN_PROCESS_FILES = 1000
 # Small files stored together (casstor_ops.store.batch_upload), this many at most and this many bytes (what one
 # worker holds in memory). Measured on the bench's tree of 5,626 files, two passes: 32 files 657-205 files/s,
 # 64 516-367, 128 808-641, 256 871-731 (1.46 requests a file from 128 up: the blocks' content is the rest).
@@ -209,13 +209,14 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
     """
     files = list_source(source, check_prefix(prefix), follow_symlinks=follow_symlinks)
     run = partial(store_items, workers=workers, follow_symlinks=follow_symlinks)
-    items = parts(small_batches(files), processes)
-    if len(items) == 1:
-        return run(store, items[0], progress)
-    return in_processes(store, items, run, progress)
+    items = small_batches(files)
+    count = process_count(items, processes)
+    if count == 1:
+        return run(store, items, progress)
+    return in_processes(store, items, count, run, progress)
 
 
-def store_items(store: Store, items: Sequence[SourceFile | list[SourceFile]], progress: ProgressCallback | None,
+def store_items(store: Store, items: Iterable[SourceFile | list[SourceFile]], progress: ProgressCallback | None,
                 workers: int = TREE_WORKERS, follow_symlinks: bool = False) -> TreeReport:
     """Store ``items`` (files alone and batches of small files, as :func:`small_batches` gives them) under one
     writer lease, ``workers`` at a time."""
@@ -270,35 +271,21 @@ def small_batches(files: list[SourceFile], max_files: int = BATCH_FILES, max_byt
     return [*alone, *runs((entry for entry in files if not _alone(entry)), attrgetter("size"), max_files, max_bytes)]
 
 
-def parts(items: list[SourceFile | list[SourceFile]], processes: int, min_files: int | None = None
-          ) -> list[list[SourceFile | list[SourceFile]]]:
-    """``items`` cut into at most ``processes`` parts, one a process: the batches of small files in contiguous runs
-    of about as many files each (a directory's files stay together but at a cut), at least ``min_files``
-    (default :data:`MIN_PART_FILES`) a part; every file stored alone goes in the first part (a large file's bytes
-    are hashed and compressed off the GIL: more processes do not speed it up on the cores this was measured on).
+def process_count(items: Sequence[SourceFile | list[SourceFile]], processes: int, min_files: int | None = None
+                  ) -> int:
+    """How many of at most ``processes`` client processes store ``items``: one for every ``min_files`` (default
+    :data:`MIN_PROCESS_FILES`) of the small files in its batches, at least one (a file stored alone counts for
+    none: a large file's bytes are hashed and compressed off the GIL).
 
     Example::
 
         >>> f = lambda path, size: SourceFile(path, path, size)
         >>> items = small_batches([f(f"d/{n}", 10) for n in range(6)] + [f("big", 5 << 20)], max_files=2)
-        >>> [[i.path if isinstance(i, SourceFile) else len(i) for i in part] for part in parts(items, 2, min_files=3)]
-        [['big', 2, 2], [2]]
-        >>> len(parts(items, 2, min_files=4))
-        1
+        >>> process_count(items, 2, min_files=3), process_count(items, 2, min_files=4)
+        (2, 1)
     """
-    batches = [item for item in items if isinstance(item, list)]
-    total = sum(map(len, batches))
-    count = max(1, min(processes, total // (MIN_PART_FILES if min_files is None else min_files)))
-    if count == 1:
-        return [items]
-    cut: list[list[SourceFile | list[SourceFile]]] = [[item for item in items if not isinstance(item, list)]]
-    done = 0
-    for batch in batches:
-        if done >= total * len(cut) / count and len(cut) < count:
-            cut.append([])
-        cut[-1].append(batch)
-        done += len(batch)
-    return cut
+    small = sum(len(item) for item in items if isinstance(item, list))
+    return max(1, min(processes, small // (MIN_PROCESS_FILES if min_files is None else min_files)))
 
 
 def _alone(entry: SourceFile) -> bool:
