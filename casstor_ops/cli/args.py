@@ -23,11 +23,15 @@ from __future__ import annotations
 import argparse
 import uuid
 from datetime import datetime
-from typing import Any, NoReturn, Sequence
+from collections.abc import Callable
+from typing import Any, NoReturn, Sequence, TypeVar
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.points_in_time import parse_time, parse_version
 from casstor_ops.store.trees.locations import parse_storage_options, read_storage_options_file, secret_keys
+
+
+Number = TypeVar("Number", int, float)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -91,6 +95,29 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
                         metavar="PATH",
                         help="a file only its owner may read (chmod 600) holding a URL filesystem's options, keys "
                              "included: a JSON object or KEY=VALUE lines")
+
+
+def bounded(kind: Callable[[str], Number], low: Number, high: Number, what: str) -> Callable[[str], Number]:
+    """An argparse ``type``: ``kind(text)`` (``int`` or ``float``) from ``low`` to ``high``, else a usage error
+    naming ``what`` was expected.
+
+    Example::
+
+        >>> bounded(int, 1, 16, "1 to 16 processes")("4")
+        4
+        >>> bounded(int, 1, 16, "1 to 16 processes")("17")
+        Traceback (most recent call last):
+        argparse.ArgumentTypeError: 17: expected 1 to 16 processes
+    """
+    def parse(text: str) -> Number:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text}: expected {what}")
+        return value
+    return parse
 
 
 def positive_int(text: str) -> int:

@@ -20,9 +20,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 
-from casstor_ops.cli.args import time_argument, version_argument
+from casstor_ops.cli.args import bounded, time_argument, version_argument
 from casstor_ops.cli.output import print_json, print_listing
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.progress import progress_bar
@@ -162,15 +161,7 @@ def _diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(most: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= most):
-            raise argparse.ArgumentTypeError(f"{text!r}: takes 1 to {most}")
-        return int(text)
-    return parse
-
-
-_workers, _processes = _count(64), _count(16)
+_workers, _processes = bounded(int, 1, 64, "1 to 64 files at once"), bounded(int, 1, 16, "1 to 16 processes")
 
 
 def _tree_options(p: argparse.ArgumentParser) -> None:

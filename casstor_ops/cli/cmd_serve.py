@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+from casstor_ops.cli.args import bounded
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.auth import read_token
@@ -57,41 +58,29 @@ def _s3_secrets(args: argparse.Namespace) -> dict[str, str] | None:
     return read_credentials(args.s3_credentials)
 
 
-def _bounded(kind: type, low: float, high: float, what: str):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text}: expected {what}")
-        return value
-    return parse
-
-
-_port = _bounded(int, 0, 65535, "a port from 0 (any free one) to 65535")
+_port = bounded(int, 0, 65535, "a port from 0 (any free one) to 65535")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve the store over HTTP: PUT/GET/HEAD/DELETE /<ID>")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
     p.add_argument("--port", type=_port, default=8080, help="port to listen on (default: 8080; 0: any free port)")
-    p.add_argument("--workers", type=_bounded(int, 1, MAX_WORKERS, f"1 to {MAX_WORKERS} processes"), default=1,
+    p.add_argument("--workers", type=bounded(int, 1, MAX_WORKERS, f"1 to {MAX_WORKERS} processes"), default=1,
                    metavar="N", help="worker processes sharing the port, each with its own connection to "
                                      "Cassandra (default: 1)")
     p.add_argument("--token-file", metavar="PATH",
                    help="require 'Authorization: Bearer <token>' with the token in PATH (401 otherwise); PATH "
                         "must be a file only its owner may read (chmod 600)")
     p.add_argument("--read-only", action="store_true", help="refuse PUT and DELETE (405)")
-    p.add_argument("--max-body", type=_bounded(int, 0, 2 ** 63 - 1, "a number of bytes"), metavar="BYTES",
+    p.add_argument("--max-body", type=bounded(int, 0, 2 ** 63 - 1, "a number of bytes"), metavar="BYTES",
                    help="refuse a PUT body longer than BYTES (413), by its Content-Length or as it arrives")
     p.add_argument("--require-length", action="store_true",
                    help="refuse a PUT without Content-Length, i.e. a chunked body (411)")
-    p.add_argument("--header-timeout", type=_bounded(float, 0.1, 3600, "seconds from 0.1 to 3600"),
+    p.add_argument("--header-timeout", type=bounded(float, 0.1, 3600, "seconds from 0.1 to 3600"),
                    default=HEADER_TIMEOUT_S, metavar="SECONDS",
                    help=f"close a connection whose request headers have not all arrived within SECONDS (408; "
                         f"default: {HEADER_TIMEOUT_S:g})")
-    p.add_argument("--body-timeout", type=_bounded(float, 0.1, 86400, "seconds from 0.1 to 86400"),
+    p.add_argument("--body-timeout", type=bounded(float, 0.1, 86400, "seconds from 0.1 to 86400"),
                    default=BODY_TIMEOUT_S, metavar="SECONDS",
                    help=f"refuse a PUT whose whole body has not arrived within SECONDS (408, nothing stored; "
                         f"default: {BODY_TIMEOUT_S:g}); a client that sends nothing for 60 s is refused sooner")
@@ -101,11 +90,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                              "costs throughput)")
     p.add_argument("--metrics-port", type=_port, metavar="PORT",
                    help="serve GET /metrics (Prometheus text) on this port of --host (0: any free port)")
-    p.add_argument("--lease-reuse", type=_bounded(float, 0, 3600, "seconds from 0 to 3600"),
+    p.add_argument("--lease-reuse", type=bounded(float, 0, 3600, "seconds from 0 to 3600"),
                    default=DEFAULT_REUSE_S, metavar="SECONDS",
                    help=f"lend one writer lease to the writes of this many seconds (default: {DEFAULT_REUSE_S:g}); "
                         f"an offline reclaim waits at most this long plus the longest write")
-    p.add_argument("--cache-mb", type=_bounded(int, 0, MAX_CACHE_MB, f"MiB from 0 to {MAX_CACHE_MB}"),
+    p.add_argument("--cache-mb", type=bounded(int, 0, MAX_CACHE_MB, f"MiB from 0 to {MAX_CACHE_MB}"),
                    default=DEFAULT_CACHE_BYTES // MB, metavar="MIB",
                    help=f"keep up to MIB of recently read files of at most 1 MiB in each worker, so the next GET of "
                         f"one reads only its head (default: {DEFAULT_CACHE_BYTES // MB}; 0: none)")

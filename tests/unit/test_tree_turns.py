@@ -50,4 +50,4 @@ def test_processes_out_of_range_is_a_usage_error() -> None:
         run = subprocess.run([sys.executable, "-m", "casstor_ops.cli.main", "store", "src", "p/", "--processes",
                               value], capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert run.returncode == EXIT_USAGE and len(run.stderr.splitlines()) == 1, run.stderr
-        assert "--processes" in run.stderr and "takes 1 to 16" in run.stderr
+        assert "--processes" in run.stderr and "expected 1 to 16 processes" in run.stderr
