@@ -7,8 +7,8 @@ IDs, same symlink rule as ``jobs/ingest.py``: no symlink followed unless
 by threads sharing one :class:`~casstor_ops.store.api.Store` and one
 :class:`~casstor_ops.store.coordination.leases.WriterLease` (one lease LWT per process,
 not per file; it fences every head write), each file skipped when it is
-committed unchanged; a tree of many small files cut into ``processes`` parts
-(:func:`parts`), each stored so by a client process of its own
+committed unchanged; a tree of many small files stored so by up to ``processes``
+client processes (:func:`process_count`), each taking the next item in turn
 (:mod:`casstor_ops.store.bulk.tree_processes`); or every file under a prefix restored below a
 directory, its small files in batches that share their reads and their
 flush to disk (:mod:`casstor_ops.store.bulk.batch_restore`; a file with
@@ -203,7 +203,7 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
                follow_symlinks: bool = False, progress: ProgressCallback | None = None,
                processes: int = TREE_PROCESSES) -> TreeReport:
     """Store every file below ``source`` as ``prefix`` + its relative path, unchanged files skipped; a tree of many
-    small files by up to ``processes`` client processes (:func:`parts`), ``workers`` threads each.
+    small files by up to ``processes`` client processes (:func:`process_count`), ``workers`` threads each.
 
     Example: ``store_tree(store, "photos", "photos/").exit_code`` -> ``0``. Failures: see the module docstring.
     """
