@@ -1,6 +1,6 @@
 """Directory splits against the real test node: a directory outgrowing ``directory_rows`` moves to later
 generations, no partition of ``dir_entries`` outgrows the bound, and listing, overwriting and removing still see
-each name once, newest version first."""
+each name once, newest version first; many unsplit directories read in one request list as each read alone."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ import pytest
 from casstor_ops.cluster.connection import connect
 from casstor_ops.store.api import Store
 from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.namespace.layout import buckets, directory_key
-from casstor_ops.store.namespace.listing import recorded_generation
+from casstor_ops.store.bulk.tree import store_tree
+from casstor_ops.store.bulk.tree_files import SKIPPED, STORED, ListedHeads
+from casstor_ops.store.namespace.listing import directory_entries, recorded_generation, unsplit_entries
 from casstor_ops.store.statements import Statements
 
-from .support import restored, run_casstor
+from .support import restored, run_casstor, write_tree
 
 ROWS = 20     # the test's directory_rows: a split every 20 entries a bucket
 FILES = 300   # into one directory: generation 0 holds 20, the rest spreads over generations 1 to ~4
@@ -84,3 +87,55 @@ def test_a_directory_splits_under_the_bound_and_lists_each_name_once(small_direc
         stat = run_casstor("stat", f"big/{name}", "--json")
         assert json.loads(stat.stdout)["version"] == by_id[f"big/{name}"]["version"]
     assert max(_partition_sizes(session, "big/").values()) <= ROWS + SLOP
+
+
+def test_many_unsplit_directories_read_at_once_list_as_each_read_alone(cql) -> None:
+    """Stores files in `many/a/` (and its subdirectory `sub/`) and `many/b/`, then removes `many/b/2`. Checks that
+    `unsplit_entries` of a/, a/sub/, b/ and an unmade c/ in one request gives each directory what
+    `directory_entries` gives it read alone: the subdirectory's marker, no removed file, nothing for c/."""
+    st = Statements.for_session(cql)
+    with Store(cql) as store:
+        for file_id in ("many/a/x", "many/a/y", "many/a/sub/z", "many/b/1", "many/b/2"):
+            store.put(io.BytesIO(file_id.encode()), file_id)
+        store.remove("many/b/2")
+    directories = ["many/a/", "many/a/sub/", "many/b/", "many/c/"]
+    together = unsplit_entries(cql, st, directories)
+    alone = {d: list(directory_entries(cql, st, d, generation=0)) for d in directories}
+    assert together == alone
+    assert [e.name for e in together["many/a/"]] == ["sub/", "x", "y"] and together["many/a/"][0].file is None
+    assert [e.name for e in together["many/b/"]] == ["1"] and together["many/c/"] == []
+
+
+def test_a_tree_rerun_reads_split_and_unsplit_directories_alike(small_directories, tmp_path) -> None:
+    """A tree of one directory of 60 files (stored one by one first, so it splits over buckets: directory_rows is
+    20) and 40 directories of 2 files (unsplit: read ahead 32 a request, so in two reads), stored; then one file of
+    s03/ removed from the store and one of s35/ changed on disk. Checks that the tree's listing read ahead
+    (`ListedHeads.prefetch`) finds every file but the removed one with its committed version, the split directory's
+    later buckets included; that the re-run skips every other file and stores those two again; and that a third
+    run skips all 140."""
+    files = {**{f"big/f{n:02d}": f"big {n}".encode() for n in range(60)},
+             **{f"s{d:02d}/{n}": f"small {d} {n}".encode() for d in range(40) for n in range(2)}}
+    write_tree(tmp_path, files)
+    store = Store(small_directories)
+    for name, data in files.items():
+        if name.startswith("big/"):
+            store.put(io.BytesIO(data), f"rerun/{name}")
+    assert len(_partition_sizes(small_directories, "rerun/big/")) > 1
+    # Stored again, all 140: the tree's files have attributes (mode, mtime) the one-by-one stores did not record.
+    assert {row["status"] for row in store_tree(store, tmp_path, "rerun/", processes=1).rows} == {STORED}
+    store.remove("rerun/s03/0")
+    (tmp_path / "s35" / "1").write_bytes(b"changed")
+
+    listed = ListedHeads(store, BatchedEntries(store.namespace))
+    ids = [f"rerun/{name}" for name in files]
+    listed.prefetch(ids)
+    found = {file_id: listed.get(file_id) for file_id in ids}
+    listed.close()
+    assert [file_id for file_id, entry in found.items() if entry is None] == ["rerun/s03/0"]
+    assert all(entry.file.version == store.stat(file_id).version for file_id, entry in found.items() if entry)
+
+    again = {row["id"]: row["status"] for row in store_tree(store, tmp_path, "rerun/", processes=1).rows}
+    assert {file_id for file_id, status in again.items() if status != SKIPPED} == {"rerun/s03/0", "rerun/s35/1"}
+    assert again["rerun/s03/0"] == again["rerun/s35/1"] == STORED and len(again) == len(files)
+    third = store_tree(store, tmp_path, "rerun/", processes=1).rows
+    assert {row["status"] for row in third} == {SKIPPED} and len(third) == len(files)

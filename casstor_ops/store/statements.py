@@ -161,6 +161,9 @@ class Statements:
         f"SELECT WRITETIME(version) AS written FROM {META_KS}.dir_entries WHERE dir = ? AND bucket IN ? AND name = ?")
     directory_entries = _Prepared(
         f"SELECT name, {_ENTRY_COLUMNS} FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ? AND name >= ?")
+    # Many unsplit directories' entries in one request (their bucket 0): a tree store's read-ahead.
+    unsplit_entries = _Prepared(
+        f"SELECT dir, name, {_ENTRY_COLUMNS} FROM {META_KS}.dir_entries WHERE dir IN ? AND bucket = 0")
     bucket_rows = _Prepared(f"SELECT COUNT(*) FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ?")
     directory_generation = _Prepared(f"SELECT generation FROM {META_KS}.directories WHERE dir = ?")
     directory_generations = _Prepared(f"SELECT dir, generation FROM {META_KS}.directories WHERE dir IN ?")

@@ -88,7 +88,7 @@ from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
 from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile
 from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.namespace.layout import markers, split_id
-from casstor_ops.store.namespace.listing import Entry, directory_entries
+from casstor_ops.store.namespace.listing import Entry, directory_entries, unsplit_entries
 from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import source_file_hash
@@ -101,11 +101,15 @@ INGEST_STATUSES = (STORED, SKIPPED, FAILED)
 RESTORE_STATUSES = (RESTORED, FAILED, CORRUPT)
 NEW_COUNTS = ("new_blocks", "new_bytes", "new_stored_bytes")  # what a store of the tree added to the store
 VANISHED = "no such file (vanished since the listing)"
-# Directories a tree store reads at once ahead of its workers (ListedHeads' threads). An unchanged re-run of the
-# bench's small tree (5,626 files; 790 directories with files, a read each) waits on these reads: 16 against 4, 8
-# alternated pairs on one warm node, wall 1.04 -> 0.95 s (medians; faster in 7 of 8), client CPU 0.81 -> 0.76 s; a
-# first store level within the spread (4.37 -> 4.24 s, 8 pairs). 8 and 32 (3 pairs each) fell between or level.
+# Reads a tree store keeps in flight ahead of its workers (ListedHeads' threads). Chosen when each directory was
+# a read of its own (the bench's small tree: 5,626 files, 790 directories with files): 16 against 4, 8 alternated
+# pairs on one warm node, unchanged re-run 1.04 -> 0.95 s (medians; faster in 7 of 8); 8 and 32 fell between or level.
 READ_AHEAD = 16
+# Unsplit directories read ahead in one request (casstor_ops.store.namespace.listing.unsplit_entries says what
+# reading them one a request cost): 8, 16, 32 and 64 a request read the bench's 790 in 0.07-0.13, 0.05-0.06,
+# 0.04-0.06 and 0.04-0.06 s. The unchanged re-run went 0.94 -> 0.63 s (medians of 6 alternated pairs; node CPU
+# 0.37 -> 0.15 s).
+ENTRIES_A_READ = 32
 # Errors that belong to one file; anything else is a bug and fails the job with its traceback.
 # NoHostAvailable and the connection errors are no DriverException: they reach here once the store's
 # request queue has used up its retries.
@@ -227,7 +231,8 @@ class ListedHeads:
     """The files of a tree as the directory index lists them (newest versions, with the source's inode and change
     time when recorded), read once per directory, the last ``kept`` directories kept; and the entries to write
     again (:meth:`relist`). Thread-safe: a directory is read by the first file that asks, or ahead of the workers
-    (:meth:`prefetch`) by ``ahead`` threads of its own (:meth:`close` stops them). A directory not made yet is not
+    (:meth:`prefetch`, ``ENTRIES_A_READ`` unsplit directories a request) by ``ahead`` threads of its own
+    (:meth:`close` stops them). Each read gives its directories' names by directory. A directory not made yet is not
     read past its row (it has no entry), and its generation read is kept for the writes of its entries
     (:meth:`Namespace.listed <casstor_ops.store.namespace.entries.Namespace.listed>`).
 
@@ -247,7 +252,7 @@ class ListedHeads:
     def prefetch(self, file_ids: Iterable[str]) -> None:
         """Start reading the directories of ``file_ids`` (those not read or being read) without waiting: their
         generations in one request (:meth:`Namespace.listed_many`), with their parents' not read before, then
-        each one's entries."""
+        their entries, ``ENTRIES_A_READ`` directories a read."""
         with self._guard:
             new = [d for d in dict.fromkeys(split_id(file_id)[0] for file_id in file_ids)
                    if not self._readable(self._directories.get(d))]
@@ -255,8 +260,11 @@ class ListedHeads:
                 return
             # The generations' read goes first in the queue: no thread waits for one not started yet.
             generations = self._reads.submit(self._namespace.listed_many, new + self._parents_of(new))
-            for directory in new:
-                self._keep(directory, self._reads.submit(self._entries_after, directory, generations))
+            for start in range(0, len(new), ENTRIES_A_READ):
+                group = new[start:start + ENTRIES_A_READ]
+                read = self._reads.submit(self._entries_after, group, generations)
+                for directory in group:
+                    self._keep(directory, read)
 
     def _parents_of(self, directories: list[str]) -> list[str]:
         """The directories above ``directories`` whose rows were not read yet (under the guard). A new directory
@@ -277,7 +285,7 @@ class ListedHeads:
     def get(self, file_id: str) -> Entry | None:
         """The listed entry of ``file_id`` (None: not listed, or removed)."""
         directory, name = split_id(file_id)
-        return self._read(directory).result().get(name)
+        return self._read(directory).result()[directory].get(name)
 
     def _read(self, directory: str) -> Future:
         with self._guard:  # one read a directory (again after a failure): the other workers wait for the same one
@@ -299,17 +307,21 @@ class ListedHeads:
             self._directories.popitem(last=False)
         return read
 
-    def _names(self, directory: str) -> dict[str, Entry]:
-        return self._listing(directory, self._namespace.listed(directory))
+    def _names(self, directory: str) -> dict[str, dict[str, Entry]]:
+        return {directory: self._listing(directory, self._namespace.listed(directory))}
 
-    def _entries_after(self, directory: str, generations: Future) -> dict[str, Entry]:
-        return self._listing(directory, generations.result()[directory])
+    def _entries_after(self, directories: list[str], generations: Future) -> dict[str, dict[str, Entry]]:
+        """The names of ``directories`` once ``generations`` has read theirs: the unsplit ones in one request."""
+        recorded = generations.result()
+        unsplit = [d for d in directories if recorded[d] == 0]
+        found = {d: _files_by_name(entries)
+                 for d, entries in (unsplit_entries(self._session, self._st, unsplit) if unsplit else {}).items()}
+        return {d: found[d] if d in found else self._listing(d, recorded[d]) for d in directories}
 
     def _listing(self, directory: str, generation: int | None) -> dict[str, Entry]:
         if generation is None:
             return {}
-        return {e.name: e for e in directory_entries(self._session, self._st, directory, generation=generation)
-                if e.file}
+        return _files_by_name(directory_entries(self._session, self._st, directory, generation=generation))
 
     def as_listed(self, file_id: str, size: int, attributes: FileAttributes | None) -> bool:
         """Whether ``file_id`` is listed with this size and these attributes: only then may it be unchanged. The
@@ -325,6 +337,10 @@ class ListedHeads:
         if listed is None or listed.file.version != head.version:
             stored_size = len(head.inline.payload) if head.inline is not None else None
             self._entries.publish(replace(head, attributes=attributes or head.attributes), stored_size)
+
+
+def _files_by_name(entries: Iterable[Entry]) -> dict[str, Entry]:
+    return {e.name: e for e in entries if e.file}
 
 
 def _unchanged_since_listed(listed: ListedHeads, entry: SourceFile, follow_symlinks: bool) -> FileInfo | None:

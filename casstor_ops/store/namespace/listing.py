@@ -12,6 +12,9 @@ under it, whatever the store holds.
 A walk may read ahead (``ahead``: ``Store.list`` does): the subdirectories
 among a directory's next entries are opened on threads of the walk, their
 generations in one request, while it yields what comes before them.
+A caller that knows many directories it will need (a tree store's
+read-ahead) reads the unsplit ones among them in one request
+(:func:`unsplit_entries`).
 
 The generation is read fresh for each directory listed (not the writers'
 cache): a listing must read every bucket a split may have started filling.
@@ -99,10 +102,38 @@ def directory_entries(session: Session, st: Statements, directory: str, start: s
     rows = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda r: r.name)
     for name, same in itertools.groupby(rows, key=lambda r: r.name):
         newest = max(same, key=lambda r: (r.version is not None, r.version.time if r.version else 0))
-        if newest.version is None:
-            yield Entry(name, None)
-        elif include_deleted or not newest.deleted:
-            yield Entry(name, _file(directory + name, newest), newest.stored_size, bool(newest.deleted))
+        entry = _entry(directory, newest, include_deleted)
+        if entry is not None:
+            yield entry
+
+
+def unsplit_entries(session: Session, st: Statements, directories: Sequence[str]) -> dict[str, list[Entry]]:
+    """The live entries of each of ``directories`` in name order, in one request (paged by the driver): for
+    directories the caller has just found unsplit (generation 0: bucket 0 holds every entry), a few dozen at once.
+
+    Example: ``unsplit_entries(session, st, ["a/", "b/"])["a/"][0].name`` -> ``'x.txt'``. Failures: the
+    driver's errors propagate."""
+    # One request for many directories, not one each: the 790 directories of the bench's small tree read in 0.44 s
+    # (client 0.32 s, node 0.28 s of CPU) one a request on 16 threads, in 0.04-0.06 s (0.03 s, 0.05 s) 32 a request.
+    keys = {directory_key(d): d for d in directories}
+    bound = st.unsplit_entries.bind((list(keys),))
+    bound.fetch_size = PAGE_ROWS
+    found: dict[str, list[Entry]] = {d: [] for d in directories}
+    for row in session.execute(bound, execution_profile=st.named_rows):
+        directory = keys[row.dir]
+        entry = _entry(directory, row, include_deleted=False)
+        if entry is not None:
+            found[directory].append(entry)
+    return found
+
+
+def _entry(directory: str, row, include_deleted: bool) -> Entry | None:
+    """The entry of a name's newest row (None: a removed file's, unless ``include_deleted``)."""
+    if row.version is None:
+        return Entry(row.name, None)
+    if include_deleted or not row.deleted:
+        return Entry(row.name, _file(directory + row.name, row), row.stored_size, bool(row.deleted))
+    return None
 
 
 def _bucket_rows(session: Session, st: Statements, directory: str, bucket: int, start: str,
