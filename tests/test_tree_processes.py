@@ -8,6 +8,7 @@ import os
 import random
 import re
 import signal
+import threading
 import time
 from collections import Counter
 from functools import partial
@@ -36,10 +37,13 @@ def _read_tree(root: Path) -> dict[str, bytes]:
 
 
 def test_a_tree_stored_by_two_processes_reports_every_file_and_restores_byte_exact(cql, tmp_path, monkeypatch):
-    """600 small files in 4 directories (3 batches), one file of 2 MB (stored alone) and a symlink (skipped, its
-    reason reported), a process needing 100 small files: checks that one child process was started, that the
-    report has one row per file with its status, that the tree restores byte-exact, and that a re-run by two
-    processes finds every file unchanged. (Which process takes which item: test_every_item_is_taken_once...)"""
+    """2,400 small files in 10 directories (10 batches: more items than this process queues at once), one file of 2 MB (stored alone) and a symlink (skipped, its
+    reason reported), a process needing 100 small files: checks that one child process was started (by the
+    starter thread once the first file was found new: spawned by a worker thread, it was killed when that thread
+    ended and the store failed with status -9), that the report has one row per file with its status, that the
+    tree restores byte-exact, and that a re-run with two processes allowed finds every file unchanged without
+    starting the second (no file to read: nothing to share). (Which process takes which item:
+    test_every_item_is_taken_once...)"""
     store = Store(cql)
     monkeypatch.setattr(tree, "MIN_PROCESS_FILES", 100)
     started = []
@@ -51,10 +55,11 @@ def test_a_tree_stored_by_two_processes_reports_every_file_and_restores_byte_exa
             super().__init__(*args)
 
     monkeypatch.setattr(tree_processes, "_Child", Counted)
-    files = {**_small_tree("two", 4, 150), "a/large.bin": random.Random(1).randbytes(2_000_000)}
+    files = {**_small_tree("two", 10, 240), "a/large.bin": random.Random(1).randbytes(2_000_000)}
     src = tmp_path / "src"
     write_tree(src, files)
     (src / "z-link").symlink_to(src / "d0" / "f000.txt")
+    time.sleep(1.1)  # older than RACY_CTIME_NS when stored: their inodes and change times are recorded
 
     report = store_tree(store, src, "procs/", processes=2)
     assert len(started) == 1
@@ -68,15 +73,19 @@ def test_a_tree_stored_by_two_processes_reports_every_file_and_restores_byte_exa
     assert _read_tree(out) == files
 
     again = store_tree(store, src, "procs/", processes=2)
-    assert len(started) == 2 and {row["status"] for row in again.rows} == {SKIPPED}
+    assert len(started) == 1 and {row["status"] for row in again.rows} == {SKIPPED}
+    assert len(again.rows) == len(files) + 1
 
 
 def _parts(pid: int) -> list[int]:
-    """The child processes of ``pid`` that store a part (not multiprocessing's resource tracker)."""
-    try:
-        children = [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except FileNotFoundError:
-        return []
+    """The child processes of ``pid`` that store a part (not multiprocessing's resource tracker), whichever of its
+    threads started them (a starter thread does)."""
+    children = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children += [int(child) for child in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue
     return [child for child in children if b"spawn_main" in _cmdline(child)]
 
 
@@ -154,17 +163,21 @@ def test_a_killed_tree_store_leaves_no_process_storing_and_every_file_old_or_new
     assert _read_tree(out) == new
 
 
-def _taking(store: Store, taken, progress, fault: str | None = None) -> tree.TreeReport:
+def _taking(store: Store, taken, progress, on_work, fault: str | None = None) -> tree.TreeReport:
     """A process's run for the tests below (module level: a spawned child imports it). In a child, ``fault``
     ``"fail"`` fails as a lapsed lease does and ``"die"`` ends the process without a word, before taking any item;
-    else a row per item taken, with its process: this process slowly (20 ms an item), a child at once."""
+    else a row per item taken, with its process: this process slowly (20 ms an item; ``on_work`` called at each),
+    a child at once."""
     child = multiprocessing.parent_process() is not None
+    assert child == (on_work is None)
     if child and fault == "fail":
         raise CasstorError("store: the writer lease lapsed (injected)", EXIT_LEASE_LAPSED)
     if child and fault == "die":
         os._exit(9)
     rows = []
     for item in taken:
+        if not child:
+            on_work()
         rows.append({"id": item, "status": STORED, "pid": os.getpid()})
         if not child:
             time.sleep(0.02)
@@ -192,8 +205,52 @@ def test_a_failing_child_fails_the_command_with_its_error(cql, fault, message, c
     assert failed.value.exit_code == code and taken == ["a", "b", "c"]
 
 
-def _record(taken: list, store: Store, items, progress, fault: str) -> tree.TreeReport:
+def test_no_process_starts_before_this_one_has_work(cql):
+    """20 items, two processes allowed, a run that never calls ``on_work`` (an unchanged re-run: every file listed
+    unchanged). Checks: no child process was alive during the run, and this process took every item."""
+    alive = []
+
+    def run(store, taken, progress, on_work):
+        rows = []
+        for item in taken:
+            alive.extend(child for child in multiprocessing.active_children() if child.name == "casstor-store-part")
+            rows.append({"id": item, "status": SKIPPED, "pid": os.getpid()})
+            time.sleep(0.01)
+        return tree.TreeReport("store", rows=rows)
+
+    items = [f"i{n:02d}" for n in range(20)]
+    report = tree_processes.in_processes(Store(cql), items, 2, run, None)
+    assert [row["id"] for row in report.rows] == items and {row["pid"] for row in report.rows} == {os.getpid()}
+    assert alive == []
+
+
+def _asked_from_a_passing_thread(store: Store, taken, progress, on_work) -> tree.TreeReport:
+    """A process's run: this one calls ``on_work`` from a thread that ends at once, then takes an item every 20 ms;
+    a child takes one every 10 ms (both well after that thread ended)."""
+    if on_work is not None:
+        asking = threading.Thread(target=on_work)
+        asking.start()
+        asking.join()
+    rows = []
+    for item in taken:
+        rows.append({"id": item, "status": STORED, "pid": os.getpid()})
+        time.sleep(0.02 if on_work is not None else 0.01)
+    return tree.TreeReport("store", rows=rows)
+
+
+def test_a_child_outlives_the_thread_that_asked_for_it(cql):
+    """Injects: ``on_work`` called from a thread that ends before the child starts taking items (as a runner's
+    worker thread may end before the children do). Checks: the command ends without error, every item has one row,
+    and the child took some: it was not killed when that thread ended (PR_SET_PDEATHSIG follows the thread that
+    spawned a child: spawned by the asking thread, it died with status -9 and the command failed)."""
+    items = [f"i{n:03d}" for n in range(100)]
+    report = tree_processes.in_processes(Store(cql), items, 2, _asked_from_a_passing_thread, None)
+    assert sorted(row["id"] for row in report.rows) == items
+    assert any(row["pid"] != os.getpid() for row in report.rows)
+
+
+def _record(taken: list, store: Store, items, progress, on_work, fault: str) -> tree.TreeReport:
     """:func:`_taking`, the items this process took added to ``taken``."""
-    report = _taking(store, items, progress, fault)
+    report = _taking(store, items, progress, on_work, fault)
     taken.extend(row["id"] for row in report.rows if row["pid"] == os.getpid())
     return report

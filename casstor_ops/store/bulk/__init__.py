@@ -18,7 +18,8 @@ Vocabulary:
 * **part**: the items of a tree one client process stores, when several store
   it (:mod:`.tree_processes`: a store of many small files is bound by the
   client's Python, so a second process pays); each process takes the next
-  item in turn, so a part is known only once the store has ended.
+  item in turn, so a part is known only once the store has ended. The
+  others start once the first has *work*: a file not listed unchanged.
 
 Layering: above the engine's facade (:mod:`casstor_ops.store.api`) and the
 file side (:mod:`casstor_ops.store.trees`); nothing in the engine imports it

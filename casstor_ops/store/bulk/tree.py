@@ -77,7 +77,10 @@ from casstor_ops.store.upload import MAX_REQUESTS
 TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
 # Client processes for a tree of many small files (casstor_ops.store.bulk.tree_processes says why: two took 0.82x
 # the time of one on 2 cores; three, no less than two), and the small files a process must have to pay for its
-# start (~0.3 s of CPU: imports, a connection, a lease). An unchanged re-run took the same wall time either way.
+# start (~0.3 s of CPU: imports, a connection, a lease). The others start only once the first finds a file to
+# read: the bench tree's unchanged re-run took 0.50-0.63 s so, against 0.67-0.69 s with a second process started
+# up front (which took over a few directory reads only); a first store level (8 alternated pairs, medians 3.14
+# and 3.17 s).
 TREE_PROCESSES = min(2, os.cpu_count() or 1)
 MIN_PROCESS_FILES = 1000
 # Small files stored together (casstor_ops.store.batch_upload), this many at most and this many bytes (what one
@@ -217,12 +220,13 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
 
 
 def store_items(store: Store, items: Iterable[SourceFile | list[SourceFile]], progress: ProgressCallback | None,
-                workers: int = TREE_WORKERS, follow_symlinks: bool = False) -> TreeReport:
+                on_work: Callable[[], None] | None = None, workers: int = TREE_WORKERS,
+                follow_symlinks: bool = False) -> TreeReport:
     """Store ``items`` (files alone and batches of small files, as :func:`small_batches` gives them) under one
-    writer lease, ``workers`` at a time."""
+    writer lease, ``workers`` at a time; ``on_work`` is called when a file is first found not listed unchanged."""
     entries = BatchedEntries(store.namespace)
     store = _sharing(store, workers, entries)
-    listed = ListedHeads(store, entries)
+    listed = ListedHeads(store, entries, on_read=on_work)
     with WriterLease(store.session, "store") as lease:
         try:
             def one(item: SourceFile | list[SourceFile]) -> list[Finished]:

@@ -72,7 +72,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
 from cassandra import DriverException
 from cassandra.cluster import NoHostAvailable
@@ -232,14 +232,17 @@ class ListedHeads:
     time when recorded), read once per directory, the last ``kept`` directories kept; and the entries to write
     again (:meth:`relist`). Thread-safe: a directory is read by the first file that asks, or ahead of the workers
     (:meth:`prefetch`, ``ENTRIES_A_READ`` unsplit directories a request) by ``ahead`` threads of its own
-    (:meth:`close` stops them). Each read gives its directories' names by directory. A directory not made yet is not
+    (:meth:`close` stops them). Each read gives its directories' names by directory. ``on_read`` is called the
+    first time a file is found not listed unchanged (:meth:`reading`). A directory not made yet is not
     read past its row (it has no entry), and its generation read is kept for the writes of its entries
     (:meth:`Namespace.listed <casstor_ops.store.namespace.entries.Namespace.listed>`).
 
     Example: ``ListedHeads(store, entries).get("src/a.py").file.size`` -> ``1200``.
     """
 
-    def __init__(self, store: Store, entries: BatchedEntries, kept: int = 1024, ahead: int = READ_AHEAD) -> None:
+    def __init__(self, store: Store, entries: BatchedEntries, kept: int = 1024, ahead: int = READ_AHEAD,
+                 on_read: Callable[[], None] | None = None) -> None:
+        self._on_read = on_read
         self._session, self._st = store.session, Statements.for_session(store.session)
         self._namespace = store.namespace
         self._entries = entries
@@ -277,6 +280,12 @@ class ListedHeads:
                    if parent not in listed and parent not in self._parents_read and parent not in self._directories]
         self._parents_read.update(parents)
         return list(dict.fromkeys(parents))
+
+    def reading(self) -> None:
+        """A file of the tree is not listed unchanged: it will be read. Calls ``on_read`` the first time."""
+        on_read, self._on_read = self._on_read, None
+        if on_read is not None:
+            on_read()
 
     def close(self) -> None:
         """Stop the reads ahead not started yet."""
@@ -427,6 +436,8 @@ def _skipped_unread(entry: SourceFile, row: dict[str, Any], listed: ListedHeads 
     if known is not None and (max_file_bytes is None or known.size <= max_file_bytes):
         row.update(bytes=known.size, blocks=known.blocks, status=SKIPPED)
         return True
+    if listed is not None:
+        listed.reading()
     return False
 
 

@@ -11,6 +11,14 @@ their own (``spawn``: no driver thread is forked), each with its own session
 and its own writer lease, as ``casstor store`` would; their report rows are
 merged.
 
+The other processes start only once this one has work to share (its
+runner calls ``on_work``: the first file not listed unchanged) while items
+are left: an unchanged re-run is this process's alone, and does not pay a
+second process's imports, connection and lease. They are spawned by a
+thread of their own (:class:`_Starter`) that outlives them: ``PR_SET_PDEATHSIG``
+(below) follows the thread that spawned a child, and a worker thread that
+did would take its child with it when it ended.
+
 The items are not cut into parts up front: every process takes the next one
 from one shared turn (:class:`_Turns`) as its runner queues one, so a process
 slowed by large files, a late start or a busy core takes fewer. Cut up front
@@ -74,29 +82,76 @@ class PartReport(Protocol):
 
 Item = TypeVar("Item")
 Report = TypeVar("Report", bound=PartReport)
-Run = Callable[[Store, Iterable[Item], ProgressCallback | None], Report]
+OnWork = Callable[[], None]
+Run = Callable[[Store, Iterable[Item], ProgressCallback | None, OnWork | None], Report]
 
 
 def in_processes(store: Store, items: Sequence[Item], processes: int, run: Run[Item, Report],
                  progress: ProgressCallback | None) -> Report:
-    """``run(store, taken, progress)`` in this process and in ``processes - 1`` child processes (a picklable
-    ``run``: a module-level function or a ``partial`` of one), where ``taken`` yields the next of ``items`` that
-    no process took yet (each item goes to one process); this process's report with every process's rows, and
-    the wall time of them all."""
+    """``run(store, taken, progress, on_work)`` in this process and, once it calls ``on_work`` while items are
+    left, in ``processes - 1`` child processes (a picklable ``run``: a module-level function or a ``partial`` of
+    one; theirs get None for ``on_work``), where ``taken`` yields the next of ``items`` that no process took yet
+    (each item goes to one process); this process's report with every process's rows, and the wall time of them
+    all."""
     started = time.monotonic()
     context = multiprocessing.get_context("spawn")
     turns = _Turns(context)
-    children = [_Child(context, endpoint_of(store.session), store.settings, run, items, turns, progress)
+
+    def start() -> list[_Child]:
+        if not turns.left(items):  # this process took them all (a child would start for nothing)
+            return []
+        return [_Child(context, endpoint_of(store.session), store.settings, run, items, turns, progress)
                 for _ in range(processes - 1)]
+
+    starter = _Starter(start)
     try:
-        report = run(store, turns.taken(items), progress)
-        for child in children:
+        report = run(store, turns.taken(items), progress, starter.ask)
+        for child in starter.finish():
             report.rows.extend(child.rows())
     finally:
-        for child in children:
+        for child in starter.finish():
             child.stop()
+        starter.close()
     report.seconds = time.monotonic() - started
     return report
+
+
+class _Starter:
+    """Starts the child processes on a thread of its own once asked (:meth:`ask`, from any thread), unless this
+    process's run has ended first (:meth:`finish`); the thread lives until :meth:`close`, after the children."""
+
+    def __init__(self, start: Callable[[], list["_Child"]]) -> None:
+        self._start = start
+        self._children: list[_Child] = []
+        self._finished = False
+        self._lock = threading.Lock()
+        self._asked, self._closed = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._main, name="casstor-part-starter", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        self._asked.wait()
+        with self._lock, contextlib.suppress(OSError):  # no process to spawn (out of memory): this one stores alone
+            if not self._finished:
+                self._children = self._start()
+        self._closed.wait()  # the children's parent thread: it must not end before they do
+
+    def ask(self) -> None:
+        """There is work to share: start the children (once; later calls do nothing)."""
+        self._asked.set()
+
+    def finish(self) -> list["_Child"]:
+        """No child starts after this: the children started, if any."""
+        with self._lock:  # a start under way ends first
+            self._finished = True
+            children = self._children
+        self._asked.set()
+        return children
+
+    def close(self) -> None:
+        """Let the thread end (the children have ended or were stopped)."""
+        self._closed.set()
+        self._thread.join()
 
 
 class _Turns:
@@ -114,6 +169,10 @@ class _Turns:
             if index >= len(items):
                 return
             yield items[index]
+
+    def left(self, items: Sequence[Item]) -> bool:
+        """Whether some of ``items`` are not taken yet."""
+        return self._next.value < len(items)
 
 
 class _Child:
@@ -171,7 +230,8 @@ def _child_main(endpoint: Endpoint, settings: StoreSettings, run: Run[Any, Any],
     _die_with(parent)
     try:
         with Store.open(endpoint, settings=settings) as store:
-            report = run(store, turns.taken(items), (lambda n: send.send(("progress", n))) if progress else None)
+            report = run(store, turns.taken(items), (lambda n: send.send(("progress", n))) if progress else None,
+                         None)
         outcome = ("rows", report.rows)
     except CasstorError as err:
         outcome = ("error", (str(err), err.exit_code))
