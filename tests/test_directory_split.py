@@ -16,7 +16,8 @@ from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.namespace.layout import buckets, directory_key
 from casstor_ops.store.bulk.tree import store_tree
 from casstor_ops.store.bulk.tree_files import SKIPPED, STORED, ListedHeads
-from casstor_ops.store.namespace.listing import directory_entries, recorded_generation, unsplit_entries
+from casstor_ops.store.namespace.listing import (all_files_under, directory_entries, files_under,
+                                                   recorded_generation, unsplit_entries)
 from casstor_ops.store.statements import Statements
 
 from .support import restored, run_casstor, write_tree
@@ -139,3 +140,24 @@ def test_a_tree_rerun_reads_split_and_unsplit_directories_alike(small_directorie
     assert again["rerun/s03/0"] == again["rerun/s35/1"] == STORED and len(again) == len(files)
     third = store_tree(store, tmp_path, "rerun/", processes=1).rows
     assert {row["status"] for row in third} == {SKIPPED} and len(third) == len(files)
+
+
+def test_every_file_under_a_prefix_read_level_by_level_lists_as_the_walk(small_directories) -> None:
+    """A prefix holding a split directory (60 files, directory_rows 20), 40 unsplit directories two levels deep (more
+    than one request's worth: 32 a request), files beside a subdirectory of the same stem ("x" and "x/", "x-1") and
+    a removed file. Checks that `all_files_under` lists what the streaming walk `files_under` lists, in the same
+    (ID) order, for the whole prefix, for a directory's prefix and for a partial name ("lv/s1"), and for a prefix
+    with no file."""
+    session = small_directories
+    st = Statements.for_session(session)
+    ids = [f"lv/big/f{n:02d}" for n in range(60)] + [f"lv/s{d:02d}/deep/{n}" for d in range(40) for n in range(2)]
+    ids += ["lv/x", "lv/x/y", "lv/x-1", "lv/s07/gone"]
+    with Store(session) as store:
+        for file_id in ids:
+            store.put(io.BytesIO(file_id.encode()), file_id)
+        store.remove("lv/s07/gone")
+    assert len(_partition_sizes(session, "lv/big/")) > 1
+    for prefix in ("lv/", "lv/s1", "lv/x", "lv/big/", "lv/none/"):
+        walked = [(f.id, f.version) for f in files_under(session, st, prefix)]
+        assert [(f.id, f.version) for f in all_files_under(session, st, prefix)] == walked, prefix
+    assert len(all_files_under(session, st, "lv/")) == len(ids) - 1

@@ -124,7 +124,7 @@ def _ls(args: argparse.Namespace) -> int:
     if args.versions:
         return _ls_versions(args)
     with Store.open() as store:
-        files = list(store.list(args.prefix))
+        files = store.list_all(args.prefix)
     return print_listing(files, FileInfo.as_dict, _info_line, args.json)
 
 

@@ -58,6 +58,7 @@ from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
+from casstor_ops.store.namespace.listing import all_files_under
 from casstor_ops.store.history import retention, snapshots
 from casstor_ops.store.history.forget import ForgetReport, forget
 from casstor_ops.store.history.policy import Policy
@@ -299,6 +300,11 @@ class Store:
         if at is not None:
             return catalog.files_at(self.session, self._st, prefix, at)
         return catalog.list_files(self.session, self._st, prefix)
+
+    def list_all(self, prefix: str = "") -> list[FileInfo]:
+        """The files of :meth:`list` (now) as one list, read level by level, many directories a request
+        (:func:`~casstor_ops.store.namespace.listing.all_files_under`): for a caller that holds them all anyway."""
+        return all_files_under(self.session, self._st, prefix)
 
     def stat(self, file_id: str, version: uuid.UUID | None = None, at: datetime | None = None) -> FileInfo:
         """The head of ``file_id``; or its version ``version``; or the version that was its head at ``at``.

@@ -88,7 +88,7 @@ from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
 from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile
 from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.namespace.layout import markers, split_id
-from casstor_ops.store.namespace.listing import Entry, directory_entries, unsplit_entries
+from casstor_ops.store.namespace.listing import UNSPLIT_A_READ, Entry, directory_entries, unsplit_entries
 from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import source_file_hash
@@ -105,11 +105,6 @@ VANISHED = "no such file (vanished since the listing)"
 # a read of its own (the bench's small tree: 5,626 files, 790 directories with files): 16 against 4, 8 alternated
 # pairs on one warm node, unchanged re-run 1.04 -> 0.95 s (medians; faster in 7 of 8); 8 and 32 fell between or level.
 READ_AHEAD = 16
-# Unsplit directories read ahead in one request (casstor_ops.store.namespace.listing.unsplit_entries says what
-# reading them one a request cost): 8, 16, 32 and 64 a request read the bench's 790 in 0.07-0.13, 0.05-0.06,
-# 0.04-0.06 and 0.04-0.06 s. The unchanged re-run went 0.94 -> 0.63 s (medians of 6 alternated pairs; node CPU
-# 0.37 -> 0.15 s).
-ENTRIES_A_READ = 32
 # Errors that belong to one file; anything else is a bug and fails the job with its traceback.
 # NoHostAvailable and the connection errors are no DriverException: they reach here once the store's
 # request queue has used up its retries.
@@ -231,7 +226,7 @@ class ListedHeads:
     """The files of a tree as the directory index lists them (newest versions, with the source's inode and change
     time when recorded), read once per directory, the last ``kept`` directories kept; and the entries to write
     again (:meth:`relist`). Thread-safe: a directory is read by the first file that asks, or ahead of the workers
-    (:meth:`prefetch`, ``ENTRIES_A_READ`` unsplit directories a request) by ``ahead`` threads of its own
+    (:meth:`prefetch`, ``UNSPLIT_A_READ`` unsplit directories a request) by ``ahead`` threads of its own
     (:meth:`close` stops them). Each read gives its directories' names by directory. ``on_read`` is called the
     first time a file is found not listed unchanged (:meth:`reading`). A directory not made yet is not
     read past its row (it has no entry), and its generation read is kept for the writes of its entries
@@ -255,7 +250,8 @@ class ListedHeads:
     def prefetch(self, file_ids: Iterable[str]) -> None:
         """Start reading the directories of ``file_ids`` (those not read or being read) without waiting: their
         generations in one request (:meth:`Namespace.listed_many`), with their parents' not read before, then
-        their entries, ``ENTRIES_A_READ`` directories a read."""
+        their entries, ``UNSPLIT_A_READ`` directories a read (the unchanged re-run of bench.small_files's tree
+        went 0.94 -> 0.63 s so, from one read a directory: medians of 6 alternated pairs; node CPU 0.37 -> 0.15 s)."""
         with self._guard:
             new = [d for d in dict.fromkeys(split_id(file_id)[0] for file_id in file_ids)
                    if not self._readable(self._directories.get(d))]
@@ -263,8 +259,8 @@ class ListedHeads:
                 return
             # The generations' read goes first in the queue: no thread waits for one not started yet.
             generations = self._reads.submit(self._namespace.listed_many, new + self._parents_of(new))
-            for start in range(0, len(new), ENTRIES_A_READ):
-                group = new[start:start + ENTRIES_A_READ]
+            for start in range(0, len(new), UNSPLIT_A_READ):
+                group = new[start:start + UNSPLIT_A_READ]
                 read = self._reads.submit(self._entries_after, group, generations)
                 for directory in group:
                     self._keep(directory, read)
@@ -511,7 +507,7 @@ def restore_below(store: Store, dest_dir: str, file_id: str, row: dict[str, Any]
 def listed_files(store: Store, prefix: str, at: datetime | None = None) -> list[FileInfo]:
     """The versions of the files under ``prefix`` as listed (now, or as of ``at``); CasstorError when there is
     none."""
-    found = list(store.list(prefix, at=at))
+    found = store.list_all(prefix) if at is None else list(store.list(prefix, at=at))
     if not found:
         then = f" at {at.isoformat()}" if at is not None else ""
         raise CasstorError(f"no file in the store has an id starting with {prefix!r}{then}")
