@@ -30,7 +30,7 @@ from cassandra.util import max_uuid_from_time, uuid_from_time
 
 from casstor_ops.errors import NotFoundError
 from casstor_ops.store.namespace.entries import Namespace, version_micros
-from casstor_ops.store.namespace.listing import PAGE_ROWS, entries_under, files_under
+from casstor_ops.store.namespace.listing import PAGE_ROWS, WALK_AHEAD, entries_under, files_under
 from casstor_ops.store.commit import write_version
 from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
                                       VersionRow, inline_head)
@@ -38,12 +38,6 @@ from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
 AT_CONCURRENCY = 32  # versions read at once for a listing as of a time: one partition read per name
-# A listing's walk reads the subdirectories among a directory's next entries ahead, this many on as many threads.
-# One at a time, two round trips each (its generation, then its entries), listing the 5,626 files in 1,230
-# directories of bench.small_files took 2.1-2.2 s on a warm node; 16 ahead 1.5-1.65 s (8: 1.57, 32: 1.64). A tree
-# restore and `casstor ls`, which hold the whole listing anyway, read it level by level instead, many directories a
-# request (Store.list_all: 0.13-0.15 s for that tree, against 1.20-1.29 s walked).
-WALK_AHEAD = 16
 
 
 def _info(row, inline: InlineContent | None = None) -> FileInfo:

@@ -31,7 +31,7 @@ from urllib.parse import quote
 from casstor_ops.serve.s3.errors import invalid_argument
 from casstor_ops.store.api import Store
 from casstor_ops.store.namespace.layout import split_id
-from casstor_ops.store.namespace.listing import Entry, directory_entries, entries_under
+from casstor_ops.store.namespace.listing import WALK_AHEAD, Entry, directory_entries, entries_under
 from casstor_ops.store.statements import Statements
 
 MAX_KEYS = 1000
@@ -121,25 +121,10 @@ class Listing:
             else:
                 yield entry
 
-    def _walk(self, directory: str, prefix: str, after: str, wanted: int) -> Iterator[Entry]:
-        """The files of ``directory`` whose name starts with ``prefix`` and whose ID is after ``after``, ID order."""
-        begin = prefix
-        if after.startswith(directory):
-            rest = after[len(directory):]
-            component = rest[:rest.find("/") + 1] if "/" in rest else rest
-            begin = max(begin, component)
-        for entry in directory_entries(self._session, self._st, directory, begin, page=wanted):
-            if not entry.name.startswith(prefix):
-                return
-            if entry.is_directory:
-                yield from self._walk(directory + entry.name, "", after, wanted)
-            elif entry.file.id > after:
-                yield entry
-
     def _grouped(self, root: str, prefix: str, delimiter: str, after: str, wanted: int) -> Iterator[Entry | str]:
-        directory, start = split_id(root + prefix)
         shown = ""
-        for entry in self._walk(directory, start, root + after, wanted):
+        for entry in entries_under(self._session, self._st, root + prefix, ahead=WALK_AHEAD, after=root + after,
+                                   page=wanted):
             key = entry.file.id[len(root):]
             cut = key.find(delimiter, len(prefix)) if delimiter else -1
             if cut < 0:
