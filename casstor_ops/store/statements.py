@@ -161,7 +161,7 @@ class Statements:
         f"SELECT WRITETIME(version) AS written FROM {META_KS}.dir_entries WHERE dir = ? AND bucket IN ? AND name = ?")
     directory_entries = _Prepared(
         f"SELECT name, {_ENTRY_COLUMNS} FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ? AND name >= ?")
-    # Many unsplit directories' entries in one request (their bucket 0): a tree store's read-ahead.
+    # Many unsplit directories' entries in one request (their bucket 0): a tree store's read-ahead, a level listing.
     unsplit_entries = _Prepared(
         f"SELECT dir, name, {_ENTRY_COLUMNS} FROM {META_KS}.dir_entries WHERE dir IN ? AND bucket = 0")
     bucket_rows = _Prepared(f"SELECT COUNT(*) FROM {META_KS}.dir_entries WHERE dir = ? AND bucket = ?")

@@ -88,7 +88,7 @@ from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
 from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile
 from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.namespace.layout import markers, split_id
-from casstor_ops.store.namespace.listing import UNSPLIT_A_READ, Entry, directory_entries, unsplit_entries
+from casstor_ops.store.namespace.listing import UNSPLIT_A_READ, Entry, live_entries
 from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import source_file_hash
@@ -313,20 +313,17 @@ class ListedHeads:
         return read
 
     def _names(self, directory: str) -> dict[str, dict[str, Entry]]:
-        return {directory: self._listing(directory, self._namespace.listed(directory))}
+        return self._files_of({directory: self._namespace.listed(directory)})
 
     def _entries_after(self, directories: list[str], generations: Future) -> dict[str, dict[str, Entry]]:
         """The names of ``directories`` once ``generations`` has read theirs: the unsplit ones in one request."""
         recorded = generations.result()
-        unsplit = [d for d in directories if recorded[d] == 0]
-        found = {d: _files_by_name(entries)
-                 for d, entries in (unsplit_entries(self._session, self._st, unsplit) if unsplit else {}).items()}
-        return {d: found[d] if d in found else self._listing(d, recorded[d]) for d in directories}
+        return self._files_of({d: recorded[d] for d in directories})
 
-    def _listing(self, directory: str, generation: int | None) -> dict[str, Entry]:
-        if generation is None:
-            return {}
-        return _files_by_name(directory_entries(self._session, self._st, directory, generation=generation))
+    def _files_of(self, generations: dict[str, int | None]) -> dict[str, dict[str, Entry]]:
+        """Each directory's files by name (:func:`~casstor_ops.store.namespace.listing.live_entries`)."""
+        return {d: {e.name: e for e in entries if e.file}
+                for d, entries in live_entries(self._session, self._st, generations).items()}
 
     def as_listed(self, file_id: str, size: int, attributes: FileAttributes | None) -> bool:
         """Whether ``file_id`` is listed with this size and these attributes: only then may it be unchanged. The
@@ -342,10 +339,6 @@ class ListedHeads:
         if listed is None or listed.file.version != head.version:
             stored_size = len(head.inline.payload) if head.inline is not None else None
             self._entries.publish(replace(head, attributes=attributes or head.attributes), stored_size)
-
-
-def _files_by_name(entries: Iterable[Entry]) -> dict[str, Entry]:
-    return {e.name: e for e in entries if e.file}
 
 
 def _unchanged_since_listed(listed: ListedHeads, entry: SourceFile, follow_symlinks: bool) -> FileInfo | None:

@@ -43,7 +43,6 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from operator import attrgetter
 
 from cassandra.cluster import Session
@@ -59,11 +58,12 @@ PAGE_ROWS = 1000
 UNSPLIT_A_READ = 32
 # Requests of one level that all_files_under keeps in flight.
 LEVEL_READS = 8
-# A walk that reads ahead (Store.list, an S3 listing) reads the subdirectories among a directory's next entries ahead, this many on as many threads.
-# One at a time, two round trips each (its generation, then its entries), listing the 5,626 files in 1,230
-# directories of bench.small_files took 2.1-2.2 s on a warm node; 16 ahead 1.5-1.65 s (8: 1.57, 32: 1.64). A tree
-# restore and `casstor ls`, which hold the whole listing anyway, read it level by level instead, many directories a
-# request (Store.list_all: 0.13-0.15 s for that tree, against 1.20-1.29 s walked).
+# A walk that reads ahead (Store.list, an S3 listing) reads the subdirectories among a directory's next entries
+# ahead, this many on as many threads. One at a time, two round trips each (its generation, then its entries),
+# listing the 5,626 files in 1,230 directories of bench.small_files took 2.1-2.2 s on a warm node; 16 ahead
+# 1.5-1.65 s (8: 1.57, 32: 1.64). A tree restore and `casstor ls`, which hold the whole listing anyway, read it level
+# by level instead, many directories a request (Store.list_all: 0.13-0.15 s for that tree, against 1.20-1.29 s
+# walked).
 WALK_AHEAD = 16
 # A bucket's rows a request when a page is shared among buckets: twice its share of the page (names hash evenly
 # over the buckets, so one request a bucket nearly always covers the page), and no fewer than this.
@@ -156,7 +156,8 @@ def all_files_under(session: Session, st: Statements, prefix: str = "") -> list[
         while level:
             chunks = [level[n:n + UNSPLIT_A_READ] for n in range(0, len(level), UNSPLIT_A_READ)]
             next_level: list[str] = []
-            for listed in reads.map(partial(_chunk_entries, session, st), chunks):
+            for listed in reads.map(lambda chunk: live_entries(session, st, recorded_generations(session, st, chunk)),
+                                    chunks):
                 for below, entries in listed.items():
                     files, subdirectories = _split_level(below, entries)
                     found += files
@@ -166,14 +167,19 @@ def all_files_under(session: Session, st: Statements, prefix: str = "") -> list[
     return found
 
 
-def _chunk_entries(session: Session, st: Statements, directories: list[str]) -> dict[str, list[Entry]]:
-    """The live entries of ``directories``: their generations in one request, the unsplit ones' entries in one."""
-    generations = recorded_generations(session, st, directories)
-    unsplit = [d for d in directories if not generations[d]]  # None: no row yet, so no entry either
+def live_entries(session: Session, st: Statements, generations: dict[str, int | None]) -> dict[str, list[Entry]]:
+    """The live entries of each directory of ``generations`` (its generation as just read; None: not made, so no
+    entry), in name order: the unsplit ones in one request (:func:`unsplit_entries`; at most ``UNSPLIT_A_READ``
+    of them, the caller's share), a split one from its buckets.
+
+    Example: ``live_entries(session, st, {"a/": 0, "new/": None})`` -> ``{'a/': [Entry('x.txt', ...)], 'new/':
+    []}``. Failures: the driver's errors propagate."""
+    unsplit = [d for d, generation in generations.items() if generation == 0]
     found = unsplit_entries(session, st, unsplit) if unsplit else {}
-    for d in directories:
-        if d not in found:
-            found[d] = list(directory_entries(session, st, d, generation=generations[d]))
+    for directory, generation in generations.items():
+        if directory not in found:
+            found[directory] = [] if generation is None else \
+                list(directory_entries(session, st, directory, generation=generation))
     return found
 
 
