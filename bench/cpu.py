@@ -23,6 +23,11 @@ below it, with what their exited children used (a SparkSession's JVM and
 its Python workers run as such descendants, whose CPU ``getrusage`` counts
 only once they exit).
 
+``compiler_s`` is the part of ``node_s`` the nodes' JIT compiler threads
+took (HotSpot's ``C1``/``C2 CompilerThread``): a node just started spends
+most of its CPU there for its first few minutes of work, so a figure
+measured then is the compiler's, not the store's.
+
 Failures: a node pid that vanished counts as no CPU (the node's own
 failure surfaces in the measurement itself).
 """
@@ -45,6 +50,7 @@ class Cost:
     client_s: float = 0.0
     node_s: float | None = None
     server_s: float | None = None
+    compiler_s: float | None = None
 
     def per_mb(self, nbytes: int) -> dict[str, float | None]:
         """CPU milliseconds per MB (10^6 bytes) moved (``server_ms_per_mb`` only when a server was measured)."""
@@ -61,9 +67,9 @@ def _client_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _stat_fields(pid: int) -> list[str] | None:
+def _stat_fields(pid: int, thread: str = "") -> list[str] | None:
     try:
-        with open(f"/proc/{pid}/stat") as stat:
+        with open(f"/proc/{pid}/task/{thread}/stat" if thread else f"/proc/{pid}/stat") as stat:
             return stat.read().rsplit(")", 1)[1].split()  # after "(comm)", which may hold spaces
     except OSError:
         return None
@@ -72,6 +78,24 @@ def _stat_fields(pid: int) -> list[str] | None:
 def _process_s(pid: int) -> float:
     fields = _stat_fields(pid)
     return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+def _compiler_s(pid: int) -> float:
+    """CPU seconds of ``pid``'s JIT compiler threads (their names start ``C1 Compiler``/``C2 Compiler``)."""
+    total = 0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/comm") as comm:
+                compiler = comm.read().startswith(("C1 Compiler", "C2 Compiler"))
+        except OSError:
+            continue  # the thread ended between the listing and the read
+        if compiler and (fields := _stat_fields(pid, thread)) is not None:
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / _TICKS
 
 
 def process_tree(root: int | None = None) -> list[int]:
@@ -116,16 +140,21 @@ class CpuMeter:
     def _node_s(self) -> float | None:
         return sum(_process_s(p) for p in self._pids) if self._pids else None
 
+    def _compiler_s(self) -> float | None:
+        return sum(_compiler_s(p) for p in self._pids) if self._pids else None
+
     def _server_s(self) -> float | None:
         return None if self._server_pids is None else sum(_process_s(p) for p in self._server_pids)
 
     @contextlib.contextmanager
     def measure(self) -> Iterator[Cost]:
         cost = Cost()
-        client, node, server = self._client(), self._node_s(), self._server_s()
+        client, node, server, compiler = self._client(), self._node_s(), self._server_s(), self._compiler_s()
         yield cost
         cost.client_s = self._client() - client
         if node is not None:
             cost.node_s = self._node_s() - node
+            # HotSpot may end a compiler thread beyond the first of each kind, and its CPU with it: never below 0
+            cost.compiler_s = max(0.0, self._compiler_s() - compiler)
         if server is not None:
             cost.server_s = self._server_s() - server

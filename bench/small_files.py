@@ -19,10 +19,13 @@ tree again. casstor runs as a user runs it: the CLI as a subprocess, default
 options (``--quiet``: no progress bar). The tools alternate within each
 round (casstor, restic, borg), ``--rounds`` rounds (default 3); every figure
 is the median of the rounds. A warm-up round comes first (``--warmup``,
-default 1), its ratios reported apart: a node just started spends most of
-its CPU compiling (C2 compiler threads: two thirds of the node's CPU in the
-second small-tree store after a start, next to nothing from the fourth),
-and a user's node is a long-running server. Each step starts on quiet nodes
+default 1, up to :data:`MAX_WARMUP`), its ratios reported apart: a node
+just started spends much of its CPU compiling (its C2 compiler took 51 %
+and 47 % of it in the third and fourth small-tree stores after a start, 8 %
+in the seventh), and a user's node is a long-running server. The share of
+the node's CPU its JIT compiler threads took in casstor's measured steps is
+printed with the figures, so a figure of a node still compiling shows as
+such. Each step starts on quiet nodes
 (:func:`~bench.common.wait_for_quiet_nodes`). Every restore is compared byte
 for byte with its source (:func:`~bench.common.same_tree`).
 
@@ -86,6 +89,7 @@ QUICK_PACKAGES = ("IPython", "PIL")
 TOOLS = ("casstor", "restic", "borg")
 PEERS = TOOLS[1:]
 STEPS = ("store", "restore", "rerun")
+MAX_WARMUP = 6
 
 
 def package_tree(dest: Path, packages: tuple[str, ...]) -> dict[str, str]:
@@ -181,6 +185,7 @@ class _Rounds:
             result = action()
             seconds = time.perf_counter() - started
         sample = {"seconds": seconds, "client_s": cost.client_s, "node_s": cost.node_s or 0.0,
+                  "compiler_s": cost.compiler_s or 0.0,
                   "requests": self.requests() - requests - 1}  # less the first count's own request
         self.samples.setdefault((tool, step), []).append(sample)
         self.log(f"    {tool:<8} {step:<8} {seconds:7.2f} s  {sample['requests']:8d} requests")
@@ -207,6 +212,8 @@ def _medians(rounds: _Rounds, files: int, nbytes: int) -> dict:
             "seconds": seconds, "mbps": nbytes / MB / seconds, "files_per_s": files / seconds,
             "client_ms_per_file": 1000 * statistics.median(s["client_s"] for s in samples) / files,
             "node_ms_per_file": 1000 * statistics.median(s["node_s"] for s in samples) / files,
+            "compiler_share": statistics.median(s["compiler_s"] / s["node_s"] if s["node_s"] else 0.0
+                                                for s in samples),
             "requests_per_file": statistics.median(s["requests"] for s in samples) / files}
     for tool, sizes in rounds.disk.items():
         figures[tool]["disk_bytes"] = statistics.median(sizes)
@@ -252,8 +259,7 @@ def _report(results: dict) -> str:
     versions = results["versions"]
     lines = [f"small files and tarballs, casstor vs restic {versions['restic']} and borg {versions['borg']} "
              f"(medians of {results['rounds']} alternated rounds after {results['warmup']} warm-up; one throw-away local "
-             f"node; 2 shared cores: "
-             f"node, client and peers compete)"]
+             f"node; 2 shared cores: node, client and peers compete)"]
     if results.get("packages"):
         lines.append("  small: " + ", ".join(f"{name} {v}" for name, v in results["packages"].items()))
     lines.append("ratios (speed: the faster peer's seconds / casstor's, > 1 is casstor faster; "
@@ -264,6 +270,8 @@ def _report(results: dict) -> str:
         if info["warmup_ratios"]:
             lines.append("    warm-up (not in the medians; the first on a node just started): " + ", ".join(
                 f"{name} {r['value']:.3f}" for name, r in info["warmup_ratios"].items()))
+        lines.append("    the node's JIT compiler's share of its CPU in casstor's measured steps: " + ", ".join(
+            f"{step} {100 * info['figures']['casstor'][step]['compiler_share']:.0f} %" for step in STEPS))
     lines.append("per step (medians): seconds, MB/s, files/s, CPU ms per file client / node, requests per file:")
     for corpus, info in results["corpora"].items():
         for tool, figures in info["figures"].items():
@@ -303,8 +311,8 @@ def main() -> None:
     parser.add_argument("--tars", type=Path, help="a directory to use as the tarball corpus instead")
     parser.add_argument("--versions", type=positive_int, default=4, help="consecutive Django 5.0.x releases (1-8)")
     parser.add_argument("--rounds", type=positive_int, default=3)
-    parser.add_argument("--warmup", type=int, choices=(0, 1, 2), default=1,
-                        help="rounds run first and left out of the medians (default 1)")
+    parser.add_argument("--warmup", type=int, choices=range(MAX_WARMUP + 1), metavar=f"0-{MAX_WARMUP}",
+                        default=1, help="rounds run first and left out of the medians (default 1)")
     parser.add_argument("--port-base", type=positive_int, default=19642)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "casstor" / "corpus")
     parser.add_argument("--out", type=Path, default=Path("bench/results/small_files.json"))

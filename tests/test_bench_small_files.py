@@ -39,9 +39,11 @@ def test_one_round_after_a_warm_up_measures_every_step_of_every_tool(empty_store
             assert figures["casstor"][step]["requests_per_file"] > max(figures[p][step]["requests_per_file"]
                                                                        for p in PEERS)
         assert figures["casstor"]["store"]["node_ms_per_file"] > 0
+        assert all(0 <= figures["casstor"][step]["compiler_share"] <= 1 for step in STEPS)
     report = _report(results)
     assert "(against " in report and "small  store    casstor" in report and "after 1 warm-up" in report
     assert "    warm-up (not in the medians" in report
+    assert "the node's JIT compiler's share of its CPU in casstor's measured steps: store " in report
 
 
 def test_a_restore_that_differs_is_one_line(tmp_path: Path) -> None:
