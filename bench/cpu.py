@@ -76,27 +76,27 @@ def _stat_fields(pid: int, thread: str = "") -> list[str] | None:
         return None
 
 
-def _process_s(pid: int) -> float:
-    fields = _stat_fields(pid)
+def _process_s(pid: int, thread: str = "") -> float:
+    fields = _stat_fields(pid, thread)
     return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
 
 
 def _compiler_s(pid: int) -> float:
     """CPU seconds of ``pid``'s JIT compiler threads (their names start ``C1 Compiler``/``C2 Compiler``)."""
-    total = 0
     try:
         threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return 0.0
+    total = 0.0
     for thread in threads:
         try:
             with open(f"/proc/{pid}/task/{thread}/comm") as comm:
                 compiler = comm.read().startswith(("C1 Compiler", "C2 Compiler"))
         except OSError:
             continue  # the thread ended between the listing and the read
-        if compiler and (fields := _stat_fields(pid, thread)) is not None:
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / _TICKS
+        if compiler:
+            total += _process_s(pid, thread)
+    return total
 
 
 def process_tree(root: int | None = None) -> list[int]:
@@ -150,7 +150,8 @@ class CpuMeter:
     @contextlib.contextmanager
     def measure(self) -> Iterator[Cost]:
         cost = Cost()
-        client, node, server, compiler = self._client(), self._node_s(), self._server_s(), self._compiler_s()
+        compiler = self._compiler_s()  # a walk of the node's threads: outside the client's window, as at the end
+        client, node, server = self._client(), self._node_s(), self._server_s()
         yield cost
         cost.client_s = self._client() - client
         if node is not None:
