@@ -83,4 +83,6 @@ def test_slow_clients_pin_no_thread_and_are_ended_with_408(server: Server) -> No
             sender.join()
     for n in range(len(puts)):
         assert server.request("GET", f"slow/put-{n}")[0] == 404
-    assert "did not arrive within" in server.log and "Traceback" not in server.log
+    ended = [line for line in server.log.splitlines() if " -> 408: " in line]
+    assert len(ended) == len(puts) and all("did not arrive within" in line for line in ended), ended
+    assert "Traceback" not in server.log
