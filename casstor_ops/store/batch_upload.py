@@ -21,7 +21,8 @@ requests as it can, and each only once the previous one is acknowledged:
    into the same row, content before index row each, so a duplicate upload
    costs bytes and a miscount of ``new_blocks``, never a block;
 4. the block lists, many files' rows to an unlogged batch (bounded by
-   ``ROW_BATCH_ROWS`` rows and ``UNLOGGED_BATCH_BYTES`` bytes);
+   ``ROW_BATCH_ROWS`` rows and ``UNLOGGED_BATCH_BYTES`` bytes:
+   :func:`~casstor_ops.store.request_queue.row_batches`);
 5. the writer lease's fence, then the heads (``insert_version``, the values
    :func:`~casstor_ops.store.commit.head_row` makes for a lone store too; an
    S3 object's with its attributes, as
@@ -68,10 +69,10 @@ its new one: a head is written only after its block list and its blocks.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO
 
 from cassandra import DriverException
 from cassandra.cluster import Session
@@ -86,9 +87,8 @@ from casstor_ops.store.chunking import make_chunker
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inline import encode, fits, head_columns, inline_result
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
-from casstor_ops.store.runs import runs
 from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult, VersionRow
-from casstor_ops.store.request_queue import RETRYABLE, UNLOGGED_BATCH_BYTES, unlogged_batch
+from casstor_ops.store.request_queue import RETRYABLE, row_batches, unlogged_batch
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import MAX_REQUESTS, Upload
@@ -97,13 +97,8 @@ from casstor_ops.store.upload import MAX_REQUESTS, Upload
 # or two blocks; its lone store's five requests cost ~5 ms of CPU (client and node), as much as moving and
 # hashing its megabyte, while a larger file is dominated by its bytes and keeps the streaming Upload.
 SMALL_FILE_BYTES = 1024 * 1024
-# Rows of block lists or heads per unlogged batch, beside UNLOGGED_BATCH_BYTES of values: the count bounds a batch
-# of tiny rows.
-ROW_BATCH_ROWS = 128
 # What fails the batch's files not committed yet (a lapsed lease stops the caller instead); anything else is a bug.
 BATCH_ERRORS = (CasstorError, OSError, DriverException, *RETRYABLE)
-
-Row = TypeVar("Row")
 
 
 @dataclass
@@ -131,32 +126,6 @@ class _Item:
     row: VersionRow | None = None     # its head row, once its version is made
     committed: bool = False
     error: Exception | None = None    # what failed it: its commit, or its entry once committed
-
-
-def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: int = UNLOGGED_BATCH_BYTES,
-                values: Callable[[Row], tuple] = lambda row: row) -> list[list[Row]]:
-    """``rows`` in order, cut into groups of at most ``max_rows`` rows and about ``max_bytes`` bytes of values (a
-    row larger than that goes alone); ``values``: a row's values, when a row carries more than them (a head is its
-    statement and its values).
-
-    Example::
-
-        >>> [len(g) for g in row_batches([(b"x" * 100,)] * 5, max_rows=2)]
-        [2, 2, 1]
-        >>> [len(g) for g in row_batches([(b"x" * 600,)] * 3, max_bytes=1000)]
-        [1, 1, 1]
-        >>> [len(g) for g in row_batches([("stmt", (b"x" * 600,))] * 3, max_bytes=1000, values=itemgetter(1))]
-        [1, 1, 1]
-    """
-    return list(runs(rows, lambda row: sum(_value_bytes(value) for value in values(row)), max_rows, max_bytes))
-
-
-def _value_bytes(value) -> int:
-    if isinstance(value, (bytes, str)):
-        return len(value)
-    if isinstance(value, dict):  # an S3 object's metadata or headers
-        return sum(len(k) + len(v) for k, v in value.items())
-    return 16
 
 
 def block_owners(items: Sequence[tuple[list[bytes], bool]], chunk_min: int, sizes: Sequence[list[int]]

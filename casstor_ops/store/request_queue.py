@@ -37,7 +37,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from cassandra import OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, WriteTimeout
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, NoHostAvailable, Session
@@ -46,6 +46,7 @@ from cassandra.protocol import OverloadedErrorMessage
 from cassandra.query import BatchStatement, BatchType
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
+from casstor_ops.store.runs import runs
 
 # ReadFailure: an overloaded node drops queued reads and reports a failure (seen at load average 15);
 # a read is always safe to repeat.
@@ -59,6 +60,11 @@ BUSY_RETRIES = 1000  # ~10 s of a connection that never drains its write buffer,
 # batch_size_fail_threshold (50 KiB) with room for the estimate's error (the values, not their encoding; the
 # largest such batch measured ~34 KiB as the node counts it).
 UNLOGGED_BATCH_BYTES = 24 * 1024
+# Rows (block lists, heads, directory entries) per unlogged batch, beside UNLOGGED_BATCH_BYTES of values: the count bounds a batch
+# of tiny rows.
+ROW_BATCH_ROWS = 128
+
+Row = TypeVar("Row")
 
 
 def _busy(exc: BaseException) -> bool:
@@ -232,3 +238,29 @@ def unlogged_batch(writes: Sequence[tuple[Any, tuple]]) -> BatchStatement:
     for statement, values in writes:
         batch.add(statement, values)
     return batch
+
+
+def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: int = UNLOGGED_BATCH_BYTES,
+                values: Callable[[Row], tuple] = lambda row: row) -> list[list[Row]]:
+    """``rows`` in order, cut into groups of at most ``max_rows`` rows and about ``max_bytes`` bytes of values (a
+    row larger than that goes alone); ``values``: a row's values, when a row carries more than them (a head is its
+    statement and its values).
+
+    Example::
+
+        >>> [len(g) for g in row_batches([(b"x" * 100,)] * 5, max_rows=2)]
+        [2, 2, 1]
+        >>> [len(g) for g in row_batches([(b"x" * 600,)] * 3, max_bytes=1000)]
+        [1, 1, 1]
+        >>> [len(g) for g in row_batches([("stmt", (b"x" * 600,))] * 3, max_bytes=1000, values=itemgetter(1))]
+        [1, 1, 1]
+    """
+    return list(runs(rows, lambda row: sum(_value_bytes(value) for value in values(row)), max_rows, max_bytes))
+
+
+def _value_bytes(value) -> int:
+    if isinstance(value, (bytes, str)):
+        return len(value)
+    if isinstance(value, dict):  # an S3 object's metadata or headers
+        return sum(len(k) + len(v) for k, v in value.items())
+    return 16

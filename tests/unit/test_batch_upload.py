@@ -16,9 +16,9 @@ import pytest
 from casstor_ops.store import batch_upload as batch_module
 from casstor_ops.store import block_uploads, existence, request_queue
 from casstor_ops.store import commit as commit_module
-from casstor_ops.store.batch_upload import BatchUpload, SmallFile, block_owners, row_batches
+from casstor_ops.store.batch_upload import BatchUpload, SmallFile, block_owners
 from casstor_ops.store.bulk.tree import small_batches
-from casstor_ops.store.request_queue import UNLOGGED_BATCH_BYTES
+from casstor_ops.store.request_queue import UNLOGGED_BATCH_BYTES, row_batches
 from casstor_ops.store.records import StoreResult
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.trees.source_listing import SourceFile

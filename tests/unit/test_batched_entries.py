@@ -17,28 +17,35 @@ class FakeNamespace:
     def __init__(self, failing: str | None = None) -> None:
         self.written: list[tuple[str, list[str]]] = []
         self.threads: set[str] = set()
+        self.calls: list[list[str]] = []
         self._failing = failing
         self._lock = threading.Lock()
 
-    def publish_many(self, directory: str, infos) -> None:
-        if directory == self._failing:
-            raise OSError("injected: the entries' write failed")
+    def publish_many(self, infos) -> None:
+        """Record each directory's entries as written, but the failing one's: that one fails the call."""
         with self._lock:
-            self.written.append((directory, [info.id for info, _ in infos]))
+            for directory, files in infos.items():
+                if directory != self._failing:
+                    self.written.append((directory, [info.id for info, _ in files]))
+            self.calls.append(list(infos))
             self.threads.add(threading.current_thread().name)
+        if self._failing in infos:
+            raise OSError("injected: the entries' write failed")
 
 
 def info(file_id: str) -> FileInfo:
     return FileInfo(file_id, uuid.uuid1(), 1, b"h" * 32, 1, datetime.now(timezone.utc), None)
 
 
-def test_the_directory_waiting_longest_goes_when_too_many_wait_and_the_rest_at_the_flush() -> None:
+def test_the_older_half_goes_together_when_too_many_wait_and_the_rest_at_the_flush() -> None:
     namespace = FakeNamespace()
-    entries = BatchedEntries(namespace, files=64, open_directories=2)
-    for name in ("a/1", "a/2", "b/1", "c/1", "c/2", "d/1"):
+    entries = BatchedEntries(namespace, files=64, open_directories=4)
+    for name in ("a/1", "a/2", "b/1", "c/1", "c/2", "d/1", "e/1", "e/2", "f/1"):
         entries.publish(info(name))
     entries.flush()
-    assert sorted(namespace.written) == [("a/", ["a/1", "a/2"]), ("b/", ["b/1"]), ("c/", ["c/1", "c/2"]), ("d/", ["d/1"])]
+    assert sorted(namespace.written) == [("a/", ["a/1", "a/2"]), ("b/", ["b/1"]), ("c/", ["c/1", "c/2"]),
+                                         ("d/", ["d/1"]), ("e/", ["e/1", "e/2"]), ("f/", ["f/1"])]
+    assert namespace.calls == [["a/", "b/", "c/"], ["d/", "e/", "f/"]]
     assert all(name.startswith("casstor-entries") for name in namespace.threads)
 
 

@@ -8,7 +8,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
+import pytest
+
 from casstor_ops.store.bulk.tree_files import ListedHeads
+from casstor_ops.store.namespace import entries as entries_module
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.records import RACY_CTIME_NS, FileAttributes, FileInfo
 
@@ -19,8 +22,8 @@ class FakeNamespace:
     def __init__(self) -> None:
         self.batches: list[tuple[str, list[str]]] = []
 
-    def publish_many(self, directory: str, infos: list) -> None:
-        self.batches.append((directory, [info.id for info, _ in infos]))
+    def publish_many(self, infos: dict) -> None:
+        self.batches += [(directory, [info.id for info, _ in files]) for directory, files in infos.items()]
 
 
 def _info(file_id: str) -> FileInfo:
@@ -91,6 +94,22 @@ class DirectorySession:
             self.made.add(values[0])
         return SimpleNamespace(one=lambda: None)
 
+    def execute_async(self, statement: str | list, values: tuple = ()) -> SimpleNamespace:
+        """A write of ``make_many``, answered at once; a batch (a list of writes: ``unlogged_batch`` is ``list``
+        here) recorded as ("BATCH", the first value of each)."""
+        if isinstance(statement, list):
+            self.requests.append(("BATCH", [row[0] for _, row in statement]))
+            self.made.update(row[0] for cql, row in statement if "directories" in cql)
+        else:
+            self.execute(statement, values)
+        return SimpleNamespace(result=lambda: None)
+
+
+@pytest.fixture(autouse=True)
+def _batches_as_lists(monkeypatch) -> None:
+    """The namespace's unlogged batches as plain lists of writes, for DirectorySession to record."""
+    monkeypatch.setattr(entries_module, "unlogged_batch", list)
+
 
 def test_a_directory_listed_unmade_is_made_at_its_first_write_without_reading_its_row_again() -> None:
     session = DirectorySession({"/", "/a/"})
@@ -123,13 +142,43 @@ def test_a_prefetch_reads_the_parents_rows_with_its_directories_so_new_directori
     try:
         listed.prefetch(["s/a/b/1", "s/a/b/2", "s/c/3"])
         assert listed.get("s/a/b/1") is None and listed.get("s/c/3") is None
-        assert session.requests == [("SELECT", ["/s/a/b/", "/s/c/", "/", "/s/", "/s/a/"])]
+        assert session.requests[0] == ("SELECT", ["/s/a/b/", "/s/c/", "/", "/s/", "/s/a/"])
         assert store.namespace.generation("s/a/b/") == 0 and store.namespace.generation("s/c/") == 0
-        assert all(kind == "INSERT" for kind, _ in session.requests[1:])
         listed.prefetch(["s/a/d/4"])  # its parents were read: only the new directory's row is
-        assert listed.get("s/a/d/4") is None and session.requests[-1] == ("SELECT", ["/s/a/d/"])
+        assert listed.get("s/a/d/4") is None and store.namespace.generation("s/a/d/") == 0
+        assert [values for kind, values in session.requests if kind == "SELECT"] == [
+            ["/s/a/b/", "/s/c/", "/", "/s/", "/s/a/"], ["/s/a/d/"]]
+        assert session.made == {"/", "/s/", "/s/a/", "/s/a/b/", "/s/c/", "/s/a/d/"}
     finally:
         listed.close()
+
+
+def test_new_directories_are_made_together_markers_first_then_rows() -> None:
+    """``make_many`` of a new tree under a made root: the markers go one batch (or lone write) per parent's
+    bucket, all before the rows, which go in one batch; nothing is read; each directory's generation is then
+    known without a request."""
+    session = DirectorySession({"/"})
+    namespace = Namespace(session, directory_rows=100_000)
+    namespace.listed_many(["s/a/b/", "s/c/", "", "s/", "s/a/"])
+    namespace.make_many(["s/a/b/", "s/c/", "", "s/", "s/a/"])
+    assert session.requests[1:] == [("INSERT", "/s/a/"), ("BATCH", ["/s/", "/s/"]), ("INSERT", "/"),
+                                    ("BATCH", ["/s/a/b/", "/s/a/", "/s/", "/s/c/"])]
+    before = len(session.requests)
+    assert [namespace.generation(d) for d in ("s/", "s/a/", "s/a/b/", "s/c/")] == [0, 0, 0, 0]
+    assert len(session.requests) == before
+
+
+def test_a_new_directory_under_a_parent_not_read_is_left_to_its_first_write() -> None:
+    """``make_many`` takes a directory only with a made parent (or one it makes): ``x/y/``, whose parent ``x/``
+    was never read, is not made there (no row could be written before the markers of its whole path), and its
+    first write makes it, its parent first."""
+    session = DirectorySession({"/"})
+    namespace = Namespace(session, directory_rows=100_000)
+    namespace.listed_many(["x/y/"])
+    namespace.make_many(["x/y/"])
+    assert session.requests == [("SELECT", ["/x/y/"])]
+    assert namespace.generation("x/y/") == 0
+    assert session.made == {"/", "/x/", "/x/y/"}
 
 
 def test_a_new_parent_of_directories_made_at_once_is_made_once_and_never_read() -> None:

@@ -259,6 +259,7 @@ class ListedHeads:
                 return
             # The generations' read goes first in the queue: no thread waits for one not started yet.
             generations = self._reads.submit(self._namespace.listed_many, new + self._parents_of(new))
+            self._reads.submit(self._make_unmade, generations)
             for start in range(0, len(new), UNSPLIT_A_READ):
                 group = new[start:start + UNSPLIT_A_READ]
                 read = self._reads.submit(self._entries_after, group, generations)
@@ -314,6 +315,12 @@ class ListedHeads:
 
     def _names(self, directory: str) -> dict[str, dict[str, Entry]]:
         return self._files_of({directory: self._namespace.listed(directory)})
+
+    def _make_unmade(self, generations: Future) -> None:
+        """Make together the directories ``generations`` found unmade (:meth:`Namespace.make_many`), ahead of their
+        first entries. Its error is not raised here: each directory it left unmade is made by its first write,
+        which raises if the cluster still fails."""
+        self._namespace.make_many([d for d, generation in generations.result().items() if generation is None])
 
     def _entries_after(self, directories: list[str], generations: Future) -> dict[str, dict[str, Entry]]:
         """The names of ``directories`` once ``generations`` has read theirs: the unsplit ones in one request."""

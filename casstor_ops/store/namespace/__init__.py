@@ -20,7 +20,7 @@ Vocabulary:
 
 Layering: inside the store, below the engine (``catalog``, ``commit``) that
 writes and reads through it; imports only :mod:`casstor_ops.store.statements`,
-records and the lower layers.
+records, the request queue's :func:`~casstor_ops.store.request_queue.unlogged_batch` and the lower layers.
 
 Example::
 

@@ -16,9 +16,12 @@ cannot undo a split). A directory's generation is cached per session for
 generation's bucket, which a listing still reads (it reads every generation up
 to the current one), so staleness costs only a little over the bound.
 A tree store reads each directory before writing into it (:meth:`Namespace.listed`):
-that read stands for the writers' own, a generation kept as theirs is, and a
-directory found without a row is made at its first write without a second read,
-by one thread (the others that need it meanwhile wait for that one).
+that read stands for the writers' own, a generation kept as theirs is, and the
+directories found without a row are made together ahead of their first entries
+(:meth:`Namespace.make_many`: their markers in a batch per parent's bucket, then
+their rows, a few requests for many directories instead of two sequential ones
+each); one left unmade is made at its first write without a second read, by one
+thread (the others that need it meanwhile wait for that one).
 
 Split: after writing an entry, one write in ``directory_rows / SPLIT_CHECKS``
 (every write in a store whose bound is at most ``SPLIT_CHECKS``) counts the
@@ -44,15 +47,17 @@ import threading
 import time
 import uuid
 import weakref
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from operator import itemgetter
 
 from cassandra.cluster import Session
-from cassandra.query import BatchStatement, BatchType
 
 from casstor_ops.store.namespace.layout import MAX_GENERATION, bucket_of, directory_key, markers, split_id
 from casstor_ops.store.namespace.listing import recorded_generation, recorded_generations
 from casstor_ops.store.records import FileInfo
+from casstor_ops.store.request_queue import row_batches, unlogged_batch
 from casstor_ops.store.statements import Statements
 
 GENERATION_CACHE_S = 60.0
@@ -172,6 +177,82 @@ class Namespace:
                 found[directory] = self._listed(directory, generation)
         return found
 
+    def make_many(self, directories: Sequence[str]) -> None:
+        """Make those of ``directories`` that :meth:`listed` found unmade, together: every marker first (one
+        single-partition batch for the markers in each bucket of a parent), then, once all are acknowledged, the
+        directories' rows, many to a batch (:func:`~casstor_ops.store.request_queue.row_batches`); all of a step's
+        requests at once. Threads that need one of them meanwhile wait for it, as for a directory made at its
+        first write.
+
+        A directory is taken with those above it not made yet, up to one that is made, so every row is written
+        after the markers of its whole path; one whose path meets a directory another thread makes is left to its
+        first write (this call waits for the parents being made first, holding none of its own: no two calls wait
+        for each other).
+
+        Failures: the driver's error is raised; the directories it leaves unmade are made at their first write,
+        without a read (making one twice is harmless: the row is its key alone, the markers plain writes).
+        """
+        with self._guard:
+            parents = [self._making[p] for p in {_parent(d) for d in directories if d} if p in self._making]
+        wait(parents)
+        claimed = self._claim(directories)
+        try:
+            self._write_all(self._markers_of(claimed))
+            self._write_all(row_batches([(self._st.make_directory, (directory_key(d),)) for d in claimed],
+                                        values=itemgetter(1)))
+            for directory, made in claimed.items():
+                self._remember(directory, 0)
+                made.set_result(0)
+        except BaseException as err:
+            unmade = [d for d, made in claimed.items() if not made.done()]
+            with self._guard:
+                self._unmade.update(unmade)  # each made at its first write, as found by the read, unread again
+            for directory in unmade:
+                claimed[directory].set_exception(err)
+            raise
+        finally:
+            with self._guard:
+                for directory in claimed:
+                    del self._making[directory]
+
+    def _claim(self, directories: Sequence[str]) -> dict[str, Future]:
+        """Take for :meth:`make_many` each of ``directories`` found unmade that no thread makes, with the directories
+        above it that are so too (a read-ahead's parents not made yet), when the first directory above those is
+        made (its generation known) or taken here: else none of them."""
+        claimed: dict[str, Future] = {}
+        with self._guard:
+            for directory in dict.fromkeys(directories):
+                path, above = [], directory
+                while (above is not None and above not in claimed and above in self._unmade
+                       and above not in self._making):
+                    path.append(above)
+                    above = _parent(above) if above else None
+                if path and (above is None or above in claimed or above in self._generations):
+                    for taken in path:
+                        claimed[taken] = self._making[taken] = Future()
+                        self._unmade.discard(taken)
+        return claimed
+
+    def _markers_of(self, claimed: dict[str, Future]) -> list[list[tuple]]:
+        """The markers of the directories ``claimed``, as one batch's writes for each bucket of a parent (a parent
+        made with them is of generation 0)."""
+        batches: dict[tuple[str, int], list[tuple]] = {}
+        for directory in claimed:
+            if directory:
+                parent, name = markers(directory)[-1]
+                # A parent taken with it is new (generation 0); any other is made, its generation cached.
+                key = directory_key(parent), bucket_of(name, 0 if parent in claimed else self.generation(parent))
+                batches.setdefault(key, []).append((self._st.insert_marker, (*key, name)))
+        return list(batches.values())
+
+    def _write_all(self, batches: list[list[tuple]]) -> None:
+        """Send every batch of ``(statement, values)`` writes at once (an unlogged batch each, a lone write as
+        itself), then wait for all of them; the first error is raised."""
+        sent = [self._session.execute_async(*writes[0]) if len(writes) == 1 else
+                self._session.execute_async(unlogged_batch(writes)) for writes in batches]
+        for future in sent:
+            future.result()
+
     def _listed(self, directory: str, generation: int | None) -> int | None:
         """Keep what :meth:`listed` read of ``directory`` (its generation, or None: no row) for the writes."""
         if generation is None:
@@ -236,20 +317,21 @@ class Namespace:
             with self._guard:
                 self._checking.discard((directory, bucket))
 
-    def publish_many(self, directory: str, infos: list[tuple[FileInfo, int | None]]) -> None:
-        """Write the entries of the versions ``infos`` (each with its stored size), all in ``directory``: one
-        single-partition batch per bucket, each entry stamped with its own version's time."""
-        generation = self.generation(directory)
-        by_bucket: dict[int, list[tuple]] = {}
-        for info, stored_size in infos:
-            bucket, values = _entry(info, generation, stored_size, False)
-            by_bucket.setdefault(bucket, []).append(values)
-        for bucket, rows in by_bucket.items():
-            batch = BatchStatement(BatchType.UNLOGGED)
-            for row in rows:
-                batch.add(self._st.insert_entry, row)
-            self._session.execute(batch)
-            self._maybe_split(directory, bucket, generation, len(rows))
+    def publish_many(self, infos: dict[str, list[tuple[FileInfo, int | None]]]) -> None:
+        """Write the entries of the versions ``infos`` holds by directory (each with its stored size), each stamped
+        with its own version's time: many directories' entries to an unlogged batch
+        (:func:`~casstor_ops.store.request_queue.row_batches`), every batch sent at once."""
+        writes: list[tuple] = []
+        written: Counter[tuple[str, int, int]] = Counter()
+        for directory, files in infos.items():
+            generation = self.generation(directory)
+            for info, stored_size in files:
+                bucket, values = _entry(info, generation, stored_size, False)
+                writes.append((self._st.insert_entry, values))
+                written[directory, bucket, generation] += 1
+        self._write_all(row_batches(writes, values=itemgetter(1)))
+        for (directory, bucket, generation), count in written.items():
+            self._maybe_split(directory, bucket, generation, count)
 
     def withdraw(self, file_id: str, micros: int) -> None:
         """Delete the ID's entry from every bucket it may be in, as of ``micros`` (a newer entry survives)."""
@@ -297,9 +379,9 @@ class Namespace:
 class BatchedEntries:
     """The entries of a tree store's committed versions, written by directory on writer threads of their own: a
     directory's entries wait until ``files`` of them are committed, until more than ``open_directories``
-    directories wait (then the one waiting longest goes: files come in path order, so it is most likely done),
-    or until :meth:`flush`; then they go as one batch per bucket (:meth:`Namespace.publish_many`). Thread-safe; a
-    drop-in for :meth:`Namespace.publish` in a commit, which it never holds up on a write.
+    directories wait (then the older half go together: files come in path order, so they are most likely done),
+    or until :meth:`flush`; then they go many directories to a request (:meth:`Namespace.publish_many`).
+    Thread-safe; a drop-in for :meth:`Namespace.publish` in a commit, which it never holds up on a write.
 
     Each version row is still written (the commit point) before its entry is queued, so the order of
     ``docs/safety.md`` holds per batch; a store killed before a flush leaves versions committed but not listed
@@ -324,33 +406,33 @@ class BatchedEntries:
             waiting = self._waiting.setdefault(directory, [])
             waiting.append((info, stored_size))
             if len(waiting) >= self._files:
-                self._write(directory, self._waiting.pop(directory))
-            while len(self._waiting) > self._open:
-                oldest = next(iter(self._waiting))
-                self._write(oldest, self._waiting.pop(oldest))
+                self._write({directory: self._waiting.pop(directory)})
+            if len(self._waiting) > self._open:
+                older = list(self._waiting)[:len(self._waiting) - self._open // 2]
+                self._write({d: self._waiting.pop(d) for d in older})
 
     def flush(self) -> None:
         """Write every queued entry and wait for every write handed over; raise the first that failed."""
         with self._guard:
             due, self._waiting = self._waiting, {}
-            alone = len(due) == 1 and self._writers is None  # a batch of one directory (put_many): no thread
-            for directory, infos in ([] if alone else due.items()):
-                self._write(directory, infos)
+            alone = self._writers is None  # nothing handed over (put_many's one batch): no thread
+            if due and not alone:
+                self._write(due)
             written, self._written = list(self._written), set()
             writers, self._writers = self._writers, None
-        if alone:
-            self._namespace.publish_many(*next(iter(due.items())))
+        if alone and due:
+            self._namespace.publish_many(due)
         wait(written)
         if writers is not None:
             writers.shutdown()
         for future in written:
             future.result()
 
-    def _write(self, directory: str, infos: list[tuple[FileInfo, int | None]]) -> None:
-        """Hand one directory's entries to a writer (under the guard)."""
+    def _write(self, infos: dict[str, list[tuple[FileInfo, int | None]]]) -> None:
+        """Hand these directories' entries to a writer (under the guard)."""
         if self._writers is None:
             self._writers = ThreadPoolExecutor(ENTRY_WRITERS, thread_name_prefix="casstor-entries")
-        written = self._writers.submit(self._namespace.publish_many, directory, infos)
+        written = self._writers.submit(self._namespace.publish_many, infos)
         self._written.add(written)
         # Forgotten as it ends well, so a tree of many directories holds no more than the writes under way and the
         # failed ones. Not under the guard (the callback may run here, with the guard held): a set's discard, and
@@ -371,6 +453,11 @@ def _entry(info: FileInfo, generation: int, stored_size: int | None, deleted: bo
     bucket = bucket_of(name, generation)
     return bucket, (directory_key(directory), bucket, name, *entry_row(info, stored_size, deleted),
                     version_micros(info.version))
+
+
+def _parent(directory: str) -> str:
+    """The directory that holds ``directory``'s marker (``directory`` not the root)."""
+    return markers(directory)[-1][0]
 
 
 def _buckets_of(name: str, generation: int) -> list[int]:
