@@ -18,10 +18,10 @@ to the current one), so staleness costs only a little over the bound.
 A tree store reads each directory before writing into it (:meth:`Namespace.listed`):
 that read stands for the writers' own, a generation kept as theirs is, and the
 directories found without a row are made together ahead of their first entries
-(:meth:`Namespace.make_many`: their markers in a batch per parent's bucket, then
-their rows, a few requests for many directories instead of two sequential ones
-each); one left unmade is made at its first write without a second read, by one
-thread (the others that need it meanwhile wait for that one).
+(:meth:`Namespace.make_many`: all their markers, then all their rows, a batch
+each, instead of two sequential requests a directory); one left unmade is made
+at its first write without a second read, by one thread (the others that need
+it meanwhile wait for that one).
 
 Split: after writing an entry, one write in ``directory_rows / SPLIT_CHECKS``
 (every write in a store whose bound is at most ``SPLIT_CHECKS``) counts the
@@ -178,11 +178,10 @@ class Namespace:
         return found
 
     def make_many(self, directories: Sequence[str]) -> None:
-        """Make those of ``directories`` that :meth:`listed` found unmade, together: every marker first (one
-        single-partition batch for the markers in each bucket of a parent), then, once all are acknowledged, the
-        directories' rows, many to a batch (:func:`~casstor_ops.store.request_queue.row_batches`); all of a step's
-        requests at once. Threads that need one of them meanwhile wait for it, as for a directory made at its
-        first write.
+        """Make those of ``directories`` that :meth:`listed` found unmade, together: every marker first, then, once
+        all are acknowledged, the directories' rows; many rows to an unlogged batch
+        (:func:`~casstor_ops.store.request_queue.row_batches`), all of a step's requests at once. Threads that need
+        one of them meanwhile wait for it, as for a directory made at its first write.
 
         A directory is taken with those above it not made yet, up to one that is made, so every row is written
         after the markers of its whole path; one whose path meets a directory another thread makes is left to its
@@ -197,9 +196,9 @@ class Namespace:
         wait(parents)
         claimed = self._claim(directories)
         try:
-            self._write_all(self._markers_of(claimed))
-            self._write_all(row_batches([(self._st.make_directory, (directory_key(d),)) for d in claimed],
-                                        values=itemgetter(1)))
+            rows = [(self._st.make_directory, (directory_key(d),)) for d in claimed]
+            for writes in (self._markers_of(claimed), rows):  # every marker acknowledged before any row
+                self._write_all(row_batches(writes, values=itemgetter(1)))
             for directory, made in claimed.items():
                 self._remember(directory, 0)
                 made.set_result(0)
@@ -233,17 +232,16 @@ class Namespace:
                         self._unmade.discard(taken)
         return claimed
 
-    def _markers_of(self, claimed: dict[str, Future]) -> list[list[tuple]]:
-        """The markers of the directories ``claimed``, as one batch's writes for each bucket of a parent (a parent
-        made with them is of generation 0)."""
-        batches: dict[tuple[str, int], list[tuple]] = {}
+    def _markers_of(self, claimed: dict[str, Future]) -> list[tuple]:
+        """The marker writes of the directories ``claimed`` (a parent made with them is of generation 0)."""
+        writes = []
         for directory in claimed:
             if directory:
                 parent, name = markers(directory)[-1]
                 # A parent taken with it is new (generation 0); any other is made, its generation cached.
-                key = directory_key(parent), bucket_of(name, 0 if parent in claimed else self.generation(parent))
-                batches.setdefault(key, []).append((self._st.insert_marker, (*key, name)))
-        return list(batches.values())
+                bucket = bucket_of(name, 0 if parent in claimed else self.generation(parent))
+                writes.append((self._st.insert_marker, (directory_key(parent), bucket, name)))
+        return writes
 
     def _write_all(self, batches: list[list[tuple]]) -> None:
         """Send every batch of ``(statement, values)`` writes at once (an unlogged batch each, a lone write as
