@@ -18,11 +18,12 @@ Per corpus, each tool on a fresh store or repository runs three timed steps:
 tree again. casstor runs as a user runs it: the CLI as a subprocess, default
 options (``--quiet``: no progress bar). The tools alternate within each
 round (casstor, restic, borg), ``--rounds`` rounds (default 3); every figure
-is the median of the rounds. A warm-up round comes first (``--warmup``,
-default 1, up to :data:`MAX_WARMUP`), its ratios reported apart: a node
-just started spends much of its CPU compiling (its C2 compiler took 51 %
-and 47 % of it in the third and fourth small-tree stores after a start, 8 %
-in the seventh), and a user's node is a long-running server. The share of
+is the median of the rounds. Warm-up rounds come first (``--warmup``,
+default :data:`WARMUP_ROUNDS`, up to :data:`MAX_WARMUP`), their ratios
+reported apart: a node just started spends much of its CPU compiling (its
+C2 compiler took 51 % and 47 % of it in the third and fourth small-tree
+stores after a start, 8 % in the seventh), and a user's node is a
+long-running server. The share of
 the node's CPU its JIT compiler threads took in casstor's measured steps is
 printed with the figures, so a figure of a node still compiling shows as
 such. Each step starts on quiet nodes
@@ -90,6 +91,11 @@ TOOLS = ("casstor", "restic", "borg")
 PEERS = TOOLS[1:]
 STEPS = ("store", "restore", "rerun")
 MAX_WARMUP = 6
+# Rounds before the measured ones (issue 29's figures are of a warm local node). A node just started compiles
+# through its first stores: with one round its JIT compiler took 43-55 % of the node's CPU in the measured small
+# store (0.65-0.68 ms of node CPU a file, small store 0.425-0.439 of the faster peer), with four 24 % (0.38 ms,
+# 0.571); each round adds about a minute (docs/benchmarks.md, sixteenth session).
+WARMUP_ROUNDS = 4
 
 
 def package_tree(dest: Path, packages: tuple[str, ...]) -> dict[str, str]:
@@ -230,7 +236,8 @@ def _ratios(figures: dict) -> dict:
     return ratios
 
 
-def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], None] = print, warmup: int = 1) -> dict:
+def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], None] = print,
+                  warmup: int = WARMUP_ROUNDS) -> dict:
     """Every step of every tool on each corpus directory, ``warmup`` rounds kept apart then ``rounds`` alternated
     rounds, on the environment's node; the results as a dict (see the module docstring). It empties the store:
     :func:`main` gives it a node of its own."""
@@ -268,7 +275,7 @@ def _report(results: dict) -> str:
         lines.append(f"  {corpus}: {info['files']} files, {info['bytes'] / MB:.1f} MB")
         lines += [f"    {name:<8} {r['value']:6.3f}  (against {r['peer']})" for name, r in info["ratios"].items()]
         if info["warmup_ratios"]:
-            lines.append("    warm-up (not in the medians; the first on a node just started): " + ", ".join(
+            lines.append("    warm-up rounds (not in the medians; the first on a node just started): " + ", ".join(
                 f"{name} {r['value']:.3f}" for name, r in info["warmup_ratios"].items()))
         lines.append("    the node's JIT compiler's share of its CPU in casstor's measured steps: " + ", ".join(
             f"{step} {100 * info['figures']['casstor'][step]['compiler_share']:.0f} %" for step in STEPS))
@@ -312,7 +319,8 @@ def main() -> None:
     parser.add_argument("--versions", type=positive_int, default=4, help="consecutive Django 5.0.x releases (1-8)")
     parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--warmup", type=int, choices=range(MAX_WARMUP + 1), metavar=f"0-{MAX_WARMUP}",
-                        default=1, help="rounds run first and left out of the medians (default 1)")
+                        default=WARMUP_ROUNDS,
+                        help=f"rounds run first and left out of the medians (default {WARMUP_ROUNDS})")
     parser.add_argument("--port-base", type=positive_int, default=19642)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "casstor" / "corpus")
     parser.add_argument("--out", type=Path, default=Path("bench/results/small_files.json"))

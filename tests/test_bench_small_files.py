@@ -42,7 +42,7 @@ def test_one_round_after_a_warm_up_measures_every_step_of_every_tool(empty_store
         assert all(0 <= figures["casstor"][step]["compiler_share"] <= 1 for step in STEPS)
     report = _report(results)
     assert "(against " in report and "small  store    casstor" in report and "after 1 warm-up" in report
-    assert "    warm-up (not in the medians" in report
+    assert "    warm-up rounds (not in the medians" in report
     assert "the node's JIT compiler's share of its CPU in casstor's measured steps: store " in report
 
 
