@@ -60,8 +60,8 @@ BUSY_RETRIES = 1000  # ~10 s of a connection that never drains its write buffer,
 # batch_size_fail_threshold (50 KiB) with room for the estimate's error (the values, not their encoding; the
 # largest such batch measured ~34 KiB as the node counts it).
 UNLOGGED_BATCH_BYTES = 24 * 1024
-# Rows (block lists, heads, directory entries) per unlogged batch, beside UNLOGGED_BATCH_BYTES of values: the count bounds a batch
-# of tiny rows.
+# Rows (block lists, heads, directory entries) per unlogged batch, beside UNLOGGED_BATCH_BYTES of values: the count
+# bounds a batch of tiny rows.
 ROW_BATCH_ROWS = 128
 
 Row = TypeVar("Row")

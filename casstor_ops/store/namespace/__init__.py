@@ -20,7 +20,8 @@ Vocabulary:
 
 Layering: inside the store, below the engine (``catalog``, ``commit``) that
 writes and reads through it; imports only :mod:`casstor_ops.store.statements`,
-records, the request queue's :func:`~casstor_ops.store.request_queue.unlogged_batch` and the lower layers.
+records, the batch helpers of :mod:`casstor_ops.store.request_queue`
+(``unlogged_batch``, ``row_batches``) and the lower layers.
 
 Example::
 

@@ -233,15 +233,9 @@ class Namespace:
         return claimed
 
     def _markers_of(self, claimed: dict[str, Future]) -> list[tuple]:
-        """The marker writes of the directories ``claimed`` (a parent made with them is of generation 0)."""
-        writes = []
-        for directory in claimed:
-            if directory:
-                parent, name = markers(directory)[-1]
-                # A parent taken with it is new (generation 0); any other is made, its generation cached.
-                bucket = bucket_of(name, 0 if parent in claimed else self.generation(parent))
-                writes.append((self._st.insert_marker, (directory_key(parent), bucket, name)))
-        return writes
+        """The marker writes of the directories ``claimed``: a parent taken with them is new (generation 0), any
+        other is made (its generation as cached)."""
+        return [self._marker(d, 0 if _parent(d) in claimed else self.generation(_parent(d))) for d in claimed if d]
 
     def _write_all(self, batches: list[list[tuple]]) -> None:
         """Send every batch of ``(statement, values)`` writes at once (an unlogged batch each, a lone write as
@@ -271,10 +265,13 @@ class Namespace:
     def _make(self, directory: str) -> None:
         """Markers from the parent down, then the directory's row: a row found means its markers are there."""
         if directory:
-            parent, name = markers(directory)[-1]
-            self._session.execute(self._st.insert_marker,
-                                  (directory_key(parent), bucket_of(name, self.generation(parent)), name))
+            self._session.execute(*self._marker(directory, self.generation(_parent(directory))))
         self._session.execute(self._st.make_directory, (directory_key(directory),))
+
+    def _marker(self, directory: str, parent_generation: int) -> tuple:
+        """The write (statement, values) of ``directory``'s marker in its parent, a directory of that generation."""
+        parent, name = markers(directory)[-1]
+        return self._st.insert_marker, (directory_key(parent), bucket_of(name, parent_generation), name)
 
     def publish(self, info: FileInfo, stored_size: int | None = None, deleted: bool = False) -> None:
         """Write the entry of the version ``info`` (a delete marker when ``deleted``), stamped with its time."""
