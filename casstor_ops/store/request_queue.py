@@ -33,6 +33,7 @@ import heapq
 import itertools
 import queue
 import random
+import struct
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -43,7 +44,7 @@ from cassandra import OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, NoHostAvailable, Session
 from cassandra.connection import ConnectionBusy, ConnectionException
 from cassandra.protocol import OverloadedErrorMessage
-from cassandra.query import BatchStatement, BatchType
+from cassandra.query import BatchStatement, BatchType, PreparedStatement
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.store.runs import runs
@@ -235,9 +236,37 @@ def unlogged_batch(writes: Sequence[tuple[Any, tuple]]) -> BatchStatement:
         >>> session.execute_async(unlogged_batch([(insert_version, row) for row in rows]))   # doctest: +SKIP
     """
     batch = BatchStatement(BatchType.UNLOGGED)
-    for statement, values in writes:
-        batch.add(statement, values)
+    if not writes:
+        return batch
+    batch.add(*writes[0])  # the driver's own path: the batch's routing key and keyspace come from its first row
+    serializers: dict[int, list] = {}
+    for statement, values in writes[1:]:
+        serialized = _serialized(statement, values, serializers)
+        if serialized is None:
+            batch.add(statement, values)  # padding, a payload, or the driver's error naming the column
+        else:
+            batch._statements_and_parameters.append((True, statement.query_id, serialized))  # add's own row
     return batch
+
+
+def _serialized(statement: Any, values: Sequence, serializers: dict[int, list]) -> list | None:
+    """``values`` as the driver's ``bind`` serializes a full row of a prepared statement; None for any other row.
+
+    Why: ``BatchStatement.add`` makes a ``BoundStatement`` a row (8.7 us of client CPU a row in a tree store,
+    24,600 rows for 5,626 small files), for a routing key and payload a batch takes from its first row only."""
+    if not isinstance(statement, PreparedStatement) or isinstance(values, dict):
+        return None
+    columns = statement.column_metadata
+    if len(values) != len(columns) or statement.custom_payload or statement.column_encryption_policy:
+        return None
+    serialize = serializers.get(id(statement))
+    if serialize is None:
+        serialize = serializers[id(statement)] = [column.type.serialize for column in columns]
+    version = statement.protocol_version
+    try:
+        return [None if value is None else to_bytes(value, version) for to_bytes, value in zip(serialize, values)]
+    except (TypeError, struct.error):
+        return None
 
 
 def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: int = UNLOGGED_BATCH_BYTES,

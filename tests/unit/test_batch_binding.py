@@ -1,0 +1,61 @@
+"""``unlogged_batch`` serializes rows as the driver's own ``BatchStatement.add`` does.
+
+No node: the prepared statements are built from column metadata as the driver builds them from a PREPARE's answer.
+What it checks: the same query ids and serialized values, routing key and keyspace, for rows of plain values, rows
+with a null, a short row (padded with unset values), and a value of the wrong type (the driver's error, naming the
+column). It fails when the driver's batch layout or serialization changes under the pinned version.
+"""
+
+import pytest
+from cassandra.cqltypes import BytesType, Int32Type, LongType, UTF8Type
+from cassandra.protocol import ColumnMetadata
+from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
+
+from casstor_ops.store.request_queue import unlogged_batch
+
+
+def _prepared(query_id: bytes, columns: list[tuple[str, type]], routing: list[int]) -> PreparedStatement:
+    metadata = [ColumnMetadata("ks", "t", name, kind) for name, kind in columns]
+    return PreparedStatement(metadata, query_id, routing, "INSERT ...", "ks", 4, [], None)
+
+
+ENTRY = _prepared(b"entry", [("dir", UTF8Type), ("bucket", Int32Type), ("name", UTF8Type), ("id", BytesType),
+                             ("size", LongType)], [0, 1])
+BLOCK = _prepared(b"block", [("hash", BytesType), ("size", Int32Type), ("codec", UTF8Type), ("content", BytesType)],
+                  [0])
+
+
+def _drivers(writes):
+    batch = BatchStatement(BatchType.UNLOGGED)
+    for statement, values in writes:
+        batch.add(statement, values)
+    return batch
+
+
+def _same(ours: BatchStatement, drivers: BatchStatement) -> None:
+    assert ours._statements_and_parameters == drivers._statements_and_parameters
+    assert (ours.routing_key, ours.keyspace, ours.batch_type) == (drivers.routing_key, drivers.keyspace,
+                                                                  drivers.batch_type)
+
+
+def test_rows_of_two_statements_serialize_as_the_drivers():
+    writes = [(ENTRY, ("a/b", 3, f"f{i}.py", bytes([i]) * 32, 10 ** 10 + i)) for i in range(5)]
+    writes += [(BLOCK, (bytes([i]) * 32, 20_000 + i, None if i % 2 else "zstd", b"x" * i)) for i in range(4)]
+    writes.append((ENTRY, ("c", 0, "g", b"", 0)))
+    _same(unlogged_batch(writes), _drivers(writes))
+
+
+def test_a_short_row_is_padded_with_unset_values_as_the_driver_does():
+    writes = [(BLOCK, (b"h" * 32, 1, None, b"c")), (BLOCK, (b"k" * 32, 2))]
+    ours = unlogged_batch(writes)
+    _same(ours, _drivers(writes))
+    assert ours._statements_and_parameters[1][2][2:] == [UNSET_VALUE, UNSET_VALUE]
+
+
+def test_a_value_of_the_wrong_type_raises_the_drivers_error_naming_the_column():
+    with pytest.raises(TypeError, match='column "size"'):
+        unlogged_batch([(BLOCK, (b"h" * 32, 1, None, b"c")), (BLOCK, (b"k" * 32, "two", None, b"c"))])
+
+
+def test_no_rows_make_an_empty_batch():
+    assert len(unlogged_batch([])) == 0
