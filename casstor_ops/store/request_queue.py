@@ -33,7 +33,6 @@ import heapq
 import itertools
 import queue
 import random
-import struct
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -44,7 +43,7 @@ from cassandra import OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, NoHostAvailable, Session
 from cassandra.connection import ConnectionBusy, ConnectionException
 from cassandra.protocol import OverloadedErrorMessage
-from cassandra.query import BatchStatement, BatchType, PreparedStatement
+from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.store.runs import runs
@@ -243,7 +242,7 @@ def unlogged_batch(writes: Sequence[tuple[Any, tuple]]) -> BatchStatement:
     for statement, values in writes[1:]:
         serialized = _serialized(statement, values, serializers)
         if serialized is None:
-            batch.add(statement, values)  # padding, a payload, or the driver's error naming the column
+            batch.add(statement, values)  # padding, a payload, or the driver's error for a value
         else:
             batch._statements_and_parameters.append((True, statement.query_id, serialized))  # add's own row
     return batch
@@ -259,13 +258,16 @@ def _serialized(statement: Any, values: Sequence, serializers: dict[int, list]) 
     columns = statement.column_metadata
     if len(values) != len(columns) or statement.custom_payload or statement.column_encryption_policy:
         return None
+    if any(values[index] is UNSET_VALUE for index in statement.routing_key_indexes or ()):
+        return None  # the driver refuses it
     serialize = serializers.get(id(statement))
     if serialize is None:
         serialize = serializers[id(statement)] = [column.type.serialize for column in columns]
     version = statement.protocol_version
     try:
-        return [None if value is None else to_bytes(value, version) for to_bytes, value in zip(serialize, values)]
-    except (TypeError, struct.error):
+        return [value if value is None or value is UNSET_VALUE else to_bytes(value, version)
+                for to_bytes, value in zip(serialize, values)]
+    except Exception:  # a value of another type: the driver's bind, called next, raises its own error for it
         return None
 
 

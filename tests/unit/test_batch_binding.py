@@ -2,8 +2,10 @@
 
 No node: the prepared statements are built from column metadata as the driver builds them from a PREPARE's answer.
 What it checks: the same query ids and serialized values, routing key and keyspace, for rows of plain values, rows
-with a null, a short row (padded with unset values), and a value of the wrong type (the driver's error, naming the
-column). It fails when the driver's batch layout or serialization changes under the pinned version.
+with a null or an unset value (a head write in a store without inline files), a short row (padded with unset values),
+and a value of the wrong type or an unset routing key (the driver's errors). Rows of plain, null and unset values
+after the first take the serialized path, not the driver's ``add``. It fails when the driver's batch layout or
+serialization changes under the pinned version.
 """
 
 import pytest
@@ -11,6 +13,7 @@ from cassandra.cqltypes import BytesType, Int32Type, LongType, UTF8Type
 from cassandra.protocol import ColumnMetadata
 from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
 
+from casstor_ops.store import request_queue
 from casstor_ops.store.request_queue import unlogged_batch
 
 
@@ -45,6 +48,23 @@ def test_rows_of_two_statements_serialize_as_the_drivers():
     _same(unlogged_batch(writes), _drivers(writes))
 
 
+def test_unset_values_serialize_as_the_drivers_without_its_add(monkeypatch):
+    added = []
+
+    class CountingBatch(BatchStatement):
+        def add(self, statement, parameters=None):
+            added.append(parameters)
+            return super().add(statement, parameters)
+
+    writes = [(BLOCK, (bytes([i]) * 32, i, UNSET_VALUE, UNSET_VALUE if i % 2 else b"c")) for i in range(4)]
+    writes.append((ENTRY, ("d", 1, "n", None, UNSET_VALUE)))
+    monkeypatch.setattr(request_queue, "BatchStatement", CountingBatch)
+    ours = unlogged_batch(writes)
+    monkeypatch.undo()
+    _same(ours, _drivers(writes))
+    assert added == [writes[0][1]]
+
+
 def test_a_short_row_is_padded_with_unset_values_as_the_driver_does():
     writes = [(BLOCK, (b"h" * 32, 1, None, b"c")), (BLOCK, (b"k" * 32, 2))]
     ours = unlogged_batch(writes)
@@ -55,6 +75,13 @@ def test_a_short_row_is_padded_with_unset_values_as_the_driver_does():
 def test_a_value_of_the_wrong_type_raises_the_drivers_error_naming_the_column():
     with pytest.raises(TypeError, match='column "size"'):
         unlogged_batch([(BLOCK, (b"h" * 32, 1, None, b"c")), (BLOCK, (b"k" * 32, "two", None, b"c"))])
+    with pytest.raises(AttributeError):  # the driver's own error for a number in a text column
+        unlogged_batch([(BLOCK, (b"h" * 32, 1, None, b"c")), (BLOCK, (b"k" * 32, 2, 3, b"c"))])
+
+
+def test_an_unset_routing_key_raises_the_drivers_error():
+    with pytest.raises(ValueError, match="routing key"):
+        unlogged_batch([(BLOCK, (b"h" * 32, 1, None, b"c")), (BLOCK, (UNSET_VALUE, 2, None, b"c"))])
 
 
 def test_no_rows_make_an_empty_batch():
