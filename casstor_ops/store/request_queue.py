@@ -230,9 +230,16 @@ class RequestQueue:
 def unlogged_batch(writes: Sequence[tuple[Any, tuple]]) -> BatchStatement:
     """Each ``(statement, values)`` of ``writes`` as one request (an unlogged batch: no batch log, no atomicity).
 
+    The rows are the batch the driver's ``BatchStatement.add`` makes of them; those after the first are serialized
+    here (:func:`_serialized`).
+
     Example::
 
         >>> session.execute_async(unlogged_batch([(insert_version, row) for row in rows]))   # doctest: +SKIP
+
+    Failures: the driver's own, from ``add``: for a value it cannot bind, a ``TypeError`` naming the column (or the
+    column type's own error: ``AttributeError`` for a number in a text column); ``ValueError`` for an unset routing
+    key.
     """
     batch = BatchStatement(BatchType.UNLOGGED)
     if not writes:
