@@ -23,10 +23,9 @@ default :data:`WARMUP_ROUNDS`, up to :data:`MAX_WARMUP`), their ratios
 reported apart: a node just started spends much of its CPU compiling (its
 C2 compiler took 51 % and 47 % of it in the third and fourth small-tree
 stores after a start, 8 % in the seventh), and a user's node is a
-long-running server. The share of
-the node's CPU its JIT compiler threads took in casstor's measured steps is
-printed with the figures, so a figure of a node still compiling shows as
-such. Each step starts on quiet nodes
+long-running server. The share of the node's CPU its JIT compiler threads
+took in casstor's measured steps is printed with the figures, so a figure of
+a node still compiling shows as such. Each step starts on quiet nodes
 (:func:`~bench.common.wait_for_quiet_nodes`). Every restore is compared byte
 for byte with its source (:func:`~bench.common.same_tree`).
 

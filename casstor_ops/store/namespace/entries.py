@@ -235,7 +235,8 @@ class Namespace:
     def _markers_of(self, claimed: dict[str, Future]) -> list[tuple]:
         """The marker writes of the directories ``claimed``: a parent taken with them is new (generation 0), any
         other is made (its generation as cached)."""
-        return [self._marker(d, 0 if _parent(d) in claimed else self.generation(_parent(d))) for d in claimed if d]
+        return [self._marker(d, lambda parent: 0 if parent in claimed else self.generation(parent))
+                for d in claimed if d]
 
     def _write_all(self, batches: list[list[tuple]]) -> None:
         """Send every batch of ``(statement, values)`` writes at once (an unlogged batch each, a lone write as
@@ -265,13 +266,13 @@ class Namespace:
     def _make(self, directory: str) -> None:
         """Markers from the parent down, then the directory's row: a row found means its markers are there."""
         if directory:
-            self._session.execute(*self._marker(directory, self.generation(_parent(directory))))
+            self._session.execute(*self._marker(directory, self.generation))
         self._session.execute(self._st.make_directory, (directory_key(directory),))
 
-    def _marker(self, directory: str, parent_generation: int) -> tuple:
-        """The write (statement, values) of ``directory``'s marker in its parent, a directory of that generation."""
+    def _marker(self, directory: str, generation: Callable[[str], int]) -> tuple:
+        """The write (statement, values) of ``directory``'s marker in its parent, of the parent's ``generation``."""
         parent, name = markers(directory)[-1]
-        return self._st.insert_marker, (directory_key(parent), bucket_of(name, parent_generation), name)
+        return self._st.insert_marker, (directory_key(parent), bucket_of(name, generation(parent)), name)
 
     def publish(self, info: FileInfo, stored_size: int | None = None, deleted: bool = False) -> None:
         """Write the entry of the version ``info`` (a delete marker when ``deleted``), stamped with its time."""
