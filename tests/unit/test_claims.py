@@ -89,11 +89,34 @@ def requests() -> FakeWindow:
     return FakeWindow()
 
 
+class FakeClock:
+    """``time`` for the claims module: ``monotonic`` moves only by ``sleep`` (each recorded) and ``advance``."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 @pytest.fixture()
-def pauses(monkeypatch) -> list[float]:
-    slept: list[float] = []
-    monkeypatch.setattr(claims_module.time, "sleep", slept.append)
-    return slept
+def clock(monkeypatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(claims_module, "time", fake)
+    return fake
+
+
+@pytest.fixture()
+def pauses(clock) -> list[float]:
+    return clock.slept
 
 
 class Harness:
@@ -129,12 +152,28 @@ def test_a_block_another_writer_claimed_is_awaited_then_checked_again(requests, 
     requests.drain()
     h.claims.check_awaited()
     requests.drain()
-    assert pauses == [AWAIT_FIRST_S, 2 * AWAIT_FIRST_S] and h.claims.awaiting
+    assert pauses == pytest.approx([AWAIT_FIRST_S, 2 * AWAIT_FIRST_S]) and h.claims.awaiting
 
     requests.indexed.add(theirs)  # the other writer finished
     h.claims.check_awaited()
     requests.drain()
     assert h.found == [theirs] and h.claimed == [mine] and not h.claims.awaiting
+
+
+def test_a_pause_counts_from_when_the_block_was_found_claimed_not_from_the_check(requests, clock):
+    """A store checks awaited blocks when it has nothing else to do: one found claimed long before is checked at
+    once, and the next check of it still waits the doubled pause."""
+    h = Harness(requests)
+    theirs = block(2, 1)
+    requests.claims[theirs] = uuid.uuid4()
+    h.claims.claim([theirs])
+    requests.drain()
+    clock.advance(0.5)  # the store went on cutting and uploading the rest of its file
+    h.claims.check_awaited()
+    requests.drain()
+    assert clock.slept == [] and h.claims.awaiting  # checked without sleeping; still the other writer's
+    h.claims.check_awaited()
+    assert clock.slept == pytest.approx([2 * AWAIT_FIRST_S])
 
 
 def test_a_block_whose_claim_expired_unindexed_is_claimed_again(requests, pauses):
