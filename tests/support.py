@@ -219,3 +219,24 @@ def restored(store, file_id: str) -> bytes:
     out = io.BytesIO()
     store.restore(file_id, out)
     return out.getvalue()
+
+
+class SleepingClock:
+    """A module's ``time`` in a unit test: ``monotonic`` moves only by ``sleep`` (each one recorded) and ``advance``.
+
+    Example: ``monkeypatch.setattr(claims_module, "time", SleepingClock())``.
+    """
+
+    def __init__(self, start: float = 100.0) -> None:
+        self.now = start
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -13,6 +13,7 @@ from casstor_ops.store.claims import AWAIT_FIRST_S, Claims
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.existence import ExistenceChecks
 from casstor_ops.store.schema import CLAIM_BUCKETS
+from tests.support import SleepingClock
 
 STATEMENTS = SimpleNamespace(existing="existing", claim_block="claim_block", release_claim="release_claim")
 
@@ -89,27 +90,9 @@ def requests() -> FakeWindow:
     return FakeWindow()
 
 
-class FakeClock:
-    """``time`` for the claims module: ``monotonic`` moves only by ``sleep`` (each recorded) and ``advance``."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 @pytest.fixture()
-def clock(monkeypatch) -> FakeClock:
-    fake = FakeClock()
+def clock(monkeypatch) -> SleepingClock:
+    fake = SleepingClock()
     monkeypatch.setattr(claims_module, "time", fake)
     return fake
 

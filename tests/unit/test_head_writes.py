@@ -8,23 +8,11 @@ from __future__ import annotations
 
 from casstor_ops.store import commit as commit_module
 from casstor_ops.store.commit import HEAD_WRITE_ATTEMPTS, write_heads
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
+from tests.support import SleepingClock
 
 
 def test_a_failed_group_alone_is_sent_again_after_a_doubling_pause_behind_the_fence(monkeypatch) -> None:
-    clock = Clock()
+    clock = SleepingClock()
     monkeypatch.setattr(commit_module, "time", clock)
     sent, fences = [], []
 
@@ -40,7 +28,7 @@ def test_a_failed_group_alone_is_sent_again_after_a_doubling_pause_behind_the_fe
 def test_no_group_is_sent_once_the_bound_has_passed(monkeypatch) -> None:
     """Injects a failed first attempt and a bound that passes during the pause: nothing is sent again, and the
     group is answered as not acknowledged because of the bound (its file needs a new version), not as an error."""
-    clock = Clock()
+    clock = SleepingClock()
     monkeypatch.setattr(commit_module, "time", clock)
     sent = []
     written = write_heads([["a"]], lambda groups: sent.append(groups) or groups, lambda: clock.now < 100.1,
@@ -49,7 +37,7 @@ def test_no_group_is_sent_once_the_bound_has_passed(monkeypatch) -> None:
 
 
 def test_attempts_run_out_without_a_pause_after_the_last(monkeypatch) -> None:
-    clock = Clock()
+    clock = SleepingClock()
     monkeypatch.setattr(commit_module, "time", clock)
     written = write_heads([["a"]], lambda groups: groups, lambda: True, lambda: None)
     assert len(clock.slept) == HEAD_WRITE_ATTEMPTS - 1 and written.left == [["a"]] and not written.timed_out
