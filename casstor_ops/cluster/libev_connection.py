@@ -1,4 +1,5 @@
-"""The driver's libev connection, busy by the bytes it has queued, sending them in larger writes.
+"""The driver's libev connection, busy by the bytes it has queued, sending them in larger writes, timing requests
+out without keeping them alive.
 
 The driver's libev connection marks itself busy when a send meets a full
 socket buffer and then refuses every new request (``ConnectionBusy``,
@@ -28,16 +29,32 @@ read "writable", since it changes only when a send meets a full socket.)
 Measured on that tree store, ten runs each: 1.2-1.4 s every time, no
 failure; with 48 KiB blocks 1.5-1.8 s (was 1.7-2.3 s).
 
+Each request's timeout is a timer of the connection class (``create_timer``)
+that the driver gives the request's own bound method (``_on_timeout``) and
+the request keeps, as its ``_timer``, after it is answered: every answered
+request was a reference cycle, freed only by Python's cyclic garbage
+collector, with its message and the values it was sent with (a block's
+content). :meth:`QueuedLibevConnection.create_timer` holds a bound method
+weakly instead. A request in flight is held by its connection until it is
+answered (the driver's table of streams), so its timer still fires; an
+answered one is freed by its reference count as soon as its caller lets go.
+
 Example::
 
     >>> Cluster(["127.0.0.1"], connection_class=QueuedLibevConnection)     # doctest: +SKIP
 
 Failures: as the driver's connection (a broken socket makes it defunct and
-fails its requests); ``ConnectionBusy`` while the queue is at its limit.
+fails its requests); ``ConnectionBusy`` while the queue is at its limit. A
+timer whose request is gone does nothing.
 """
 
 from __future__ import annotations
 
+import inspect
+import weakref
+from collections.abc import Callable
+
+from cassandra.connection import Timer
 from cassandra.io.libevreactor import LibevConnection
 
 SEND_PIECE_BYTES = 256 * 1024  # the driver's is 4 KiB; a larger piece only costs a copy of what a send leaves
@@ -45,7 +62,8 @@ QUEUE_LIMIT_BYTES = 128 * 1024 * 1024
 
 
 class QueuedLibevConnection(LibevConnection):
-    """A libev connection that refuses new requests only while ``QUEUE_LIMIT_BYTES`` wait to be sent."""
+    """A libev connection that refuses new requests only while ``QUEUE_LIMIT_BYTES`` wait to be sent, and whose
+    timers hold a request weakly."""
 
     out_buffer_size = SEND_PIECE_BYTES
 
@@ -59,3 +77,19 @@ class QueuedLibevConnection(LibevConnection):
     @_socket_writable.setter
     def _socket_writable(self, _value: bool) -> None:
         pass
+
+    @classmethod
+    def create_timer(cls, timeout: float, callback: Callable[[], None]) -> Timer:
+        """The driver's timer of ``callback`` after ``timeout`` seconds, holding a bound method's object weakly."""
+        return super().create_timer(timeout, _weakly(callback) if inspect.ismethod(callback) else callback)
+
+
+def _weakly(method: Callable[[], None]) -> Callable[[], None]:
+    """``method`` (bound) called if its object is still alive, without keeping it alive."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> None:
+        bound = ref()
+        if bound is not None:
+            bound()
+    return call
