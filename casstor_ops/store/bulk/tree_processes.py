@@ -67,6 +67,7 @@ from casstor_ops.cluster.endpoint import Endpoint
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree_files import one_line
+from casstor_ops.store.gc_thresholds import apply_gc_thresholds
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.schema import StoreSettings
 
@@ -228,6 +229,7 @@ class _Child:
 def _child_main(endpoint: Endpoint, settings: StoreSettings, run: Run[Any, Any], items: Sequence[Any], turns: _Turns,
                 send, progress: bool, parent: int) -> None:
     _die_with(parent)
+    apply_gc_thresholds()  # a spawned process: what the command's main set is not inherited
     try:
         with Store.open(endpoint, settings=settings) as store:
             report = run(store, turns.taken(items), (lambda n: send.send(("progress", n))) if progress else None,
