@@ -13,6 +13,7 @@ import pytest
 
 from casstor_ops.errors import EXIT_UNREACHABLE, CasstorError
 from casstor_ops.cluster.launcher import ClusterPorts, LocalCluster, Node
+from casstor_ops.store.keyspaces import META_KS
 
 from .support import TEST_PORTS, run_casstor
 
@@ -38,6 +39,26 @@ def test_cli_status_and_idempotent_start(local_cluster: LocalCluster) -> None:
 def test_nodetool_status(local_cluster: LocalCluster) -> None:
     out = local_cluster.nodetool("status")
     assert "UN  127.0.0.1" in out
+
+
+def test_the_node_writes_trie_indexed_sstables(local_cluster: LocalCluster, cql) -> None:
+    """Writes a row to a scratch table and flushes it; checks its one SSTable is BTI's (Cassandra 5's trie-indexed
+    format, smaller on disk than the legacy one) and the store's directory index is zstd-compressed."""
+    cql.execute("CREATE KEYSPACE IF NOT EXISTS launcher_format WITH replication = "
+                "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    cql.execute("CREATE TABLE IF NOT EXISTS launcher_format.t (k int PRIMARY KEY, v text)")
+    try:
+        cql.execute(cql.prepare("INSERT INTO launcher_format.t (k, v) VALUES (?, ?)"), (1, "x"))
+        local_cluster.nodetool("flush", "launcher_format", "t")
+        data_files = list((local_cluster.node(1).root / "data" / "data" / "launcher_format").glob("t-*/*-Data.db"))
+        assert [f.name.split("-")[2] for f in data_files] == ["bti"]
+    finally:
+        cql.execute("DROP KEYSPACE launcher_format")
+    tables = cql.prepare("SELECT table_name, compression FROM system_schema.tables WHERE keyspace_name = ?")
+    compression = {row.table_name: row.compression["class"].rsplit(".", 1)[-1]
+                   for row in cql.execute(tables, (META_KS,))}
+    assert (compression["dir_entries"], compression["directories"], compression["versions"]) == (
+        "ZstdCompressor", "ZstdCompressor", "LZ4Compressor")
 
 
 def test_port_taken_is_one_line_error(tmp_path) -> None:

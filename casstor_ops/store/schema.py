@@ -134,6 +134,13 @@ UPGRADABLE = {2, 3, 4, 5}  # schema versions 'casstor init' upgrades in place (c
 NODE_COMPRESSION = {True: "{'class': 'NoopCompressor'}", False: "{'class': 'LZ4Compressor'}"}
 
 
+# The directory index's tables, read a partition at a time (a listing, a tree restore or re-run), take zstd: a
+# store of 5,626 small files' dir_entries 778 -> 649 KB, directories 46 -> 37 KB. Tables read a row at a time on
+# every request (versions: a GET's head; existing_blocks: existence checks) keep LZ4, which decodes a chunk
+# several times faster. For new stores (CREATE IF NOT EXISTS), as the blocks table's.
+_PARTITION_READ_COMPRESSION = "{'class': 'ZstdCompressor', 'chunk_length_in_kb': 16}"
+
+
 def _node_compression(spec: str) -> str:
     return NODE_COMPRESSION[BlockCodec.parse(spec).level > 0]
 
@@ -163,8 +170,9 @@ _TABLES = [
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.dir_entries (
         dir text, bucket int, name text, version timeuuid, size bigint, hash blob, blocks int,
         committed_at timestamp, mode int, mtime_ns bigint, stored_size int, deleted boolean,
-        PRIMARY KEY ((dir, bucket), name))""",
-    f"""CREATE TABLE IF NOT EXISTS {META_KS}.directories (dir text PRIMARY KEY, generation int)""",
+        PRIMARY KEY ((dir, bucket), name)) WITH compression = {_PARTITION_READ_COMPRESSION}""",
+    f"""CREATE TABLE IF NOT EXISTS {META_KS}.directories (dir text PRIMARY KEY, generation int)
+        WITH compression = {_PARTITION_READ_COMPRESSION}""",
     # S3 (casstor_ops.serve.s3): an object's attributes in its version row (null for other files), and buckets.
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS etag text",
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS content_type text",
