@@ -55,11 +55,17 @@ def run_casstor(*args: str, input: bytes | None = None, env: dict[str, str] | No
                           env={**os.environ, **(env or {})})
 
 
+def past_the_grace(cql) -> None:
+    """Shorten the commit bound to 1 s and wait past forget's grace (2 x the bound): every superseded version and
+    delete marker written so far is forgettable, so the next forget (reclaim's own, run first) drops it."""
+    set_commit_bound(cql, 1)
+    time.sleep(2.5)
+
+
 def reclaim_all_but_heads(cql) -> None:
     """Run ``casstor reclaim`` with a commit bound of 1 s, past its grace: every version but the heads is forgotten
     and its blocks reclaimed, so what a head names must still be there afterwards (the bound is put back)."""
-    set_commit_bound(cql, 1)
-    time.sleep(2.5)  # past the grace of 2 x the bound
+    past_the_grace(cql)
     try:
         reclaim = run_casstor("reclaim", env=NO_UI, timeout=900)
     finally:

@@ -16,7 +16,6 @@ load average 30-40; each test may take 40 minutes, hence its timeout).
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
 
 from .faults import BackgroundJob, assert_one_line_failure, kill_node_during, sha256, submit, three_node_env
+from .support import past_the_grace
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(2400)]  # a Spark job or two per test, 3 nodes, 2 cores
 
@@ -149,8 +149,7 @@ def test_node_killed_during_online_reclaim(fx: Fixture) -> None:
     # A removed file's versions are kept until forget's grace (twice the commit bound) has passed, and the online
     # reclaim's own forget would judge that grace by the 15 s bound set below: forget them past a 1 s bound first,
     # so that their blocks are garbage for the reclaim to delete.
-    set_commit_bound(fx.session, 1)
-    time.sleep(2.5)
+    past_the_grace(fx.session)
     assert fx.store.forget(PREFIX + "v000/").dropped
     set_commit_bound(fx.session, ONLINE_WAIT_BOUND_S)
     try:

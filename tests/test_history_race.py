@@ -18,7 +18,7 @@ from casstor_ops.store.history.policy import Policy, Version, kept, policy_for
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.namespace.entries import version_micros
 
-from .support import put
+from .support import past_the_grace, put
 
 KiB = 1024
 POLICIES = {"pol/": Policy(keep_last=3), "day/": Policy(keep_within_s=3600)}
@@ -96,8 +96,7 @@ def test_forget_and_snapshot_rm_race_stores_and_online_reclaim(store, spark) -> 
     round_of_stores(store, history, rng, bases)
     store.snapshot("snap/", name="gone")
     round_of_stores(store, history, rng, bases)
-    set_commit_bound(cql, 1)  # the grace is 2 s: forgets during the race drop versions
-    time.sleep(2.5)
+    past_the_grace(cql)  # forgets during the race drop versions
 
     stop, failures = threading.Event(), []
 

@@ -29,7 +29,8 @@ from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.statements import Statements
 
-from .support import SESSION_SETTINGS, block_lists, head_rows, put, restored, run_casstor, spark_submit
+from .support import (SESSION_SETTINGS, block_lists, head_rows, past_the_grace, put, restored, run_casstor,
+                      spark_submit)
 
 KiB = 1024
 
@@ -63,13 +64,6 @@ def shared_corpus(seed: int = 1) -> dict[str, bytes]:
     base = rng.randbytes(600 * KiB)
     return {"a": base + rng.randbytes(300 * KiB), "b": base + rng.randbytes(300 * KiB),
             "c": rng.randbytes(400 * KiB), "d": base[:300 * KiB] + rng.randbytes(200 * KiB)}
-
-
-def past_the_grace(cql) -> None:
-    """Shorten the commit bound to 1 s and wait past forget's grace (2 x the bound): every superseded version and
-    delete marker written so far is forgettable, so the next forget (reclaim's own, run first) drops it."""
-    set_commit_bound(cql, 1)
-    time.sleep(2.5)
 
 
 def forget_superseded(cql) -> None:
@@ -168,8 +162,7 @@ def test_plan_reads_the_heads_once(store, spark, monkeypatch) -> None:
     put(store, "x", random.Random(21).randbytes(200 * KiB))
     old_version = str(store.stat("x").version)
     own_blocks = head_references(cql)
-    set_commit_bound(cql, 1)
-    time.sleep(2.5)  # x's list is older than 2 x bound: stale as soon as x is no longer a head
+    past_the_grace(cql)  # x's list is older than 2 x bound: stale as soon as x is no longer a head
     real_stale_block_lists = reclaim_module.stale_block_lists
 
     def overwrite_first(*args, **kwargs):
