@@ -68,7 +68,7 @@ from functools import partial
 from typing import BinaryIO
 
 from cassandra.cluster import Session
-from cassandra.query import PreparedStatement
+from cassandra.query import UNSET_VALUE, PreparedStatement
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError
@@ -332,8 +332,17 @@ def version_write(st: Statements, row: VersionRow, meta: ObjectMeta | None) -> t
     """The statement and values that write the version row ``row`` with ``meta`` (:func:`write_version`; a batch
     of heads writes each this way)."""
     if meta is None:
-        return st.insert_version, row
-    return st.insert_version_meta, (*row[:-1], *meta.columns(), row.written_at)
+        return st.insert_version, fresh_row(row)
+    return st.insert_version_meta, fresh_row((*row[:-1], *meta.columns(), row.written_at))
+
+
+def fresh_row(values: tuple) -> tuple:
+    """``values`` with each null, and each empty map or list (read back as null), bound as unset.
+
+    A version row is always a new row (its timeuuid is in its key), so a null there clears nothing and only writes a
+    tombstone that every read of the file's history steps over: four a row for a stream's source attributes, and
+    four collection deletions more for an S3 object's empty metadata, headers, tags and parts."""
+    return tuple(UNSET_VALUE if value is None or value in ({}, []) else value for value in values)
 
 
 def commit_inline_async(session: Session, st: Statements, namespace: Namespace, file_id: str, data: bytes,
@@ -355,6 +364,6 @@ def commit_inline_async(session: Session, st: Statements, namespace: Namespace, 
     def listed(error: Exception | None) -> None:
         done(inline_result(file_id, len(data), stored, digest, started) if error is None else None, error)
 
-    future = session.execute_async(st.insert_version, row)
+    future = session.execute_async(*version_write(st, row, None))
     future.add_callbacks(lambda _rows: namespace.publish_async(info, len(stored.payload), listed),
                          lambda error: done(None, error))
