@@ -21,9 +21,11 @@ from casstor_ops.store.api import Store
 from casstor_ops.store.bulk import tree, tree_processes
 from casstor_ops.store.bulk.tree import restore_tree, store_tree
 from casstor_ops.store.bulk.tree_files import SKIPPED, STORED
+from casstor_ops.store.statements import Statements
 from casstor_ops.store.trees.source_listing import SYMLINK_NOT_FOLLOWED
 
 from .faults import BackgroundJob
+from .serve_support import writer_leases
 from .support import CASSTOR, run_casstor, write_tree
 
 
@@ -149,7 +151,7 @@ def test_a_killed_tree_store_leaves_no_process_storing_and_every_file_old_or_new
         time.sleep(1)
         versions = _versions(empty_store)
         assert len(versions) == len(new) and 1 in versions.values()
-        dead = [row.writer for row in empty_store.execute("SELECT writer FROM casstor_meta.writer_leases")]
+        dead = writer_leases(empty_store)
         assert len(dead) == 2
     finally:
         job.kill()
@@ -164,7 +166,7 @@ def test_a_killed_tree_store_leaves_no_process_storing_and_every_file_old_or_new
     assert _read_tree(out) == new
     # The killed processes' leases live on for their TTL (60 s): a later test that waits for no writer would time out.
     for writer in dead:
-        empty_store.execute("DELETE FROM casstor_meta.writer_leases WHERE writer = %s", (writer,))
+        empty_store.execute(Statements.for_session(empty_store).delete_lease, (writer,))
 
 
 def _taking(store: Store, taken, progress, on_work, fault: str | None = None) -> tree.TreeReport:
