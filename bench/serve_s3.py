@@ -23,12 +23,19 @@ and the ratio is that of the median rates. The node's CPU is counted from the
 launcher's pid files under ``CASSTOR_HOME`` (a node the bench did not start
 too), else it is unknown.
 
+:meth:`S3Face.checksum_uploads` times the same multipart upload with each
+checksum boto3 can send (``CHECKSUM_ALGORITHMS``: the server checks each part's
+and keeps the object's), as ratios to boto3's default CRC32 in the same run: a
+client's choice of checksum should not cost it throughput.
+
 Example (what ``bench.serve --s3`` does)::
 
     >>> face = S3Face(workdir, server_args)                        # doctest: +SKIP
     >>> face.put_urls("64k", 65536, count=5000)                    # doctest: +SKIP
     >>> face.multipart_vs_tree(1024 * 1024 * 1024, node_pids, quiet)  # doctest: +SKIP
     {'bytes': 1073741824, 'multipart': {...}, 'tree_store': {...}, 'ratio': 1.04, 'ratios': [...]}
+    >>> face.checksum_uploads(64 * 1024 * 1024, node_pids, quiet)["ratios"]  # doctest: +SKIP
+    {'CRC32': 1.0, 'CRC32C': 1.01, 'CRC64NVME': 0.99, 'SHA256': 0.93}
 
 Failures: a server that does not start, a bucket that cannot be made or an upload that fails raise
 :class:`~casstor_ops.errors.CasstorError` (one line, via the bench's runner).
@@ -55,6 +62,8 @@ URL_SECONDS = 3600  # a presigned URL's life: longer than any run
 MULTIPART_PART = 8 * 1024 * 1024  # boto3's default part size and threshold
 WRITE_CHUNK = 8 * 1024 * 1024
 MULTIPART_ROUNDS = 3  # pairs of (multipart, tree store), alternated
+# The checksums boto3 offers an upload (with awscrt: CRC32C, CRC64NVME), its default CRC32 first: the reference.
+CHECKSUM_ALGORITHMS = ("CRC32", "CRC32C", "CRC64NVME", "SHA256")
 
 
 class S3Face:
@@ -106,19 +115,11 @@ class S3Face:
 
     def _multipart_and_tree(self, size: int, node_pids: list[int], quiet: Callable[[], None],
                             round_: int) -> tuple[dict, dict]:
-        from boto3.s3.transfer import TransferConfig
-
         upload, tree = self.workdir / "multipart.bin", self.workdir / f"tree-{round_}" / "large.bin"
         tree.parent.mkdir()
         for path in (upload, tree):
             _random_file(path, size)
-        config = TransferConfig(multipart_threshold=MULTIPART_PART, multipart_chunksize=MULTIPART_PART)
-        quiet()
-        with CpuMeter(node_pids, process_tree(self.server.process.pid)).measure() as cost:
-            started = time.perf_counter()
-            self.client.upload_file(str(upload), BUCKET, f"multipart/large-{round_}.bin", Config=config)
-            multipart_s = time.perf_counter() - started
-        multipart = _rate(size, multipart_s, cost)  # the cost is counted when its block ends
+        multipart = self._upload(upload, f"multipart/large-{round_}.bin", node_pids, quiet)
         quiet()
         with CpuMeter(node_pids).measure() as cost:
             started = time.perf_counter()
@@ -131,6 +132,37 @@ class S3Face:
         for path in (upload, tree):
             path.unlink()
         return multipart, tree_store
+
+    def checksum_uploads(self, size: int, node_pids: list[int], quiet: Callable[[], None],
+                         rounds: int = MULTIPART_ROUNDS) -> dict:
+        """Multipart uploads of ``size`` random bytes (new each round) with each of :data:`CHECKSUM_ALGORITHMS`,
+        in turn, ``rounds`` times; each algorithm's median figures and its ratio to boto3's default, CRC32."""
+        runs: dict[str, list[dict]] = {algorithm: [] for algorithm in CHECKSUM_ALGORITHMS}
+        upload = self.workdir / "checksummed.bin"
+        for round_ in range(rounds):
+            for algorithm in CHECKSUM_ALGORITHMS:
+                _random_file(upload, size)
+                runs[algorithm].append(self._upload(upload, f"checksums/{algorithm}-{round_}.bin", node_pids, quiet,
+                                                    {"ChecksumAlgorithm": algorithm}))
+        upload.unlink()
+        medians = {algorithm: _median(figures) for algorithm, figures in runs.items()}
+        default = medians[CHECKSUM_ALGORITHMS[0]]["mb_per_s"]
+        return {"bytes": size, "part_bytes": MULTIPART_PART, "rounds": rounds, "uploads": medians,
+                "ratios": {algorithm: round(m["mb_per_s"] / default, 3) for algorithm, m in medians.items()}}
+
+    def _upload(self, path: Path, key: str, node_pids: list[int], quiet: Callable[[], None],
+                extra: dict | None = None) -> dict:
+        """boto3's transfer manager uploading ``path`` as ``key`` on quiet nodes: its rate and CPU a MB."""
+        from boto3.s3.transfer import TransferConfig
+
+        config = TransferConfig(multipart_threshold=MULTIPART_PART, multipart_chunksize=MULTIPART_PART)
+        size = path.stat().st_size
+        quiet()
+        with CpuMeter(node_pids, process_tree(self.server.process.pid)).measure() as cost:
+            started = time.perf_counter()
+            self.client.upload_file(str(path), BUCKET, key, Config=config, ExtraArgs=extra)
+            seconds = time.perf_counter() - started
+        return _rate(size, seconds, cost)  # the cost is counted when its block ends
 
     def remove_all(self) -> int:
         """Delete every object of the bucket, then the bucket; how many objects."""

@@ -37,12 +37,13 @@ def test_smoke_bench_measures_every_figure_and_cleans_up(cql, tmp_path: Path) ->
 
 
 def test_smoke_bench_s3_path_measures_signed_puts_gets_and_a_multipart_upload(cql, tmp_path: Path) -> None:
-    """`--s3 --multipart-mb 16 --no-raw`: the S3 server's PUT and GET (presigned URLs) measured beside the plain
-    server's with their ratios, the multipart upload against a tree store of as many bytes, and the bucket and the
-    tree's files removed at the end."""
+    """`--s3 --multipart-mb 16 --checksum-mb 8 --no-raw`: the S3 server's PUT and GET (presigned URLs) measured
+    beside the plain server's with their ratios, the multipart upload against a tree store of as many bytes, an
+    upload with each checksum boto3 offers against its CRC32, and the bucket and the tree's files removed at the
+    end."""
     output = tmp_path / "serve.json"
     proc = subprocess.run([sys.executable, "-m", "bench.serve", "--smoke", "--seconds", "1", "--sizes", "65536",
-                           "--no-raw", "--s3", "--multipart-mb", "16", "--output", str(output)],
+                           "--no-raw", "--s3", "--multipart-mb", "16", "--checksum-mb", "8", "--output", str(output)],
                           capture_output=True, text=True, timeout=600, cwd=project_root())
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads(output.read_text())
@@ -53,4 +54,7 @@ def test_smoke_bench_s3_path_measures_signed_puts_gets_and_a_multipart_upload(cq
     multipart = results["multipart"]
     assert multipart["bytes"] == 16 * 1024 * 1024 and multipart["multipart"]["mb_per_s"] > 0
     assert multipart["tree_store"]["mb_per_s"] > 0 and multipart["ratio"] > 0 and "multipart/tree" in proc.stdout
+    checksums = results["checksums"]
+    assert list(checksums["uploads"]) == ["CRC32", "CRC32C", "CRC64NVME", "SHA256"] and "by checksum" in proc.stdout
+    assert checksums["ratios"]["CRC32"] == 1.0 and all(up["mb_per_s"] > 0 for up in checksums["uploads"].values())
     assert not list(Store(cql).list("bench-serve-s3/")) and not list(Store(cql).list("bench-serve/"))

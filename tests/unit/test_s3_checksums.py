@@ -27,6 +27,24 @@ def test_crc64nvme_matches_its_check_value_and_the_s3_suite():
     assert _b64("crc64nvme", b"A" * 1024) == "Qeh8oXvGiSo="
 
 
+@pytest.mark.parametrize("algorithm, check", [("crc32", "cbf43926"), ("crc32c", "e3069283")])
+def test_crc32_and_crc32c_match_their_check_values(algorithm, check):
+    """The catalogue check values of b'123456789' (CRC-32/ISO-HDLC, CRC-32/ISCSI)."""
+    assert base64.b64decode(_b64(algorithm, b"123456789")).hex() == check
+
+
+@pytest.mark.parametrize("algorithm", ["crc32", "crc32c", "crc64nvme"])
+def test_a_body_read_in_pieces_has_the_crc_of_its_whole(algorithm):
+    """Digests feeds each CRC one read at a time, from views into the store's buffer: the value is the whole's."""
+    data = bytes(range(256)) * 4099
+    digests = Digests(io.BytesIO(data), {f"x-amz-checksum-{algorithm}": _b64(algorithm, data)})
+    buffer = bytearray(7777)
+    while digests.readinto(memoryview(buffer)):
+        pass
+    digests.check()
+    assert digests.checksum().value == _b64(algorithm, data)
+
+
 @pytest.mark.parametrize("algorithm", ["crc32", "crc32c", "crc64nvme"])
 def test_combined_crcs_are_the_crc_of_the_concatenation(algorithm):
     first, second = b"the first part, ", b"and the second one" * 7
