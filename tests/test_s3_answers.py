@@ -1,7 +1,8 @@
 """S3's answers in the details clients and the compatibility suite rely on, through a real server and boto3.
 
 Conditional writes of a missing key, the headers kept with an object and a GET's ``response-*`` overrides,
-listing encodings and ``max-keys=0``, torrents, UploadPartCopy ranges, chunked PUTs, and a Complete sent again.
+listing encodings and ``max-keys=0``, torrents, UploadPartCopy ranges, chunked PUTs, a Complete sent again, and
+SlowDown during an offline reclaim window.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from botocore.exceptions import ClientError
 
+from casstor_ops.store.coordination.reclaim_window import WindowMode, clear_window, open_window
+
 from .s3_support import error_code
+from .serve_support import until_no_writer
 
 
 def test_if_match_on_a_missing_key_is_no_such_key_and_stores_nothing(s3):
@@ -108,3 +112,29 @@ def test_a_complete_sent_again_answers_the_object_and_a_part_sent_twice_counts_o
         s3.upload_part(Bucket="completes", Key="k", UploadId=upload, PartNumber=2, Body=b"late")
     assert error_code(err) == "NoSuchUpload"
     assert s3.list_multipart_uploads(Bucket="completes").get("Uploads", []) == []
+
+
+def test_an_offline_reclaim_window_is_answered_slow_down_and_reads_go_on(s3, cql):
+    """Injects: an offline reclaim window opened on the store (as `jobs/reclaim.py --offline` does) once the
+    server's writer lease is given up. Checks: a PutObject, a DeleteObject and a CreateMultipartUpload are refused
+    with S3's 503 SlowDown and Retry-After (boto3 retries it by itself; this client does not), nothing is stored,
+    a GET still answers the object's bytes, and writes go on once the window is cleared."""
+    s3.create_bucket(Bucket="window")
+    s3.put_object(Bucket="window", Key="before", Body=b"kept")
+    until_no_writer(cql, 15)  # the module's server gives its lease up after 2 s idle (--lease-reuse 2)
+    open_window(cql, "reclaim@test:1", WindowMode.OFFLINE)
+    try:
+        for refused in (lambda: s3.put_object(Bucket="window", Key="during", Body=b"refused"),
+                        lambda: s3.delete_object(Bucket="window", Key="before"),
+                        lambda: s3.create_multipart_upload(Bucket="window", Key="parts")):
+            with pytest.raises(ClientError) as err:
+                refused()
+            answer = err.value.response
+            assert (error_code(err), answer["ResponseMetadata"]["HTTPStatusCode"]) == ("SlowDown", 503)
+            assert answer["ResponseMetadata"]["HTTPHeaders"]["retry-after"] == "5"
+        assert s3.get_object(Bucket="window", Key="before")["Body"].read() == b"kept"
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket="window")["Contents"]] == ["before"]
+    finally:
+        clear_window(cql)
+    s3.put_object(Bucket="window", Key="after", Body=b"ok")
+    assert s3.get_object(Bucket="window", Key="after")["Body"].read() == b"ok"
