@@ -119,22 +119,22 @@ def test_an_offline_reclaim_window_is_answered_slow_down_and_reads_go_on(s3, cql
     server's writer lease is given up. Checks: a PutObject, a DeleteObject and a CreateMultipartUpload are refused
     with S3's 503 SlowDown and Retry-After (boto3 retries it by itself; this client does not), nothing is stored,
     a GET still answers the object's bytes, and writes go on once the window is cleared."""
-    s3.create_bucket(Bucket="window")
-    s3.put_object(Bucket="window", Key="before", Body=b"kept")
+    s3.create_bucket(Bucket="reclaim-window")  # a name no other test of the session's store uses as a directory
+    s3.put_object(Bucket="reclaim-window", Key="before", Body=b"kept")
     until_no_writer(cql, 15)  # the module's server gives its lease up after 2 s idle (--lease-reuse 2)
     open_window(cql, "reclaim@test:1", WindowMode.OFFLINE)
     try:
-        for refused in (lambda: s3.put_object(Bucket="window", Key="during", Body=b"refused"),
-                        lambda: s3.delete_object(Bucket="window", Key="before"),
-                        lambda: s3.create_multipart_upload(Bucket="window", Key="parts")):
+        for refused in (lambda: s3.put_object(Bucket="reclaim-window", Key="during", Body=b"refused"),
+                        lambda: s3.delete_object(Bucket="reclaim-window", Key="before"),
+                        lambda: s3.create_multipart_upload(Bucket="reclaim-window", Key="parts")):
             with pytest.raises(ClientError) as err:
                 refused()
             answer = err.value.response
             assert (error_code(err), answer["ResponseMetadata"]["HTTPStatusCode"]) == ("SlowDown", 503)
             assert answer["ResponseMetadata"]["HTTPHeaders"]["retry-after"] == "5"
-        assert s3.get_object(Bucket="window", Key="before")["Body"].read() == b"kept"
-        assert [o["Key"] for o in s3.list_objects_v2(Bucket="window")["Contents"]] == ["before"]
+        assert s3.get_object(Bucket="reclaim-window", Key="before")["Body"].read() == b"kept"
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket="reclaim-window")["Contents"]] == ["before"]
     finally:
         clear_window(cql)
-    s3.put_object(Bucket="window", Key="after", Body=b"ok")
-    assert s3.get_object(Bucket="window", Key="after")["Body"].read() == b"ok"
+    s3.put_object(Bucket="reclaim-window", Key="after", Body=b"ok")
+    assert s3.get_object(Bucket="reclaim-window", Key="after")["Body"].read() == b"ok"
