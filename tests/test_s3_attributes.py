@@ -156,16 +156,15 @@ def test_boto3_uploads_with_crc32c_and_crc64nvme_of_its_own_are_checked_and_kept
     small = os.urandom(300_000)
     put = s3.put_object(Bucket="crtsums", Key="small", Body=small, ChecksumAlgorithm="CRC32C")
     assert put["ChecksumCRC32C"] == _crc("crc32c", small)
-    source = tmp_path / "big"
-    source.write_bytes(os.urandom(16 * MiB))
-    parts = [source.read_bytes()[start:start + 5 * MiB] for start in range(0, 16 * MiB, 5 * MiB)]
+    data, source = os.urandom(16 * MiB), tmp_path / "big"
+    source.write_bytes(data)
+    parts = [data[start:start + 5 * MiB] for start in range(0, len(data), 5 * MiB)]
     config = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB)
-    for algorithm, expected in (("CRC64NVME", _crc("crc64nvme", source.read_bytes())),
-                                ("CRC32C", _crc_of_crcs("crc32c", parts))):
+    for algorithm, expected in (("CRC64NVME", _crc("crc64nvme", data)), ("CRC32C", _crc_of_crcs("crc32c", parts))):
         s3.upload_file(str(source), "crtsums", algorithm, Config=config, ExtraArgs={"ChecksumAlgorithm": algorithm})
         head = s3.head_object(Bucket="crtsums", Key=algorithm, ChecksumMode="ENABLED")
         assert head[f"Checksum{algorithm}"] == expected
-        assert s3.get_object(Bucket="crtsums", Key=algorithm)["Body"].read() == source.read_bytes()
+        assert s3.get_object(Bucket="crtsums", Key=algorithm)["Body"].read() == data
     answer = s3.get_object(Bucket="crtsums", Key="small", ChecksumMode="ENABLED")
     assert answer["ChecksumCRC32C"] == put["ChecksumCRC32C"] and answer["Body"].read() == small
 
