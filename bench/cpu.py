@@ -150,13 +150,19 @@ class CpuMeter:
     @contextlib.contextmanager
     def measure(self) -> Iterator[Cost]:
         cost = Cost()
-        compiler = self._compiler_s()  # a walk of the node's threads: outside the client's window, as at the end
-        client, node, server = self._client(), self._node_s(), self._server_s()
+        # The node is read before and after the walk of its threads, so the compiler's window lies inside the
+        # node's; the walk lies outside the client's window.
+        node = self._node_s()
+        compiler = self._compiler_s()
+        client, server = self._client(), self._server_s()
         yield cost
         cost.client_s = self._client() - client
         if node is not None:
+            compiler = self._compiler_s() - compiler
             cost.node_s = self._node_s() - node
-            # HotSpot may end a compiler thread beyond the first of each kind, and its CPU with it: never below 0
-            cost.compiler_s = max(0.0, self._compiler_s() - compiler)
+            # HotSpot may end a compiler thread beyond the first of each kind, and its CPU with it: never below 0.
+            # The kernel rounds each thread's ticks apart from the process's, so their sum may pass the node's
+            # (a CI run of a 1-second step had a share above 1): never above the node's.
+            cost.compiler_s = min(cost.node_s, max(0.0, compiler))
         if server is not None:
             cost.server_s = self._server_s() - server
