@@ -9,6 +9,7 @@ byte for byte.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import urllib.request
@@ -166,6 +167,49 @@ def test_a_wrong_content_md5_or_checksum_stores_nothing(s3):
     assert error_code(err) == "BadDigest"
     with pytest.raises(ClientError):
         s3.head_object(Bucket="digests", Key="bad")
+
+
+def _tamper_after_signing(s3, old: bytes, new: bytes):
+    """Make ``s3`` replace ``old`` by ``new`` (as long) in its next request bodies after signing them: what a
+    party on the way could do. Returns the handler, to unregister."""
+    def tamper(request, **_) -> None:
+        if isinstance(request.body, bytes) and old in request.body:
+            request.body = request.body.replace(old, new)
+    assert len(old) == len(new)
+    s3.meta.events.register_first("before-send.s3", tamper)
+    return tamper
+
+
+def test_a_small_body_changed_after_signing_is_refused_and_changes_nothing(s3):
+    # What it injects: boto3 signs DeleteObjects and PutObjectTagging (x-amz-content-sha256: the body's SHA-256),
+    # then a before-send hook changes a key or a tag in the body, as long as it was. What it checks: the server
+    # answers XAmzContentSHA256Mismatch and deletes or tags nothing (before, these bodies were parsed unchecked:
+    # the object named only by the changed body was deleted).
+    s3.create_bucket(Bucket="tampered")
+    for key in ("keep-a", "keep-b"):
+        s3.put_object(Bucket="tampered", Key=key, Body=key.encode())
+    s3.put_object_tagging(Bucket="tampered", Key="keep-a", Tagging={"TagSet": [{"Key": "k", "Value": "old"}]})
+    tamper = _tamper_after_signing(s3, b"keep-a", b"keep-b")
+    try:
+        with pytest.raises(ClientError) as err:
+            s3.delete_objects(Bucket="tampered", Delete={"Objects": [{"Key": "keep-a"}]})
+        assert error_code(err) == "XAmzContentSHA256Mismatch"
+    finally:
+        s3.meta.events.unregister("before-send.s3", tamper)
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="tampered")["Contents"]] == ["keep-a", "keep-b"]
+    tamper = _tamper_after_signing(s3, b"<Value>new</Value>", b"<Value>bad</Value>")
+    try:
+        with pytest.raises(ClientError) as err:
+            s3.put_object_tagging(Bucket="tampered", Key="keep-a", Tagging={"TagSet": [{"Key": "k", "Value": "new"}]})
+        assert error_code(err) == "XAmzContentSHA256Mismatch"
+    finally:
+        s3.meta.events.unregister("before-send.s3", tamper)
+    assert s3.get_object_tagging(Bucket="tampered", Key="keep-a")["TagSet"] == [{"Key": "k", "Value": "old"}]
+    with pytest.raises(ClientError) as err:  # a Content-MD5 of other bytes
+        s3.put_object_tagging(Bucket="tampered", Key="keep-a", Tagging={"TagSet": [{"Key": "k", "Value": "new"}]},
+                              ContentMD5=base64.b64encode(hashlib.md5(b"other bytes").digest()).decode())
+    assert error_code(err) == "BadDigest"
+    assert s3.get_object_tagging(Bucket="tampered", Key="keep-a")["TagSet"] == [{"Key": "k", "Value": "old"}]
 
 
 def test_the_aws_cli_copies_lists_and_syncs_a_tree(server, credentials, tmp_path):

@@ -179,6 +179,38 @@ def _crc_of_crcs(algorithm: str, parts: list[bytes]) -> str:
     return f"{_crc(algorithm, digests)}-{len(parts)}"
 
 
+def test_copies_keep_a_checksum_of_their_bytes(s3):
+    """What it injects: copies whose source keeps no checksum the copy can take as it is, an empty object (copied
+    by reading its bytes, as an inline one's), and parts of a CRC32 upload copied from a source with no
+    CRC32 (whole and a range: read) and from one with a CRC32 of all its bytes (whole: its block list, no read).
+    What it checks: the copy's checksum, answered and kept, is the one of its bytes, and Complete's COMPOSITE
+    CRC32 is the parts' (before, such copies kept none, so the upload's object had none either)."""
+    s3.create_bucket(Bucket="copysums")
+    s3.put_object(Bucket="copysums", Key="empty", Body=b"", ChecksumAlgorithm="CRC32C")
+    s3.copy_object(Bucket="copysums", Key="empty-copy", CopySource="copysums/empty")
+    head = s3.head_object(Bucket="copysums", Key="empty-copy", ChecksumMode="ENABLED")
+    assert head["ChecksumCRC32C"] == _crc("crc32c", b"")
+    with_crc, without = os.urandom(5 * MiB), os.urandom(6 * MiB)
+    s3.put_object(Bucket="copysums", Key="with-crc", Body=with_crc, ChecksumAlgorithm="CRC32")
+    s3.put_object(Bucket="copysums", Key="without", Body=without, ChecksumAlgorithm="SHA256")
+    upload_id = s3.create_multipart_upload(Bucket="copysums", Key="joined", ChecksumAlgorithm="CRC32")["UploadId"]
+    sources = [("with-crc", None, with_crc), ("without", f"bytes=0-{5 * MiB - 1}", without[:5 * MiB]),
+               ("without", None, without)]
+    listed = []
+    for number, (key, span, data) in enumerate(sources, 1):
+        copied = s3.upload_part_copy(Bucket="copysums", Key="joined", UploadId=upload_id, PartNumber=number,
+                                     CopySource=f"copysums/{key}", **({"CopySourceRange": span} if span else {}))
+        result = copied["CopyPartResult"]
+        assert result["ChecksumCRC32"] == _crc("crc32", data) and result["ETag"] == f'"{hashlib.md5(data).hexdigest()}"'
+        listed.append({"PartNumber": number, "ETag": result["ETag"], "ChecksumCRC32": result["ChecksumCRC32"]})
+    done = s3.complete_multipart_upload(Bucket="copysums", Key="joined", UploadId=upload_id,
+                                        MultipartUpload={"Parts": listed})
+    expected = _crc_of_crcs("crc32", [data for _, _, data in sources])
+    assert done["ChecksumCRC32"] == expected
+    assert s3.head_object(Bucket="copysums", Key="joined", ChecksumMode="ENABLED")["ChecksumCRC32"] == expected
+    assert s3.get_object(Bucket="copysums", Key="joined")["Body"].read() == b"".join(d for _, _, d in sources)
+
+
 def test_a_tagged_version_dropped_by_its_version_id_leaves_nothing_behind(s3):
     """Injects: tags set on a version after its commit (a later write to its row), then that version dropped by
     DeleteObject(VersionId). Checks: ListObjectVersions answers (no 500) with neither a version nor a marker, and

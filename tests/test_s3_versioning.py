@@ -79,6 +79,9 @@ def test_writes_answer_their_version_id_and_deletes_their_marker(s3):
     etag = s3.upload_part(Bucket="vids", Key="c", UploadId=upload, PartNumber=1, Body=b"part")["ETag"]
     done = s3.complete_multipart_upload(Bucket="vids", Key="c", UploadId=upload,
                                         MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    again = s3.complete_multipart_upload(Bucket="vids", Key="c", UploadId=upload,  # a client's retry
+                                         MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert (again["ETag"], again["VersionId"]) == (done["ETag"], done["VersionId"])
     listed = {v["Key"]: v["VersionId"] for v in s3.list_object_versions(Bucket="vids")["Versions"]}
     assert listed == {"a": put, "b": copied["VersionId"], "c": done["VersionId"]}
     removed = s3.delete_object(Bucket="vids", Key="a")

@@ -11,7 +11,9 @@ Vocabulary (besides :mod:`casstor_ops.serve`'s):
   (``x-amz-meta-*``), ``http_headers`` (Cache-Control, Expires, ...) (:mod:`.objects`).
 * **signature**: AWS Signature Version 4, in the ``Authorization`` header or a
   presigned URL (:mod:`.sigv4`); an aws-chunked body's chunk signatures and
-  trailer (:mod:`.chunked`); the body's digests (:mod:`.checksums`).
+  trailer (:mod:`.chunked`); the body's digests (:mod:`.checksums`); a small
+  (configuration or list) body checked against them before it is parsed
+  (:mod:`.request_body`).
 * **credentials**: access key -> secret key, from an aws CLI credentials
   file only its owner may read (:mod:`.credentials`).
 * **error**: an S3 XML error document with S3's code and status (:mod:`.errors`);

@@ -75,14 +75,15 @@ class Acls:
     def __init__(self, objects: Objects) -> None:
         self._objects = objects
 
-    async def answer(self, request: Request, bucket: str, key: str, owner: str,
-                     version: str | None = None) -> Response:
-        """Get/PutBucketAcl (``key`` empty) or Get/PutObjectAcl of a bucket ``owner`` owns."""
+    async def answer(self, request: Request, bucket: str, key: str, owner: str, version: str | None = None,
+                     body: bytes = b"") -> Response:
+        """Get/PutBucketAcl (``key`` empty) or Get/PutObjectAcl of a bucket ``owner`` owns; ``body``: a PUT's,
+        checked (:mod:`.request_body`)."""
         if key:
             await self._objects.head(bucket, key, version)
         if request.method == "GET":
             return xml_response(policy(owner))
         if request.method != "PUT":
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
-        check_owner_only(request.headers, await request.body(), owner)
+        check_owner_only(request.headers, body, owner)
         return Response(status_code=200)

@@ -74,6 +74,7 @@ from casstor_ops.serve.s3.errors import S3Error, render
 from casstor_ops.serve.s3.listing import Listing, decode_token, encode_token, encoded, max_keys
 from casstor_ops.serve.s3.multipart import Multipart
 from casstor_ops.serve.s3.post_object import PostObjects, is_form_post
+from casstor_ops.serve.s3.request_body import checked_body
 from casstor_ops.serve.s3.versions import Versions
 from casstor_ops.serve.s3.objects import Objects, copy_source_of, s3_time, xml_response
 from casstor_ops.serve.s3.sigv4 import Signed, authenticate
@@ -183,14 +184,15 @@ class S3Handlers(Handlers):
         bucket, _, key = path.lstrip("/").partition("/")
         query = dict(parse_qsl(request.scope["query_string"].decode("latin-1"), keep_blank_values=True))
         method = request.method
+        body = await checked_body(request, signed) if _small_body(method, key, query, request.headers) else b""
         if not bucket:
             if method == "GET":
                 return await on_pool(self.reads.pool, self._list_buckets, signed, query)
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
         if "acl" in query:
-            return await self.acls.answer(request, bucket, key, signed.access_key, query.get("versionId"))
+            return await self.acls.answer(request, bucket, key, signed.access_key, query.get("versionId"), body)
         if "tagging" in query:
-            return await self.tagging.handle(request, bucket, key, query.get("versionId"))
+            return await self.tagging.handle(request, bucket, key, query.get("versionId"), body)
         if "torrent" in query and method == "GET" and key:
             raise S3Error("NoSuchKey", "No torrent is kept for this object (torrents are not supported).")
         unsupported = {"policy", "lifecycle", "torrent",
@@ -198,11 +200,11 @@ class S3Handlers(Handlers):
         if unsupported:
             raise S3Error("NotImplemented", f"?{sorted(unsupported)[0]} is not supported by this server yet.")
         if not key and "cors" in query:
-            return await self._cors(request, method, bucket, signed)
+            return await self._cors(method, bucket, body)
         if not key:
-            return await self._bucket(request, method, bucket, query, signed)
+            return await self._bucket(request, method, bucket, query, signed, body)
         if "uploads" in query or "uploadId" in query:
-            return await self._multipart(request, method, bucket, key, query, signed)
+            return await self._multipart(request, method, bucket, key, query, signed, body)
         if method == "GET" and "attributes" in query:
             return await get_attributes(self.objects, request, bucket, key, query.get("versionId"))
         if method in ("GET", "HEAD"):
@@ -218,9 +220,9 @@ class S3Handlers(Handlers):
             return await self.objects.delete(bucket, key, request.headers, record.versioning)
         raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
-    async def _cors(self, request: Request, method: str, bucket: str, signed: Signed) -> Response:
+    async def _cors(self, method: str, bucket: str, body: bytes) -> Response:
         if method == "PUT":
-            return await self.cors.put(request, bucket, signed)
+            return await self.cors.put(bucket, body)
         if method == "GET":
             return await self.cors.get(bucket)
         if method == "DELETE":
@@ -232,12 +234,12 @@ class S3Handlers(Handlers):
             raise S3Error("AccessDenied", "This server is read-only.")
 
     async def _multipart(self, request: Request, method: str, bucket: str, key: str, query: dict[str, str],
-                         signed: Signed) -> Response:
+                         signed: Signed, body: bytes) -> Response:
         uploads = self.multipart
         if method == "POST":
             if "uploads" in query:
                 return await uploads.create(request, bucket, key)
-            return await uploads.complete(request, bucket, key, query)
+            return await uploads.complete(request, bucket, key, query, body)
         if "uploadId" not in query:
             raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
         if method == "PUT":
@@ -251,12 +253,12 @@ class S3Handlers(Handlers):
         raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
     async def _bucket(self, request: Request, method: str, bucket: str, query: dict[str, str],
-                      signed: Signed) -> Response:
+                      signed: Signed, body: bytes) -> Response:
         pool = self.reads.pool
         if method == "PUT" and "versioning" in query:
-            return await self.versions.put_config(request, bucket)
+            return await self.versions.put_config(bucket, body)
         if method == "PUT":
-            location = location_of(await request.body())
+            location = location_of(body)
             await self.writes.write(lambda lease: self.buckets.create(bucket, signed.access_key, location))
             return Response(status_code=200, headers={"location": f"/{bucket}"})
         if method == "HEAD":
@@ -265,7 +267,7 @@ class S3Handlers(Handlers):
             await self.writes.write(lambda lease: self.buckets.delete(bucket))
             return Response(status_code=204)
         if method == "POST" and "delete" in query:
-            return await self.objects.delete_many(request, bucket)
+            return await self.objects.delete_many(bucket, body)
         if method == "GET" and "uploads" in query:
             return await self.multipart.list_uploads(bucket, query, signed.access_key)
         if method != "GET":
@@ -324,6 +326,15 @@ class S3Handlers(Handlers):
                        "CommonPrefixes": [{"Prefix": encoded(p, encoding)} for p in page.prefixes]})
         root_name = "ListBucketResult"
         return xml_response(document(root_name, fields))
+
+
+def _small_body(method: str, key: str, query: dict[str, str], headers) -> bool:
+    """Whether the request's body is a small one to check before routing (:mod:`.request_body`): any POST's (a
+    form's is routed before) and PUT's, but an object's or a part's data, which the store checks as it reads it."""
+    if method == "POST":
+        return True
+    data = key and "x-amz-copy-source" not in headers and not {"acl", "tagging"} & query.keys()
+    return method == "PUT" and not data
 
 
 def _newest_read(request: Request) -> bool:

@@ -109,6 +109,11 @@ class Checksum:
         return {f"Checksum{self.algorithm.upper()}": self.value, "ChecksumType": self.type}
 
 
+def stored_checksum(checksum: Checksum | None) -> str | None:
+    """``checksum`` as the ``versions.checksum`` column keeps it (None: none)."""
+    return checksum.stored() if checksum is not None else None
+
+
 # The checksum types S3 allows a multipart upload, by algorithm; the last one is its default.
 _TYPES = {"crc32": (FULL_OBJECT, COMPOSITE), "crc32c": (FULL_OBJECT, COMPOSITE), "crc64nvme": (FULL_OBJECT,),
           "sha1": (COMPOSITE,), "sha256": (COMPOSITE,)}

@@ -35,25 +35,19 @@ without them (logged): the browser then refuses it, as it would with no rule.
 
 from __future__ import annotations
 
-import asyncio
-import io
 import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from starlette.requests import Request
 from starlette.responses import Response
 
 from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.s3.buckets import Bucket, Buckets
-from casstor_ops.serve.s3.checksums import Digests
 from casstor_ops.serve.s3.errors import S3Error, no_such_bucket
 from casstor_ops.serve.s3.objects import xml_response
-from casstor_ops.serve.s3.sigv4 import Signed
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.status import one_line
-from casstor_ops.serve.streams import BodyReader
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import Store
 from casstor_ops.store.statements import Statements
@@ -184,8 +178,11 @@ class Cors:
         if not applied[0]:
             raise no_such_bucket(bucket)
 
-    async def put(self, request: Request, bucket: str, signed: Signed) -> Response:
-        rules = parse_rules(await _config_body(request, signed))
+    async def put(self, bucket: str, body: bytes) -> Response:
+        """PutBucketCors of ``body`` (checked: :mod:`.request_body`)."""
+        if len(body) > MAX_CONFIG_BYTES:
+            raise S3Error("MalformedXML", "The XML you provided was too large.")
+        rules = parse_rules(body)
         await self._writes.write(lambda lease: self._set(bucket, rules))
         return Response(status_code=200)
 
@@ -232,14 +229,3 @@ class Cors:
                         path, one_line(err))
             return
         response.headers.update(allowed(rules, origin, method, "") or {})
-
-
-async def _config_body(request: Request, signed: Signed) -> bytes:
-    """A configuration's body (at most ``MAX_CONFIG_BYTES``), its Content-MD5, checksum and signed SHA-256
-    checked."""
-    reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=MAX_CONFIG_BYTES)
-    body = await reader.read_all()
-    digests = Digests(io.BytesIO(body), request.headers, signed.payload if len(signed.payload) == 64 else None)
-    digests.read()
-    digests.check()
-    return body

@@ -16,8 +16,10 @@ or FULL_OBJECT, :func:`~.checksums.multipart_checksum`) and its parts' sizes
 and checksums with the object's version (for ``partNumber`` and
 GetObjectAttributes).
 UploadPartCopy of a whole object is a concatenation of one list too (no byte
-read); with ``x-amz-copy-source-range`` the range's bytes are read and stored
-(its blocks are found: dedup). An upload nobody completes or aborts is
+read), keeping the source's checksum; with ``x-amz-copy-source-range``, or when
+the upload asks for a checksum the source does not keep of all its bytes, the
+bytes are read and stored (their blocks are found: dedup) and the part's
+checksum computed as they pass. An upload nobody completes or aborts is
 forgotten after :data:`~casstor_ops.store.multipart.ABANDONED_AFTER_S`.
 
 Example::
@@ -47,14 +49,15 @@ from starlette.responses import Response
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.s3.buckets import owner_of
-from casstor_ops.serve.s3.checksums import Checksum, checksum_type, multipart_checksum
+from casstor_ops.serve.s3.checksums import (FULL_OBJECT, Checksum, checksum_type, multipart_checksum,
+                                            stored_checksum)
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument
 from casstor_ops.serve.s3.listing import Listing, max_keys
 from casstor_ops.serve.s3.objects import (Objects, condition_of, kept_headers, part_number, quoted, s3_time,
                                           user_meta, version_headers, xml_response)
 from casstor_ops.serve.s3.sigv4 import Signed
 from casstor_ops.serve.s3.tags import tags_of_header
-from casstor_ops.serve.s3.version_rows import is_null_write
+from casstor_ops.serve.s3.version_rows import ENABLED, is_null_write
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import FileInfo, Store
@@ -103,7 +106,8 @@ class Upload:
         self.checksum_type: str | None = fields.get("checksum_type")
         self.completed: str | None = fields.get("completed")  # the object's ETag once completed
         self.completed_checksum: str | None = fields.get("completed_checksum")
-        # Not kept in the record: a record of the same content is the same block (an upload repeated stores none).
+        # Not kept in the record: a record of the same content is the same block (an upload repeated stores none);
+        # a Complete sent again finds it among the key's versions by the ETag.
         self.completed_version: uuid.UUID | None = None
 
     def headers(self) -> dict[str, str]:
@@ -172,7 +176,7 @@ class Multipart:
 
         def store(lease: WriterLease) -> None:
             self._store.put(body, target, lease=lease, before_commit=body.check, inline=False,
-                            object_meta=lambda: ObjectMeta(body.etag, checksum=_stored(checksum())))
+                            object_meta=lambda: ObjectMeta(body.etag, checksum=stored_checksum(checksum())))
 
         def checksum() -> Checksum | None:
             return body.checksum(upload.checksum)
@@ -182,20 +186,23 @@ class Multipart:
 
     async def copy_part(self, request: Request, bucket: str, key: str, query: dict[str, str]) -> Response:
         number = part_number(query.get("partNumber"))
-        await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
+        upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
         source = await self._objects.copy_source(request)
         target = part_id(bucket, query["uploadId"], number)
         wanted = request.headers.get("x-amz-copy-source-range")
-        if wanted is None:
+        checksum = _of_all_bytes(source.checksum, upload.checksum)
+        if wanted is None and (upload.checksum is None or checksum is not None):
             etag = source.etag.strip('"')
-            meta = ObjectMeta(etag, None, {})
+            meta = ObjectMeta(etag, checksum=stored_checksum(checksum))
             await self._writes.write(lambda lease: commit_parts(self._store.session, self._store.settings,
                                                                 [source.info], target, lease.fence, lambda: meta))
-        else:
-            start, stop = _copy_range(wanted, source.info.size)
-            etag, _ = await self._writes.write(partial(self._objects.store_copy, source.info, target, None, None,
-                                                       span=(start, stop), inline=False))
-        return xml_response(document("CopyPartResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
+        else:  # a range, or a checksum the source does not carry: its bytes are read (and their blocks found)
+            span = _copy_range(wanted, source.info.size) if wanted is not None else None
+            copied = await self._writes.write(partial(self._objects.store_copy, source.info, target, None, None,
+                                                      span=span, inline=False, algorithm=upload.checksum))
+            etag, checksum = copied.etag, copied.checksum
+        return xml_response(document("CopyPartResult", {"ETag": quoted(etag), "LastModified": s3_time(None),
+                                                        **(checksum.fields() if checksum else {})}))
 
     def _parts(self, bucket: str, upload_id: str, after: int = 0) -> list:
         """The upload's part entries from part ``after + 1`` on, in part order."""
@@ -251,10 +258,9 @@ class Multipart:
 
     # -- the end of an upload
 
-    async def complete(self, request: Request, bucket: str, key: str, query: dict[str, str]) -> Response:
+    async def complete(self, request: Request, bucket: str, key: str, query: dict[str, str], body: bytes) -> Response:
         file_id = check_id(f"{bucket}/{key}", storing=True)
         upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key, True)
-        body = await request.body()
         if len(body) > MAX_COMPLETE_BODY:
             raise S3Error("MalformedXML", "The XML you provided was too large.")
         try:
@@ -270,6 +276,8 @@ class Multipart:
         versioning = await self._objects.versioning(bucket)
         if upload.completed is None:
             await self._complete(request, upload, file_id, listed, wanted, versioning)
+        elif versioning == ENABLED:  # a Complete sent again (the client retries): the version it made
+            upload.completed_version = await on_pool(self._pool, self._completed_version, file_id, upload.completed)
         checksum = Checksum.parse(upload.completed_checksum)
         response = xml_response(document("CompleteMultipartUploadResult",
                                          {"Location": f"/{bucket}/{key}", "Bucket": bucket, "Key": key,
@@ -290,11 +298,17 @@ class Multipart:
         checksum = self._object_checksum(upload, layout, request.headers)
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         meta = ObjectMeta(etag, upload.content_type, upload.meta, headers=upload.http_headers, tags=upload.tags,
-                          checksum=_stored(checksum), parts=layout, null_version=is_null_write(versioning))
+                          checksum=stored_checksum(checksum), parts=layout, null_version=is_null_write(versioning))
         head = await self._writes.write(partial(self._objects.commit_blocks, parts, file_id, condition, meta,
                                                 versioning))
-        upload.completed, upload.completed_checksum, upload.completed_version = etag, _stored(checksum), head.version
+        upload.completed, upload.completed_checksum = etag, stored_checksum(checksum)
+        upload.completed_version = head.version
         await self._writes.write(partial(self._forget_upload, upload))
+
+    def _completed_version(self, file_id: str, etag: str) -> uuid.UUID | None:
+        """The newest version of ``file_id`` with the completed upload's ``etag`` (None: forgotten since)."""
+        return next((row.version for row in self._objects.rows(file_id) if not row.deleted and row.etag == etag),
+                    None)
 
     def _layout(self, upload: Upload, parts: list[FileInfo], given: list[str | None]
                 ) -> list[tuple[int, str | None]]:
@@ -362,6 +376,13 @@ class Multipart:
         return Response(status_code=204)
 
 
+def _of_all_bytes(checksum: Checksum | None, algorithm: str | None) -> Checksum | None:
+    """``checksum`` if it is by ``algorithm`` and of all the object's bytes (not COMPOSITE: of its parts' own)."""
+    if checksum is None or checksum.algorithm != algorithm or checksum.type != FULL_OBJECT:
+        return None
+    return checksum
+
+
 def _copy_range(header: str, size: int) -> tuple[int, int]:
     """``bytes=A-B`` of x-amz-copy-source-range as [A, B+1); InvalidArgument if malformed, InvalidRange (S3's
     answer) if it ends past the source."""
@@ -373,10 +394,6 @@ def _copy_range(header: str, size: int) -> tuple[int, int]:
         raise S3Error("InvalidRange", "The requested range is not satisfiable", ActualObjectSize=str(size),
                       RangeRequested=header)
     return int(match[1]), int(match[2]) + 1
-
-
-def _stored(checksum: Checksum | None) -> str | None:
-    return checksum.stored() if checksum is not None else None
 
 
 def _headers(checksum: Checksum | None) -> dict[str, str]:

@@ -64,7 +64,7 @@ from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.ranges import ByteRange, Unsatisfiable, parse_range
 from casstor_ops.serve.reads import Reads
 from casstor_ops.serve.s3.buckets import Buckets, ReadGrant
-from casstor_ops.serve.s3.checksums import Checksum, Digests
+from casstor_ops.serve.s3.checksums import Checksum, Digests, stored_checksum
 from casstor_ops.serve.s3.conditions import ConditionTurns, Turn
 from casstor_ops.serve.s3.chunked import AwsChunked
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument, no_such_key, precondition_failed
@@ -124,7 +124,7 @@ class S3Object:
 
     def meta(self, etag: str, checksum: Checksum | None = None, null_version: bool = False) -> ObjectMeta:
         return ObjectMeta(etag, self.content_type, self.user_meta, headers=self.http_headers, tags=self.tags,
-                          checksum=checksum.stored() if checksum is not None else None, null_version=null_version)
+                          checksum=stored_checksum(checksum), null_version=null_version)
 
     def headers(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """The object's response headers; ``overrides`` (a GET's ``response-*`` query) replace the kept ones."""
@@ -425,10 +425,11 @@ class Objects:
 
     def store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
                    lease: WriterLease, check_source=lambda: None, inline: bool = True,
-                   versioning: str | None = ENABLED) -> uuid.UUID:
+                   versioning: str | None = ENABLED, algorithm: str | None = None) -> uuid.UUID:
         """The store call of a PUT, POST or copy (write thread): digests and the precondition checked just before
         the head write, under the key's lock; in a bucket of ``versioning``, a null version replaces the older ones
-        (:mod:`.version_rows`). The version committed."""
+        (:mod:`.version_rows`). The checksum kept: by ``algorithm`` (one ``body`` computes), else the one the
+        request named. The version committed."""
         def check() -> None:
             check_source()
             body.check()
@@ -437,8 +438,9 @@ class Objects:
         null = is_null_write(versioning)
         with self._writes.head_locks.turn(file_id) as turn, self.turns.turn(file_id) as guard:
             result = self._store.put(body, file_id, lease=lease, before_commit=turn.then(check), inline=inline,
-                                     object_meta=lambda: meta.meta(body.etag, body.checksum(), null) if meta
-                                     else ObjectMeta(body.etag, None, {}, null_version=null))
+                                     object_meta=lambda: meta.meta(body.etag, body.checksum(algorithm), null) if meta
+                                     else ObjectMeta(body.etag, checksum=stored_checksum(body.checksum(algorithm)),
+                                                     null_version=null))
             self.drop_replaced(file_id, versioning)
         return result.version
 
@@ -487,9 +489,9 @@ class Objects:
             self.drop_replaced(file_id, versioning)
             return marker.version
 
-    async def delete_many(self, request: Request, bucket: str) -> Response:
+    async def delete_many(self, bucket: str, body: bytes) -> Response:
+        """DeleteObjects of the keys ``body`` lists (checked: :mod:`.request_body`)."""
         await self.require_bucket(bucket)
-        body = await request.body()
         if len(body) > MAX_DELETE_BODY:
             raise S3Error("MalformedXML", "The XML you provided was too large.")
         try:
@@ -565,9 +567,11 @@ class Objects:
             head = await self._writes.write(partial(self.commit_blocks, [source.info], file_id, condition, kept,
                                                     versioning))
             etag, version = kept.etag, head.version
-        else:  # an inline (or empty) source: its bytes are in its head row
-            etag, version = await self._writes.write(partial(self.store_copy, source.info, file_id, condition, meta,
-                                                             versioning=versioning))
+        else:  # an inline (or empty) source: its bytes are in its head row; its checksum is computed again
+            copied = await self._writes.write(partial(
+                self.store_copy, source.info, file_id, condition, meta, versioning=versioning,
+                algorithm=source.checksum.algorithm if source.checksum is not None else None))
+            etag, version = copied.etag, copied.version
         response = xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
         response.headers.update({"x-amz-copy-source-version-id": source.version_id,
                                  **version_headers(versioning, version)})
@@ -586,11 +590,12 @@ class Objects:
 
     def store_copy(self, source: FileInfo, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
                    lease: WriterLease, span: tuple[int, int] | None = None, inline: bool = True,
-                   versioning: str | None = ENABLED) -> tuple[str, uuid.UUID]:
+                   versioning: str | None = ENABLED, algorithm: str | None = None) -> Copied:
         """Store the version ``source`` (its bytes ``span``, when given) again under ``file_id`` (a bucket of
         ``versioning``): its content flows from a read thread through a pipe; every block is found in the store,
-        so none is written (but those cut at a span's ends). A source read that fails or ends short fails the
-        check before the head write (nothing committed); its ETag and version."""
+        so none is written (but those cut at a span's ends). The copy keeps the checksum by ``algorithm`` of the
+        bytes copied (None: none). A source read that fails or ends short fails the check before the head write
+        (nothing committed)."""
         start, stop = span or (0, source.size)
         read_end, write_end = os.pipe()
         outcome: list[BaseException | None] = []
@@ -613,13 +618,23 @@ class Objects:
         reader = threading.Thread(target=produce, name="casstor-s3-copy", daemon=True)
         reader.start()
         with open(read_end, "rb") as pipe:
-            body = Digests(pipe, {})
+            body = Digests(pipe, {}, also=algorithm)
             try:
-                version = self.store_body(body, file_id, condition, meta, lease, check_source, inline, versioning)
+                version = self.store_body(body, file_id, condition, meta, lease, check_source, inline, versioning,
+                                          algorithm)
             finally:
                 _drain(pipe)
                 reader.join()
-        return body.etag, version
+        return Copied(body.etag, version, body.checksum(algorithm) if algorithm else None)
+
+
+@dataclass(frozen=True)
+class Copied:
+    """What :meth:`Objects.store_copy` committed: the copy's ETag, version and checksum (None: none asked)."""
+
+    etag: str
+    version: uuid.UUID
+    checksum: Checksum | None
 
 
 class Span(io.RawIOBase):

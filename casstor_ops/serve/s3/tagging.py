@@ -53,10 +53,11 @@ class Tagging:
         self._session = store.session
         self._st = Statements.for_session(self._session)
 
-    async def handle(self, request: Request, bucket: str, key: str, version: str | None) -> Response:
-        """``?tagging`` of an object (``key``) or of a bucket (no key)."""
+    async def handle(self, request: Request, bucket: str, key: str, version: str | None, body: bytes) -> Response:
+        """``?tagging`` of an object (``key``) or of a bucket (no key); ``body``: a PUT's, checked
+        (:mod:`.request_body`)."""
         if not key:
-            return await self._bucket(request, bucket)
+            return await self._bucket(request, bucket, body)
         obj = await self._objects.head(bucket, key, version)
         headers = {"x-amz-version-id": str(obj.info.version)}
         if request.method == "GET":
@@ -64,7 +65,7 @@ class Tagging:
             response.headers.update(headers)
             return response
         if request.method == "PUT":
-            tags = tag_set(await _body(request))
+            tags = tag_set(_within(body))
         elif request.method == "DELETE":
             tags = {}
         else:
@@ -78,7 +79,7 @@ class Tagging:
         if not applied:
             raise no_such_key(bucket, key)
 
-    async def _bucket(self, request: Request, bucket: str) -> Response:
+    async def _bucket(self, request: Request, bucket: str, body: bytes) -> Response:
         pool = self._objects.reads.pool
         if request.method == "GET":
             tags = await on_pool(pool, self._bucket_tags, bucket)
@@ -86,7 +87,7 @@ class Tagging:
                 raise S3Error("NoSuchTagSet", "The TagSet does not exist", f"/{bucket}", BucketName=bucket)
             return tagging_document(tags)
         if request.method == "PUT":
-            tags = tag_set(await _body(request), MAX_BUCKET_TAGS)
+            tags = tag_set(_within(body), MAX_BUCKET_TAGS)
         elif request.method == "DELETE":
             tags = {}
         else:
@@ -104,8 +105,7 @@ class Tagging:
             self._buckets.created(bucket)  # NoSuchBucket
 
 
-async def _body(request: Request) -> bytes:
-    body = await request.body()
+def _within(body: bytes) -> bytes:
     if len(body) > MAX_BODY:
         raise S3Error("MalformedXML", "The XML you provided was too large.")
     return body

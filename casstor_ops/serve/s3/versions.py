@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from functools import partial
 
-from starlette.requests import Request
 from starlette.responses import Response
 
 from casstor_ops.serve.bridge import on_pool
@@ -55,8 +54,8 @@ class Versions:
         self._buckets = buckets
         self._writes = writes
 
-    async def put_config(self, request: Request, bucket: str) -> Response:
-        body = await request.body()
+    async def put_config(self, bucket: str, body: bytes) -> Response:
+        """PutBucketVersioning of ``body`` (checked: :mod:`.request_body`)."""
         try:
             status = (parse(body[:MAX_CONFIG_BODY]).findtext("Status") or "").strip()
         except (ValueError, SyntaxError):
