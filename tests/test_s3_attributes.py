@@ -181,8 +181,9 @@ def _crc_of_crcs(algorithm: str, parts: list[bytes]) -> str:
 
 def test_copies_keep_a_checksum_of_their_bytes(s3):
     """What it injects: copies whose source keeps no checksum the copy can take as it is, an empty object (copied
-    by reading its bytes, as an inline one's), and parts of a CRC32 upload copied from a source with no
-    CRC32 (whole and a range: read) and from one with a CRC32 of all its bytes (whole: its block list, no read).
+    by reading its bytes, as an inline one's), a CopyObject asking for SHA256 of a CRC32 source, and parts of a
+    CRC32 upload copied from a source with no CRC32 (whole and a range: read) and from one with a CRC32 of all
+    its bytes (whole: its block list, no read).
     What it checks: the copy's checksum, answered and kept, is the one of its bytes, and Complete's COMPOSITE
     CRC32 is the parts' (before, such copies kept none, so the upload's object had none either)."""
     s3.create_bucket(Bucket="copysums")
@@ -193,6 +194,9 @@ def test_copies_keep_a_checksum_of_their_bytes(s3):
     with_crc, without = os.urandom(5 * MiB), os.urandom(6 * MiB)
     s3.put_object(Bucket="copysums", Key="with-crc", Body=with_crc, ChecksumAlgorithm="CRC32")
     s3.put_object(Bucket="copysums", Key="without", Body=without, ChecksumAlgorithm="SHA256")
+    s3.copy_object(Bucket="copysums", Key="sha-copy", CopySource="copysums/with-crc", ChecksumAlgorithm="SHA256")
+    head = s3.head_object(Bucket="copysums", Key="sha-copy", ChecksumMode="ENABLED")
+    assert head["ChecksumSHA256"] == _sha256(with_crc) and "ChecksumCRC32" not in head
     upload_id = s3.create_multipart_upload(Bucket="copysums", Key="joined", ChecksumAlgorithm="CRC32")["UploadId"]
     sources = [("with-crc", None, with_crc), ("without", f"bytes=0-{5 * MiB - 1}", without[:5 * MiB]),
                ("without", None, without)]
@@ -203,9 +207,9 @@ def test_copies_keep_a_checksum_of_their_bytes(s3):
         result = copied["CopyPartResult"]
         assert result["ChecksumCRC32"] == _crc("crc32", data) and result["ETag"] == f'"{hashlib.md5(data).hexdigest()}"'
         listed.append({"PartNumber": number, "ETag": result["ETag"], "ChecksumCRC32": result["ChecksumCRC32"]})
-    done = s3.complete_multipart_upload(Bucket="copysums", Key="joined", UploadId=upload_id,
-                                        MultipartUpload={"Parts": listed})
     expected = _crc_of_crcs("crc32", [data for _, _, data in sources])
+    done = s3.complete_multipart_upload(Bucket="copysums", Key="joined", UploadId=upload_id, ChecksumCRC32=expected,
+                                        MultipartUpload={"Parts": listed})  # the object's checksum, not the body's
     assert done["ChecksumCRC32"] == expected
     assert s3.head_object(Bucket="copysums", Key="joined", ChecksumMode="ENABLED")["ChecksumCRC32"] == expected
     assert s3.get_object(Bucket="copysums", Key="joined")["Body"].read() == b"".join(d for _, _, d in sources)

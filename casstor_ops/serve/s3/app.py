@@ -184,7 +184,9 @@ class S3Handlers(Handlers):
         bucket, _, key = path.lstrip("/").partition("/")
         query = dict(parse_qsl(request.scope["query_string"].decode("latin-1"), keep_blank_values=True))
         method = request.method
-        body = await checked_body(request, signed) if _small_body(method, key, query, request.headers) else b""
+        body = b""
+        if _small_body(method, key, query, request.headers):  # a Complete's checksum headers are the object's
+            body = await checked_body(request, signed, checksums=not (method == "POST" and "uploadId" in query))
         if not bucket:
             if method == "GET":
                 return await on_pool(self.reads.pool, self._list_buckets, signed, query)

@@ -122,10 +122,7 @@ _TYPES = {"crc32": (FULL_OBJECT, COMPOSITE), "crc32c": (FULL_OBJECT, COMPOSITE),
 def checksum_type(algorithm: str, wanted: str | None) -> str:
     """The checksum type of a multipart upload: ``wanted`` (x-amz-checksum-type), else S3's default for the
     algorithm; InvalidRequest for an algorithm or a pair S3 refuses."""
-    if algorithm not in _TYPES:
-        raise S3Error("InvalidRequest", f"the checksum algorithm {algorithm!r} is not supported here "
-                                        f"(supported: {', '.join(sorted(CHECKSUMS))})")
-    kind = (wanted or _TYPES[algorithm][-1]).upper()
+    kind = (wanted or _TYPES[_known(algorithm)][-1]).upper()
     if kind not in _TYPES[algorithm]:
         raise S3Error("InvalidRequest", f"the checksum type {kind} is not supported for {algorithm.upper()}")
     return kind
@@ -145,6 +142,20 @@ def multipart_checksum(algorithm: str, kind: str, parts: list[tuple[int, str]]) 
         crc = part if crc is None else combine_crc(algorithm, crc, part, size)
     width = CRCS[algorithm].width
     return Checksum(algorithm, base64.b64encode(crc.to_bytes(width // 8, "big")).decode(), kind)
+
+
+def requested_algorithm(headers: Mapping[str, str]) -> str | None:
+    """The algorithm ``x-amz-checksum-algorithm`` asks the server to compute (CreateMultipartUpload, CopyObject),
+    lower-case; None: none. One this server does not know: InvalidRequest."""
+    algorithm = (headers.get("x-amz-checksum-algorithm") or "").lower() or None
+    return _known(algorithm) if algorithm is not None else None
+
+
+def _known(algorithm: str) -> str:
+    if algorithm not in CHECKSUMS:
+        raise S3Error("InvalidRequest", f"the checksum algorithm {algorithm!r} is not supported here "
+                                        f"(supported: {', '.join(sorted(CHECKSUMS))})")
+    return algorithm
 
 
 def checksum_names(headers: Mapping[str, str]) -> dict[str, str | None]:

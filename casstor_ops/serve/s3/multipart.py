@@ -50,7 +50,7 @@ from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.s3.buckets import owner_of
 from casstor_ops.serve.s3.checksums import (FULL_OBJECT, Checksum, checksum_type, multipart_checksum,
-                                            stored_checksum)
+                                            requested_algorithm, stored_checksum)
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument
 from casstor_ops.serve.s3.listing import Listing, max_keys
 from casstor_ops.serve.s3.objects import (Objects, condition_of, kept_headers, part_number, quoted, s3_time,
@@ -151,7 +151,7 @@ class Multipart:
         await self._objects.require_bucket(bucket)
         upload_id = uuid.uuid4().hex
         headers = request.headers
-        algorithm = (headers.get("x-amz-checksum-algorithm") or "").lower() or None
+        algorithm = requested_algorithm(headers)
         fields = {"key": key, "content_type": headers.get("content-type"), "meta": user_meta(headers),
                   "headers": kept_headers(headers), "tags": tags_of_header(headers.get("x-amz-tagging")),
                   "checksum": algorithm,

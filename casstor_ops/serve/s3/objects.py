@@ -64,7 +64,7 @@ from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.ranges import ByteRange, Unsatisfiable, parse_range
 from casstor_ops.serve.reads import Reads
 from casstor_ops.serve.s3.buckets import Buckets, ReadGrant
-from casstor_ops.serve.s3.checksums import Checksum, Digests, stored_checksum
+from casstor_ops.serve.s3.checksums import Checksum, Digests, requested_algorithm, stored_checksum
 from casstor_ops.serve.s3.conditions import ConditionTurns, Turn
 from casstor_ops.serve.s3.chunked import AwsChunked
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument, no_such_key, precondition_failed
@@ -561,16 +561,18 @@ class Objects:
                 S3Object(source.info, None, request.headers.get("content-type"), user_meta(request.headers),
                          kept_headers(request.headers), tags))
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
-        if source.info.blocks:  # its block list is committed again: no block read, none written
+        algorithm = requested_algorithm(request.headers)
+        same_checksum = algorithm is None or (source.checksum is not None and source.checksum.algorithm == algorithm)
+        if source.info.blocks and same_checksum:  # its block list is committed again: no block read, none written
             kept = meta.meta(source.etag.strip('"'), source.checksum, is_null_write(versioning))
             kept = replace(kept, parts=await on_pool(self.reads.pool, self.parts, source.info))
             head = await self._writes.write(partial(self.commit_blocks, [source.info], file_id, condition, kept,
                                                     versioning))
             etag, version = kept.etag, head.version
-        else:  # an inline (or empty) source: its bytes are in its head row; its checksum is computed again
+        else:  # an inline (or empty) source, or a checksum by another algorithm: its bytes are read and checksummed
             copied = await self._writes.write(partial(
                 self.store_copy, source.info, file_id, condition, meta, versioning=versioning,
-                algorithm=source.checksum.algorithm if source.checksum is not None else None))
+                algorithm=algorithm or (source.checksum.algorithm if source.checksum is not None else None)))
             etag, version = copied.etag, copied.version
         response = xml_response(document("CopyObjectResult", {"ETag": quoted(etag), "LastModified": s3_time(None)}))
         response.headers.update({"x-amz-copy-source-version-id": source.version_id,

@@ -37,14 +37,18 @@ from casstor_ops.serve.streams import BodyReader
 MAX_REQUEST_BODY = 2 << 20
 
 
-async def checked_body(request: Request, signed: Signed, limit: int = MAX_REQUEST_BODY) -> bytes:
-    """The request's whole body, once it matched the digests its headers and signature name."""
+async def checked_body(request: Request, signed: Signed, limit: int = MAX_REQUEST_BODY, checksums: bool = True
+                       ) -> bytes:
+    """The request's whole body, once it matched the digests its headers and signature name; ``checksums``
+    False: its ``x-amz-checksum-*`` headers are not the body's (CompleteMultipartUpload's name the object's)."""
     reader = BodyReader(request.stream(), asyncio.get_running_loop(), limit=limit)
     try:
         body = await reader.read_all()
     except BodyTooLarge:
         raise S3Error("MalformedXML", "The XML you provided was too large.") from None
-    digests = Digests(io.BytesIO(body), request.headers, signed.payload if len(signed.payload) == 64 else None)
+    headers = request.headers if checksums else {name: value for name, value in request.headers.items()
+                                                 if not name.startswith("x-amz-checksum-")}
+    digests = Digests(io.BytesIO(body), headers, signed.payload if len(signed.payload) == 64 else None)
     digests.read()
     digests.check()
     return body
