@@ -212,6 +212,25 @@ def test_a_small_body_changed_after_signing_is_refused_and_changes_nothing(s3):
     assert s3.get_object_tagging(Bucket="tampered", Key="keep-a")["TagSet"] == [{"Key": "k", "Value": "old"}]
 
 
+def test_an_x_amz_header_added_after_signing_is_refused_and_stores_nothing(s3):
+    # What it injects: a before-send hook adds x-amz-tagging to boto3's PutObject after boto3 signed it (what a
+    # party on the way could do: such headers choose what a request does). What it checks: AccessDenied naming the
+    # header, as S3 answers, and no object stored (before, the object was stored with the added tag).
+    s3.create_bucket(Bucket="unsigned")
+
+    def add_header(request, **_) -> None:
+        request.headers["x-amz-tagging"] = "added=1"
+    s3.meta.events.register_first("before-send.s3.PutObject", add_header)
+    try:
+        with pytest.raises(ClientError) as err:
+            s3.put_object(Bucket="unsigned", Key="k", Body=b"body")
+    finally:
+        s3.meta.events.unregister("before-send.s3.PutObject", add_header)
+    assert error_code(err) == "AccessDenied"
+    assert err.value.response["Error"]["HeadersNotSigned"] == "x-amz-tagging"
+    assert "Contents" not in s3.list_objects_v2(Bucket="unsigned")
+
+
 def test_the_aws_cli_copies_lists_and_syncs_a_tree(server, credentials, tmp_path):
     assert AWS is not None, "the aws CLI is not installed: run make setup"
     aws(server, credentials, "s3", "mb", "s3://cli")

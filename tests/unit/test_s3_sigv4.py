@@ -74,6 +74,24 @@ def test_a_wrong_signature_a_wrong_key_and_no_signature_are_refused():
     assert err.value.code == "AccessDenied"
 
 
+def test_an_x_amz_header_the_signature_leaves_out_is_refused():
+    """A documented signed request, then the same with an x-amz header added after signing (a copy source, a
+    metadata directive: they would change what the request does): AccessDenied naming them, as S3 answers. The
+    same for a presigned URL; an unsigned x-amz-content-sha256 (a payload's hash, checked against the body) and an
+    x-amzn-trace-id (not an x-amz-* header) pass."""
+    added = {"x-amz-copy-source": "other/secret", "x-amz-metadata-directive": "REPLACE"}
+    with pytest.raises(S3Error) as err:
+        sigv4.authenticate("GET", "/test.txt", "", {**_get_range_headers(GET_RANGE_SIG), **added}, SECRETS, WHEN)
+    assert (err.value.code, err.value.status) == ("AccessDenied", 403)
+    assert err.value.extra == {"HeadersNotSigned": "x-amz-copy-source, x-amz-metadata-directive"}
+    presigned = {"host": "examplebucket.s3.amazonaws.com", "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
+                 "x-amzn-trace-id": "Root=1"}
+    sigv4.authenticate("GET", "/test.txt", PRESIGNED, presigned, SECRETS, WHEN)
+    with pytest.raises(S3Error) as err:
+        sigv4.authenticate("GET", "/test.txt", PRESIGNED, {**presigned, "x-amz-tagging": "a=1"}, SECRETS, WHEN)
+    assert err.value.extra == {"HeadersNotSigned": "x-amz-tagging"}
+
+
 def test_a_clock_skew_over_15_minutes_is_refused():
     headers = _get_range_headers(GET_RANGE_SIG)
     sigv4.authenticate("GET", "/test.txt", "", headers, SECRETS, WHEN + 15 * 60)

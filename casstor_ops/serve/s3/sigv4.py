@@ -10,7 +10,11 @@ owed:
 * an unknown access key: InvalidAccessKeyId; a wrong signature: SignatureDoesNotMatch;
 * a header-signed request more than ``MAX_SKEW_S`` from the server's clock:
   RequestTimeTooSkewed; a presigned URL past ``X-Amz-Date + X-Amz-Expires``: AccessDenied;
-* a malformed header or scope: AuthorizationHeaderMalformed / AccessDenied.
+* a malformed header or scope: AuthorizationHeaderMalformed / AccessDenied;
+* an ``x-amz-*`` header the signature does not cover (but the few of :data:`UNSIGNED_ALLOWED`): AccessDenied
+  with ``HeadersNotSigned``, as S3 answers. Such headers choose what a request does (``x-amz-copy-source``,
+  ``x-amz-metadata-directive``, ``x-amz-tagging``, ``x-amz-meta-*``): one added on the way to a signed request
+  would change it without the signature noticing.
 
 :func:`authenticate_form` checks a POST form's policy signature instead
 (SigV4's ``x-amz-signature`` or the older ``AWSAccessKeyId`` + ``signature``).
@@ -53,6 +57,9 @@ STREAMING_UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
 STREAMING = {STREAMING_SIGNED, STREAMING_SIGNED_TRAILER, STREAMING_UNSIGNED_TRAILER}
 MAX_SKEW_S = 15 * 60
 MAX_EXPIRES_S = 7 * 24 * 3600
+# x-amz-* headers a request may carry unsigned: they frame the body (an aws-chunked one's decoded length and
+# trailer) or name its payload's hash, each checked against the body as it is read.
+UNSIGNED_ALLOWED = frozenset({"x-amz-content-sha256", "x-amz-decoded-content-length", "x-amz-trailer"})
 _SPACES = re.compile(r" +")
 _UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
 # A query already in SigV4's encoding: each pair NAME=VALUE of unreserved characters and upper-case escapes of the
@@ -203,6 +210,7 @@ def authenticate(method: str, path: str, raw_query: str, headers: Mapping[str, s
     expected = sign(key, string_to_sign(amz_date, scope, canonical))
     if not hmac.compare_digest(expected, fields["Signature"]):
         raise signature_mismatch()
+    _require_signed(headers, signed_headers)
     return Signed(access_key, payload, key, amz_date, scope, expected)
 
 
@@ -242,7 +250,18 @@ def _presigned(method: str, path: str, raw_query: str, query: Mapping[str, str],
     expected = sign(_key(secrets, access_key, date, region), string_to_sign(amz_date, scope, canonical))
     if not hmac.compare_digest(expected, query["X-Amz-Signature"]):
         raise signature_mismatch()
+    _require_signed(headers, signed_headers)
     return Signed(access_key, payload)
+
+
+def _require_signed(headers: Mapping[str, str], signed_headers: Sequence[str]) -> None:
+    """AccessDenied if ``headers`` (lower-case names) hold an ``x-amz-*`` header ``signed_headers`` leave out."""
+    signed = set(signed_headers)
+    unsigned = sorted(name for name in headers
+                      if name.startswith("x-amz-") and name not in signed and name not in UNSIGNED_ALLOWED)
+    if unsigned:
+        raise S3Error("AccessDenied", "There were headers present in the request which were not signed",
+                      HeadersNotSigned=", ".join(unsigned))
 
 
 def authenticate_form(fields: Mapping[str, str], secrets: Mapping[str, str]) -> str:
