@@ -107,7 +107,8 @@ PRESIGNED = ("X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXA
 
 def test_the_documented_presigned_url_is_accepted_until_it_expires():
     headers = {"host": "examplebucket.s3.amazonaws.com"}
-    assert sigv4.authenticate("GET", "/test.txt", PRESIGNED, headers, SECRETS, WHEN + 86400).payload == "UNSIGNED-PAYLOAD"
+    signed = sigv4.authenticate("GET", "/test.txt", PRESIGNED, headers, SECRETS, WHEN + 86400)
+    assert signed.payload == "UNSIGNED-PAYLOAD"
     with pytest.raises(S3Error) as err:
         sigv4.authenticate("GET", "/test.txt", PRESIGNED, headers, SECRETS, WHEN + 86401)
     assert err.value.code == "AccessDenied" and "expired" in err.value.message

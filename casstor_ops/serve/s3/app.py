@@ -54,6 +54,7 @@ import itertools
 import logging
 import os
 import time
+from collections.abc import Mapping
 from functools import partial
 from urllib.parse import parse_qsl, unquote
 
@@ -330,12 +331,12 @@ class S3Handlers(Handlers):
         return xml_response(document(root_name, fields))
 
 
-def _small_body(method: str, key: str, query: dict[str, str], headers) -> bool:
+def _small_body(method: str, key: str, query: dict[str, str], headers: Mapping[str, str]) -> bool:
     """Whether the request's body is a small one to check before routing (:mod:`.request_body`): any POST's (a
     form's is routed before) and PUT's, but an object's or a part's data, which the store checks as it reads it."""
     if method == "POST":
         return True
-    data = key and "x-amz-copy-source" not in headers and not {"acl", "tagging"} & query.keys()
+    data = bool(key) and "x-amz-copy-source" not in headers and not {"acl", "tagging"} & query.keys()
     return method == "PUT" and not data
 
 

@@ -367,7 +367,8 @@ class Multipart:
         if upload.completed is None:
             self._store.remove(record, lease=lease)
         else:
-            completed = {**upload.fields, "completed": upload.completed, "completed_checksum": upload.completed_checksum}
+            completed = {**upload.fields, "completed": upload.completed,
+                         "completed_checksum": upload.completed_checksum}
             self._store.put(io.BytesIO(json.dumps(completed).encode()), record, lease=lease)
 
     async def abort(self, bucket: str, key: str, query: dict[str, str]) -> Response:

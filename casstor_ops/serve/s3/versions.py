@@ -99,7 +99,8 @@ class Versions:
         fields = {"Name": bucket, "Prefix": prefix, "KeyMarker": after, "MaxKeys": limit, "IsTruncated": truncated,
                   "NextKeyMarker": last if truncated else None,
                   # Clients send it back with the key marker (botocore refuses a None); the page ends at a key.
-                  "NextVersionIdMarker": last_version if truncated else None, "Version": versions, "DeleteMarker": markers}
+                  "NextVersionIdMarker": last_version if truncated else None, "Version": versions,
+                  "DeleteMarker": markers}
         return xml_response(document("ListVersionsResult", fields))
 
     async def delete_version(self, bucket: str, key: str, text: str) -> Response:
