@@ -92,6 +92,21 @@ def test_an_x_amz_header_the_signature_leaves_out_is_refused():
     assert err.value.extra == {"HeadersNotSigned": "x-amz-tagging"}
 
 
+def test_a_signature_that_leaves_out_the_host_is_refused():
+    """A request signed correctly but without ``host`` in SignedHeaders (a signature that would hold for any
+    endpoint): AccessDenied naming ``host``, as S3 answers."""
+    headers = {"host": "examplebucket.s3.amazonaws.com", "x-amz-content-sha256": sigv4.EMPTY_SHA256,
+               "x-amz-date": "20130524T000000Z"}
+    signed_headers = ["x-amz-content-sha256", "x-amz-date"]
+    canonical = sigv4.canonical_request("GET", "/test.txt", "", headers, signed_headers, sigv4.EMPTY_SHA256)
+    key = sigv4.signing_key(SECRET, "20130524", "us-east-1", "s3")
+    signature = sigv4.sign(key, sigv4.string_to_sign("20130524T000000Z", SCOPE, canonical))
+    headers["authorization"] = _auth(";".join(signed_headers), signature)
+    with pytest.raises(S3Error) as err:
+        sigv4.authenticate("GET", "/test.txt", "", headers, SECRETS, WHEN)
+    assert (err.value.code, err.value.extra) == ("AccessDenied", {"HeadersNotSigned": "host"})
+
+
 def test_a_clock_skew_over_15_minutes_is_refused():
     headers = _get_range_headers(GET_RANGE_SIG)
     sigv4.authenticate("GET", "/test.txt", "", headers, SECRETS, WHEN + 15 * 60)

@@ -11,8 +11,9 @@ owed:
 * a header-signed request more than ``MAX_SKEW_S`` from the server's clock:
   RequestTimeTooSkewed; a presigned URL past ``X-Amz-Date + X-Amz-Expires``: AccessDenied;
 * a malformed header or scope: AuthorizationHeaderMalformed / AccessDenied;
-* an ``x-amz-*`` header the signature does not cover (but the few of :data:`UNSIGNED_ALLOWED`): AccessDenied
-  with ``HeadersNotSigned``, as S3 answers. Such headers choose what a request does (``x-amz-copy-source``,
+* ``host``, or an ``x-amz-*`` header (but the few of :data:`UNSIGNED_ALLOWED`), that the signature does not
+  cover: AccessDenied with ``HeadersNotSigned``, as S3 answers (an unsigned ``host`` would let a signature made
+  for another endpoint be used here). Such headers choose what a request does (``x-amz-copy-source``,
   ``x-amz-metadata-directive``, ``x-amz-tagging``, ``x-amz-meta-*``): one added on the way to a signed request
   would change it without the signature noticing.
 
@@ -255,10 +256,11 @@ def _presigned(method: str, path: str, raw_query: str, query: Mapping[str, str],
 
 
 def _require_signed(headers: Mapping[str, str], signed_headers: Sequence[str]) -> None:
-    """AccessDenied if ``headers`` (lower-case names) hold an ``x-amz-*`` header ``signed_headers`` leave out."""
+    """AccessDenied if ``headers`` (lower-case names) hold ``host`` or an ``x-amz-*`` header ``signed_headers``
+    leave out."""
     signed = set(signed_headers)
-    unsigned = sorted(name for name in headers
-                      if name.startswith("x-amz-") and name not in signed and name not in UNSIGNED_ALLOWED)
+    unsigned = sorted(name for name in headers if name not in signed and (
+        name == "host" or name.startswith("x-amz-") and name not in UNSIGNED_ALLOWED))
     if unsigned:
         raise S3Error("AccessDenied", "There were headers present in the request which were not signed",
                       HeadersNotSigned=", ".join(unsigned))
