@@ -11,7 +11,8 @@ import pytest
 import zstandard
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.codec import MAX_BLOCK_BYTES, MIN_SAVING, ZSTD, BlockCodec, DamagedBlock, decode
+from casstor_ops.store.codec import (MAX_BLOCK_BYTES, MIN_SAVING, SMALL_BLOCK_BYTES, ZSTD, BlockCodec, DamagedBlock,
+                                    decode)
 
 TEXT = b"".join(b"line %d of a source file, mostly the same\n" % (i % 50) for i in range(2000))
 
@@ -27,6 +28,17 @@ def test_incompressible_and_empty_blocks_are_kept_raw() -> None:
     assert BlockCodec.parse("zstd:3").encode(noise) == (None, noise)
     assert BlockCodec.parse("zstd:3").encode(b"") == (None, b"")
     assert decode(None, noise, len(noise)) == noise
+
+
+def test_blocks_under_64_kib_are_compressed_three_levels_higher_and_decode_alike() -> None:
+    assert [BlockCodec.parse(spec).level_for(size) for spec, size in
+            [("zstd:3", SMALL_BLOCK_BYTES - 1), ("zstd:3", SMALL_BLOCK_BYTES), ("zstd:1", 1), ("zstd:18", 1)]] \
+        == [6, 3, 4, 19]
+    small, large = TEXT[:SMALL_BLOCK_BYTES - 1], TEXT * 2
+    for block, level in ((small, 6), (large, 3)):
+        codec, payload = BlockCodec.parse("zstd:3").encode(block)
+        assert payload == zstandard.ZstdCompressor(level=level).compress(block)
+        assert decode(codec, payload, len(block)) == block
 
 
 def test_none_stores_everything_raw() -> None:
