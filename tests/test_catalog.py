@@ -61,3 +61,34 @@ def test_a_walk_that_reads_subdirectories_ahead_lists_what_a_walk_one_at_a_time_
         for ahead in (0, 1, 4, 16):
             assert [f.id for f in files_under(empty_store, st, prefix, ahead=ahead)] == wanted, (prefix, ahead)
     assert [f.id for f in store.list("w/")] == sorted(ids)
+
+
+def test_a_one_block_version_is_stored_without_a_file_hash_and_every_reader_gives_it(empty_store):
+    """Schema 7: a one-block file's version row and directory entry hold no ``hash`` (its lone block's hash gives
+    it). A file of several blocks is overwritten by one of one block, then by several again: the entry of the
+    one-block version keeps the stale hash cell of the first (an unset column writes nothing). Checks the rows
+    as stored, and that stat, the listing, the history and a read give each version's own file hash."""
+    import os
+
+    from casstor_ops.store.hashing import file_hash
+    from casstor_ops.store.namespace.layout import directory_key
+
+    store = Store(empty_store)
+    contents = [os.urandom(250_000), os.urandom(5000), os.urandom(260_000)]
+    results = []
+    for content in contents:
+        results.append(store.put(io.BytesIO(content), "one-block/f"))
+        head = store.stat("one-block/f")
+        assert head.hash == results[-1].hash and [f.hash for f in store.list("one-block/")] == [head.hash]
+        out = io.BytesIO()
+        store.read(head, out)
+        assert out.getvalue() == content
+        if head.lone_block is not None:
+            row = empty_store.execute(f"SELECT hash FROM {META_KS}.versions WHERE id = %s AND version = %s",
+                                      ("one-block/f", head.version)).one()
+            entry = empty_store.execute(f"SELECT hash FROM {META_KS}.dir_entries WHERE dir = %s AND bucket = 0 "
+                                        f"AND name = 'f'", (directory_key("one-block/"),)).one()
+            assert row.hash is None and entry.hash == results[0].hash != head.hash
+            assert head.hash == file_hash([head.lone_block])
+    assert [results[1].blocks, results[0].blocks > 1, results[2].blocks > 1] == [1, True, True]
+    assert [v.file.hash for v in store.versions("one-block/f")] == [r.hash for r in reversed(results)]

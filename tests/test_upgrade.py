@@ -63,8 +63,8 @@ class Schema4:
                 data = os.urandom(size)
                 put(store, f"source/{size}", data)
                 head = cql.execute(f"SELECT * FROM {META_KS}.versions WHERE id = %s LIMIT 1", (f"source/{size}",)).one()
-                # As the list reads today (a one-block file's is its row's lone_block since schema 6): schema 4
-                # wrote every list out, so write() copies it to file_blocks.
+                # As the list and hash read today (a one-block file's list is its row's lone_block since schema 6,
+                # its hash that block's since 7): schema 4 wrote every list and hash out, and write() does.
                 blocks = block_list.read(cql, Statements.for_session(cql), head)
                 self._heads[data] = (head, blocks)
         for ddl in SCHEMA_4_FILES:
@@ -80,8 +80,8 @@ class Schema4:
         sources = list(self._heads.items())
         for i, file_id in enumerate(ids):
             data, (head, block_rows) = sources[i % len(sources)]
-            heads.append((file_id, head.version, head.size, head.hash, head.blocks, head.committed_at, None, None,
-                          None, None, None))
+            heads.append((file_id, head.version, head.size, block_list.file_hash_of(head), head.blocks,
+                          head.committed_at, None, None, None, None, None))
             blocks += [(file_id, head.version, b.offset, b.hash, b.size) for b in block_rows]
             self.contents[file_id] = data
         for statement, rows in ((self._insert_block, blocks), (self._insert_head, heads)):  # list first, as a store

@@ -97,7 +97,7 @@ from pyspark.sql import types as T
 from casstor_ops.cluster.connection import Endpoint, connect, endpoint_from_env
 from casstor_ops.errors import EXIT_CORRUPT
 from casstor_ops.spark.executor_store import store_for
-from casstor_ops.store.block_list import read
+from casstor_ops.store.block_list import file_hash_of, read
 from casstor_ops.store.codec import DamagedBlock, decode
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inline import plaintext
@@ -310,7 +310,7 @@ class _Checks:
             return False
         rows = read(self.session, self.st, version)
         return ((len(rows), sum(size for _, _, size in rows)) != (version.blocks or 0, version.size or 0)
-                or file_hash(digest for _, digest, _ in rows) != version.hash)
+                or file_hash(digest for _, digest, _ in rows) != file_hash_of(version))
 
     def _inline_differs(self, row) -> bool:
         version = self._still_retained(row)

@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
+from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.spark.session import read_table
 
@@ -113,7 +114,19 @@ def _versions_with_content(spark: SparkSession, inline_max: int) -> DataFrame:
     rows = max(1, min(HEAD_PAGE_MAX_ROWS, HEAD_PAGE_BYTES // max(inline_max, 1)))
     return (spark.read.format("org.apache.spark.sql.cassandra")
             .options(keyspace=META_KS, table="versions", **{"spark.cassandra.input.fetch.sizeInRows": str(rows)})
-            .load().select("id", "version", "deleted", "size", "blocks", "hash", "codec", "content"))
+            .load().select("id", "version", "deleted", "size", "blocks", _file_hash().alias("hash"), "codec",
+                           "content"))
+
+
+@F.udf(T.BinaryType())
+def _lone_file_hash(lone: bytes | None) -> bytes | None:
+    return None if lone is None else block_hash(bytes(lone))
+
+
+def _file_hash() -> F.Column:
+    """A version row's file hash, as :func:`casstor_ops.store.block_list.file_hash_of` gives it: a one-block file's
+    row holds none (its lone block's hash's hash)."""
+    return F.coalesce(_lone_file_hash("lone_block"), F.col("hash"))
 
 
 def retained_with_content(spark: SparkSession, inline_max: int) -> DataFrame:

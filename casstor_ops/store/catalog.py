@@ -29,6 +29,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.util import max_uuid_from_time, uuid_from_time
 
 from casstor_ops.errors import NotFoundError
+from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.namespace.listing import PAGE_ROWS, WALK_AHEAD, entries_under, files_under
 from casstor_ops.store.commit import write_version
@@ -42,7 +43,7 @@ AT_CONCURRENCY = 32  # versions read at once for a listing as of a time: one par
 
 def _info(row, inline: InlineContent | None = None) -> FileInfo:
     attributes = FileAttributes(row.mode, row.mtime_ns) if row.mode is not None else None
-    return FileInfo(row.id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes, inline,
+    return FileInfo(row.id, row.version, row.size, file_hash_of(row), row.blocks, row.committed_at, attributes, inline,
                     row.lone_block)
 
 

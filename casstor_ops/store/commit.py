@@ -72,7 +72,7 @@ from cassandra.query import UNSET_VALUE, PreparedStatement
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.block_list import lone_block
+from casstor_ops.store.block_list import hash_column, lone_block
 from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.request_queue import RETRYABLE, RequestQueue
@@ -331,6 +331,7 @@ def write_version(session: Session, st: Statements, row: VersionRow, meta: Objec
 def version_write(st: Statements, row: VersionRow, meta: ObjectMeta | None) -> tuple[PreparedStatement, tuple]:
     """The statement and values that write the version row ``row`` with ``meta`` (:func:`write_version`; a batch
     of heads writes each this way)."""
+    row = row._replace(hash=hash_column(row.hash, row.lone_block))
     if meta is None:
         return st.insert_version, fresh_row(row)
     return st.insert_version_meta, fresh_row((*row[:-1], *meta.columns(), row.written_at))

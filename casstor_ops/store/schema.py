@@ -121,8 +121,10 @@ from casstor_ops.store.statements import Statements
 #    upgrade. A casstor that reads schema 4 would see no file stored after it.
 # 6: a one-block file's block list is its version row's (and entry's) lone_block, with no file_blocks rows. A
 #    casstor that reads schema 5 would take such a head for a file whose block list is lost.
-SCHEMA_VERSION = 6
-UPGRADABLE = {2, 3, 4, 5}  # schema versions 'casstor init' upgrades in place (columns added, heads copied)
+# 7: such a row (and entry) holds no file hash either: it is its lone block's hash's hash (casstor_ops.store
+#    .block_list.file_hash_of). A casstor that reads schema 6 would take its null hash for a damaged row.
+SCHEMA_VERSION = 7
+UPGRADABLE = {2, 3, 4, 5, 6}  # schema versions 'casstor init' upgrades in place (columns added, heads copied)
 
 # The blocks table's own compression, by whether the store compresses new blocks itself. Its LZ4 cannot
 # shrink zstd output and costs node CPU on every write, compaction and read of it (docs/benchmarks.md), so a

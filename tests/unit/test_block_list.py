@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import uuid
 
-from casstor_ops.store.block_list import carried, lone_block, read
-from casstor_ops.store.commit import block_list_rows, head_row
+from types import SimpleNamespace
+
+from cassandra.query import UNSET_VALUE
+
+from casstor_ops.store.block_list import carried, file_hash_of, lone_block, read
+from casstor_ops.store.commit import block_list_rows, head_row, version_write
 from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.namespace.entries import entry_row
 from casstor_ops.store.records import FileInfo, InlineContent
 
 ONE, TWO = block_hash(b"a" * 300), block_hash(b"b" * 200)
@@ -75,3 +80,18 @@ def test_a_one_block_commit_writes_its_head_and_entry_naming_the_block_and_no_li
     (statement, row), = sent
     assert statement == "insert_version" and row[14] == ONE
     assert published == [head] and published[0].lone_block == ONE
+
+
+def test_a_one_block_row_and_entry_are_written_without_a_file_hash_and_read_with_it() -> None:
+    """Schema 7: the version row's and the entry's ``hash`` are left unset for a one-block file, and every reader's
+    :func:`file_hash_of` gives its file hash from ``lone_block``, even over a stale ``hash`` cell an entry of an
+    older many-block version left (unset writes nothing). A file of two blocks keeps its hash column."""
+    st = SimpleNamespace(insert_version="insert_version")
+    one = head_row("f", VERSION, 300, [ONE], None, None, (None, None, None))
+    two = head_row("f", VERSION, 500, [ONE, TWO], None, None, (None, None, None))
+    assert version_write(st, one, None)[1][3] is UNSET_VALUE and version_write(st, two, None)[1][3] == two.hash
+    assert entry_row(one.head(None), None, False)[2] is UNSET_VALUE
+    assert entry_row(two.head(None), None, False)[2] == file_hash([ONE, TWO])
+    stale = SimpleNamespace(hash=two.hash, lone_block=ONE)
+    assert file_hash_of(SimpleNamespace(hash=None, lone_block=ONE)) == file_hash_of(stale) == file_hash([ONE])
+    assert file_hash_of(SimpleNamespace(hash=two.hash, lone_block=None)) == file_hash([ONE, TWO])

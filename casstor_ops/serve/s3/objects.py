@@ -77,6 +77,7 @@ from casstor_ops.serve.streams import SMALL_BODY_BYTES, BodyReader
 from casstor_ops.serve.validators import WritePrecondition
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import FileInfo, Store
+from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.catalog import head_of
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.ids import check_id
@@ -421,7 +422,7 @@ class Objects:
         row = self._store.session.execute(self._st.object_head, (file_id,), execution_profile=self._st.named_rows).one()
         if row is None or row.deleted:
             return None
-        return quoted(row.etag or row.hash.hex())
+        return quoted(row.etag or file_hash_of(row).hex())
 
     def store_body(self, body: Digests, file_id: str, condition: WritePrecondition | None, meta: S3Object | None,
                    lease: WriterLease, check_source=lambda: None, inline: bool = True,

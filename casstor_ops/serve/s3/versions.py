@@ -38,6 +38,7 @@ from casstor_ops.serve.s3.version_rows import name, visible
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import Store
+from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.statements import Statements
 
@@ -92,7 +93,7 @@ class Versions:
                 if row.deleted:
                     markers.append(fields)
                 else:
-                    versions.append({**fields, "ETag": quoted(row.etag or row.hash.hex()), "Size": row.size,
+                    versions.append({**fields, "ETag": quoted(row.etag or file_hash_of(row).hex()), "Size": row.size,
                                      "StorageClass": "STANDARD"})
             shown += len(rows)
             last, last_version = key, (name(rows[-1]) if rows else None)

@@ -53,7 +53,9 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from operator import itemgetter
 
 from cassandra.cluster import Session
+from cassandra.query import UNSET_VALUE
 
+from casstor_ops.store.block_list import hash_column
 from casstor_ops.store.namespace.layout import MAX_GENERATION, bucket_of, directory_key, markers, split_id
 from casstor_ops.store.namespace.listing import recorded_generation, recorded_generations
 from casstor_ops.store.records import FileInfo
@@ -86,7 +88,8 @@ def version_micros(version: uuid.UUID) -> int:
 def entry_row(info: FileInfo, stored_size: int | None, deleted: bool) -> tuple:
     """The columns of ``insert_entry`` after its key: what a listing shows of a version."""
     attributes = info.attributes
-    return (info.version, info.size, info.hash, info.blocks, info.committed_at,
+    digest = hash_column(info.hash, info.lone_block)
+    return (info.version, info.size, UNSET_VALUE if digest is None else digest, info.blocks, info.committed_at,
             attributes.mode if attributes else None, attributes.mtime_ns if attributes else None,
             stored_size, deleted, attributes.ino if attributes else None, attributes.ctime_ns if attributes else None,
             info.lone_block)

@@ -47,6 +47,7 @@ from operator import attrgetter
 
 from cassandra.cluster import Session
 
+from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.namespace.layout import buckets, directory_key, split_id
 from casstor_ops.store.records import FileAttributes, FileInfo
 from casstor_ops.store.statements import Statements
@@ -219,7 +220,7 @@ def _rows(future) -> Iterator:
 
 def _file(file_id: str, row) -> FileInfo:
     attributes = FileAttributes(row.mode, row.mtime_ns, row.ino, row.ctime_ns) if row.mode is not None else None
-    return FileInfo(file_id, row.version, row.size, row.hash, row.blocks, row.committed_at, attributes,
+    return FileInfo(file_id, row.version, row.size, file_hash_of(row), row.blocks, row.committed_at, attributes,
                     lone_block=row.lone_block)
 
 
