@@ -41,7 +41,8 @@ each peer's repository directory.
 
 Ratios: per step, the faster peer's seconds / casstor's (> 1: casstor is
 faster); bytes on disk, casstor's / the smaller peer's (< 1: casstor is
-smaller).
+smaller), and casstor's / restic's (``disk_restic``: issue 29 asks for at
+most restic's bytes).
 
 The bench runs its own throw-away node (a temporary ``CASSTOR_HOME`` on
 ports ``--port-base`` + 0/1/2), so emptying the store never touches a
@@ -232,6 +233,8 @@ def _ratios(figures: dict) -> dict:
         ratios[step] = {"value": figures[peer][step]["seconds"] / figures["casstor"][step]["seconds"], "peer": peer}
     peer = min(PEERS, key=lambda p: figures[p]["disk_bytes"])
     ratios["disk"] = {"value": figures["casstor"]["disk_bytes"] / figures[peer]["disk_bytes"], "peer": peer}
+    ratios["disk_restic"] = {"value": figures["casstor"]["disk_bytes"] / figures["restic"]["disk_bytes"],
+                             "peer": "restic"}
     return ratios
 
 
@@ -269,10 +272,10 @@ def _report(results: dict) -> str:
     if results.get("packages"):
         lines.append("  small: " + ", ".join(f"{name} {v}" for name, v in results["packages"].items()))
     lines.append("ratios (speed: the faster peer's seconds / casstor's, > 1 is casstor faster; "
-                 "disk: casstor / the smaller peer's bytes, < 1 is smaller):")
+                 "disk: casstor / the smaller peer's bytes, < 1 is smaller; disk_restic: casstor / restic's):")
     for corpus, info in results["corpora"].items():
         lines.append(f"  {corpus}: {info['files']} files, {info['bytes'] / MB:.1f} MB")
-        lines += [f"    {name:<8} {r['value']:6.3f}  (against {r['peer']})" for name, r in info["ratios"].items()]
+        lines += [f"    {name:<11} {r['value']:6.3f}  (against {r['peer']})" for name, r in info["ratios"].items()]
         if info["warmup_ratios"]:
             lines.append("    warm-up rounds (not in the medians; the first on a node just started): " + ", ".join(
                 f"{name} {r['value']:.3f}" for name, r in info["warmup_ratios"].items()))

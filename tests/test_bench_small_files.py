@@ -29,7 +29,7 @@ def test_one_round_after_a_warm_up_measures_every_step_of_every_tool(empty_store
     assert list(packages) == ["iniconfig"] and set(results["versions"]) == set(PEERS)
     for corpus, info in results["corpora"].items():
         assert info["files"] > 1 and info["bytes"] > 0, corpus
-        assert set(info["ratios"]) == set(info["warmup_ratios"]) == {*STEPS, "disk"}
+        assert set(info["ratios"]) == set(info["warmup_ratios"]) == {*STEPS, "disk", "disk_restic"}
         assert all(r["value"] > 0 and r["peer"] in PEERS for r in info["ratios"].values())
         figures = info["figures"]
         assert set(figures) == set(TOOLS) and all(f["disk_bytes"] > 0 for f in figures.values())
