@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
-from casstor_ops.store.hashing import block_hash
+from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.spark.session import read_table
 
@@ -118,15 +118,13 @@ def _versions_with_content(spark: SparkSession, inline_max: int) -> DataFrame:
                            "content"))
 
 
-@F.udf(T.BinaryType())
-def _lone_file_hash(lone: bytes | None) -> bytes | None:
-    return None if lone is None else block_hash(bytes(lone))
+_file_hash_of = F.udf(file_hash_of, T.BinaryType())
 
 
 def _file_hash() -> F.Column:
-    """A version row's file hash, as :func:`casstor_ops.store.block_list.file_hash_of` gives it: a one-block file's
-    row holds none (its lone block's hash's hash)."""
-    return F.coalesce(_lone_file_hash("lone_block"), F.col("hash"))
+    """A version row's file hash, by :func:`casstor_ops.store.block_list.file_hash_of` (a one-block file's row
+    holds none) on its ``hash`` and ``lone_block``."""
+    return _file_hash_of(F.struct("hash", "lone_block"))
 
 
 def retained_with_content(spark: SparkSession, inline_max: int) -> DataFrame:
