@@ -3,11 +3,14 @@ restored byte-exact, and a killed command leaves no process storing on and every
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import random
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -26,7 +29,7 @@ from casstor_ops.store.trees.source_listing import SYMLINK_NOT_FOLLOWED
 
 from .faults import BackgroundJob
 from .serve_support import writer_leases
-from .support import CASSTOR, run_casstor, write_tree
+from .support import CASSTOR, ROOT, run_casstor, write_tree
 
 
 def _small_tree(tag: str, directories: int, per_directory: int) -> dict[str, bytes]:
@@ -80,15 +83,15 @@ def test_a_tree_stored_by_two_processes_reports_every_file_and_restores_byte_exa
 
 
 def _parts(pid: int) -> list[int]:
-    """The child processes of ``pid`` that store a part (not multiprocessing's resource tracker), whichever of its
-    threads started them (a starter thread does)."""
+    """The child processes of ``pid`` that store a part (forked by the command's standby, or spawned; not
+    multiprocessing's resource tracker), whichever of its threads started them."""
     children = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             children += [int(child) for child in (task / "children").read_text().split()]
         except FileNotFoundError:
             continue
-    return [child for child in children if b"spawn_main" in _cmdline(child)]
+    return [child for child in children if b"resource_tracker" not in _cmdline(child)]
 
 
 def _cmdline(pid: int) -> bytes:
@@ -260,3 +263,57 @@ def _record(taken: list, store: Store, items, progress, on_work, fault: str) -> 
     report = _taking(store, items, progress, on_work, fault)
     taken.extend(row["id"] for row in report.rows if row["pid"] == os.getpid())
     return report
+
+
+# Run in a process of its own, one thread until the standby has forked (this test process runs the driver's).
+_STANDBY_SCRIPT = """
+import json, os
+from casstor_ops.store.api import Store
+from casstor_ops.store.bulk import tree_processes
+from tests.test_tree_processes import _taking
+with tree_processes.Standby(1) as standby, Store.open() as store:
+    ready = standby.ready
+    report = tree_processes.in_processes(store, [f"i{n:03d}" for n in range(300)], 2, _taking, None, standby)
+print(json.dumps({"ready": ready, "me": os.getpid(), "rows": report.rows}))
+"""
+
+
+def test_a_standby_forked_before_the_store_connects_takes_items():
+    """A process forks a standby child while it is one thread, then connects and shares 300 items with it (this one
+    slowly, 20 ms an item). Checks: the standby was ready (forked), every item has one row, and the child took
+    most of them."""
+    done = subprocess.run([sys.executable, "-c", _STANDBY_SCRIPT], capture_output=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    out = json.loads(done.stdout)
+    assert out["ready"] is True
+    assert sorted(row["id"] for row in out["rows"]) == [f"i{n:03d}" for n in range(300)]
+    assert sum(row["pid"] != out["me"] for row in out["rows"]) > 150
+
+
+def test_a_standby_is_not_forked_while_other_threads_run():
+    """Injects: a thread running beside the one making the standby (as the driver's run once a store connects).
+    Checks: it forks no child (a fork could inherit a lock that thread holds, taken forever), so a store spawns."""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        with tree_processes.Standby(1) as standby:
+            assert not standby.ready
+            assert not [c for c in multiprocessing.active_children() if c.name == "casstor-store-part"]
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_standby_children_left_unused_end_with_the_command(tmp_path):
+    """A tree of 20 small files stored with --processes 3: two children are forked before the store connects and
+    none is given work (too few files for a second process). Checks: the command ends at once with every file
+    stored (a child still holding the other's pipe end would never read its end of file, and the command would
+    wait on it forever)."""
+    src = tmp_path / "src"
+    write_tree(src, _small_tree("unused", 2, 10))
+    started = time.monotonic()
+    done = run_casstor("store", str(src), "unused/", "--json", "--processes", "3", timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert {row["status"] for row in json.loads(done.stdout)["files"]} == {STORED}
+    assert time.monotonic() - started < 30

@@ -29,6 +29,7 @@ from casstor_ops.store.records import FileInfo, VersionInfo
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree import (MIN_PROCESS_FILES, TREE_PROCESSES, TREE_WORKERS, TreeReport, restore_tree,
                                         store_tree)
+from casstor_ops.store.bulk.tree_processes import Standby
 from casstor_ops.store.points_in_time import compare
 
 
@@ -63,8 +64,11 @@ def _store(args: argparse.Namespace) -> int:
     src_name = _store_source(args)
     if src_name != "-" and os.path.isdir(src_name):
         prefix = args.id if args.id.endswith("/") else args.id + "/"
-        with Store.open() as store, progress_bar("store", None, not args.quiet and not args.json) as progress:
-            report = store_tree(store, src_name, prefix, args.workers, args.follow_symlinks, progress, args.processes)
+        # The processes beside this one are forked first, while it is one thread (tree_processes.Standby).
+        with Standby(args.processes - 1) as standby, Store.open() as store, \
+                progress_bar("store", None, not args.quiet and not args.json) as progress:
+            report = store_tree(store, src_name, prefix, args.workers, args.follow_symlinks, progress, args.processes,
+                                standby)
         return _tree_done(report, args)
     # Standard input is read whatever it is (a pipe, a FIFO redirected in); a named SRC must be a regular file.
     src = sys.stdin.buffer if src_name == "-" else src_name

@@ -70,7 +70,7 @@ from casstor_ops.store.bulk.tree_files import (CORRUPT, FAILED, FILE_ERRORS, ING
                                           RESTORE_STATUSES, SKIPPED, ListedHeads, check_prefix, exit_status,
                                           failure_status, listed_files, one_line, outage, restore_below,
                                           store_small_files, store_unless_unchanged, summary_line)
-from casstor_ops.store.bulk.tree_processes import in_processes
+from casstor_ops.store.bulk.tree_processes import Standby, in_processes
 from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.upload import MAX_REQUESTS
 
@@ -204,9 +204,10 @@ def _sharing(store: Store, workers: int, entries: BatchedEntries | None = None) 
 
 def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", workers: int = TREE_WORKERS,
                follow_symlinks: bool = False, progress: ProgressCallback | None = None,
-               processes: int = TREE_PROCESSES) -> TreeReport:
+               processes: int = TREE_PROCESSES, standby: Standby | None = None) -> TreeReport:
     """Store every file below ``source`` as ``prefix`` + its relative path, unchanged files skipped; a tree of many
-    small files by up to ``processes`` client processes (:func:`process_count`), ``workers`` threads each.
+    small files by up to ``processes`` client processes (:func:`process_count`; ``standby``'s, when given: see
+    :class:`~casstor_ops.store.bulk.tree_processes.Standby`), ``workers`` threads each.
 
     Example: ``store_tree(store, "photos", "photos/").exit_code`` -> ``0``. Failures: see the module docstring.
     """
@@ -216,7 +217,7 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
     count = process_count(items, processes)
     if count == 1:
         return run(store, items, progress)
-    return in_processes(store, items, count, run, progress)
+    return in_processes(store, items, count, run, progress, standby)
 
 
 def store_items(store: Store, items: Iterable[SourceFile | list[SourceFile]], progress: ProgressCallback | None,

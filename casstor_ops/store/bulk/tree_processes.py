@@ -14,10 +14,21 @@ merged.
 The other processes start only once this one has work to share (its
 runner calls ``on_work``: the first file not listed unchanged) while items
 are left: an unchanged re-run is this process's alone, and does not pay a
-second process's imports, connection and lease. They are spawned by a
-thread of their own (:class:`_Starter`) that outlives them: ``PR_SET_PDEATHSIG``
-(below) follows the thread that spawned a child, and a worker thread that
-did would take its child with it when it ended.
+second process's connection and lease. They are spawned by a thread of their
+own (:class:`_Starter`) that outlives them: ``PR_SET_PDEATHSIG`` (below)
+follows the thread that spawned a child, and a worker thread that did would
+take its child with it when it ended.
+
+A command can have them ready sooner: a :class:`Standby` made before it
+connects forks them while it is still one thread (a fork of a process whose
+driver threads run could inherit a lock one of them held, forever taken),
+and each waits on a pipe for its part. Such a child has every module the
+command imported, so it connects and stores at once; a spawned one first
+imports them again, beside a parent storing on both cores: on the bench's
+tree of 5,626 files it began ~0.45 s later than a forked one, and the store
+took 11 % longer (8 alternated pairs: medians 2.40 against 2.16 s, each pair
+faster forked; docs/benchmarks.md, twenty-fourth session). A child left
+unused ends when the standby is closed.
 
 The items are not cut into parts up front: every process takes the next one
 from one shared turn (:class:`_Turns`) as its runner queues one, so a process
@@ -37,7 +48,8 @@ leaves no process storing on.
 
 Example::
 
-    >>> report = in_processes(store, items, 2, partial(store_items, workers=4), progress=None)  # doctest: +SKIP
+    >>> with Standby(1) as standby, Store.open() as store:                                  # doctest: +SKIP
+    ...     report = in_processes(store, items, 2, partial(store_items, workers=4), None, standby)
     >>> report.exit_code                                                                       # doctest: +SKIP
     0
 
@@ -57,9 +69,11 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from casstor_ops.cluster.connection import endpoint_of
@@ -88,21 +102,23 @@ Run = Callable[[Store, Iterable[Item], ProgressCallback | None, OnWork | None], 
 
 
 def in_processes(store: Store, items: Sequence[Item], processes: int, run: Run[Item, Report],
-                 progress: ProgressCallback | None) -> Report:
+                 progress: ProgressCallback | None, standby: Standby | None = None) -> Report:
     """``run(store, taken, progress, on_work)`` in this process and, once it calls ``on_work`` while items are
     left, in ``processes - 1`` child processes (a picklable ``run``: a module-level function or a ``partial`` of
     one; theirs get None for ``on_work``), where ``taken`` yields the next of ``items`` that no process took yet
     (each item goes to one process); this process's report with every process's rows, and the wall time of them
-    all."""
+    all. The children are ``standby``'s when it has them, else spawned."""
     started = time.monotonic()
-    context = multiprocessing.get_context("spawn")
-    turns = _Turns(context)
+    forked = standby is not None and standby.ready
+    turns = standby.turns if forked else _Turns(multiprocessing.get_context("spawn"))
 
     def start() -> list[_Child]:
         if not turns.left(items):  # this process took them all (a child would start for nothing)
             return []
-        return [_Child(context, endpoint_of(store.session), store.settings, run, items, turns, progress)
-                for _ in range(processes - 1)]
+        task = _Task(endpoint_of(store.session), store.settings, run, items, progress is not None)
+        if forked:
+            return standby.take(processes - 1, task, progress)
+        return [_Child.spawned(task, turns, progress) for _ in range(processes - 1)]
 
     starter = _Starter(start)
     try:
@@ -158,7 +174,7 @@ class _Starter:
 class _Turns:
     """The index of the next item to take, shared by the processes of one store (inherited by each child)."""
 
-    def __init__(self, context: multiprocessing.context.SpawnContext) -> None:
+    def __init__(self, context: multiprocessing.context.BaseContext) -> None:
         self._next = context.Value("q", 0)
 
     def taken(self, items: Sequence[Item]) -> Iterator[Item]:
@@ -176,23 +192,110 @@ class _Turns:
         return self._next.value < len(items)
 
 
+@dataclass(frozen=True)
+class _Task:
+    """What a child needs to store its part: where and how to connect, its runner and the items to take from."""
+
+    endpoint: Endpoint
+    settings: StoreSettings
+    run: Run[Any, Any]
+    items: Sequence[Any]
+    progress: bool  # send progress messages
+
+
+class Standby:
+    """Child processes forked now, before this one connects, each waiting for its part of a tree store
+    (:func:`in_processes` gives it; the module docstring says why). None are forked while this process runs
+    other threads (``ready`` is then False: :func:`in_processes` spawns its children instead); those left unused
+    end when the standby is closed.
+
+    Example: ``with Standby(1) as standby, Store.open() as store: store_tree(store, "src", standby=standby)``.
+    Failures: a fork that fails (out of memory) leaves the standby with fewer processes, or none.
+    """
+
+    def __init__(self, count: int) -> None:
+        context = multiprocessing.get_context("fork")
+        self.turns = _Turns(context)
+        self._waiting: list[_Waiting] = []
+        if threading.active_count() == 1:
+            for stream in (sys.stdout, sys.stderr):  # else a child's exit would write what they hold a second time
+                stream.flush()
+            with contextlib.suppress(OSError):
+                for _ in range(count):
+                    self._waiting.append(_Waiting(context, self.turns, self._waiting))
+
+    @property
+    def ready(self) -> bool:
+        """Some child is forked and waiting."""
+        return bool(self._waiting)
+
+    def take(self, count: int, task: _Task, progress: ProgressCallback | None) -> list["_Child"]:
+        """Give ``task`` to up to ``count`` of the waiting children (the others stay unused until :meth:`close`)."""
+        taken, self._waiting = self._waiting[:count], self._waiting[count:]
+        return [waiting.start(task, progress) for waiting in taken]
+
+    def close(self) -> None:
+        """End the children given no task."""
+        waiting, self._waiting = self._waiting, []
+        for child in waiting:
+            child.release()
+
+    def __enter__(self) -> "Standby":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class _Waiting:
+    """A forked child waiting for its task on a pipe; its outcome comes back on another."""
+
+    def __init__(self, context: multiprocessing.context.BaseContext, turns: _Turns, older: list["_Waiting"]
+                 ) -> None:
+        tasks, self._tasks = context.Pipe(duplex=False)
+        self._receive, send = context.Pipe(duplex=False)
+        # The fork copies every descriptor: the child closes this process's ends (its own and ``older`` children's),
+        # or a pipe this process closes would never read EOF there.
+        ends = [self._tasks, self._receive, *(end for child in older for end in (child._tasks, child._receive))]
+        self._process = context.Process(target=_waiting_main, args=(tasks, send, turns, os.getpid(), ends),
+                                        name="casstor-store-part", daemon=True)
+        self._process.start()
+        tasks.close()
+        send.close()
+
+    def start(self, task: _Task, progress: ProgressCallback | None) -> "_Child":
+        with self._tasks:
+            self._tasks.send(task)
+        return _Child(self._process, self._receive, progress)
+
+    def release(self) -> None:
+        self._tasks.close()  # the child reads EOF and ends
+        self._receive.close()
+        self._process.join()
+
+
 class _Child:
     """A process of its own taking items; its messages (progress, then its rows or its error) read by a thread,
     so it never blocks on a full pipe."""
 
-    def __init__(self, context: multiprocessing.context.SpawnContext, endpoint: Endpoint, settings: StoreSettings,
-                 run: Run[Item, Any], items: Sequence[Item], turns: _Turns, progress: ProgressCallback | None
+    def __init__(self, process: multiprocessing.process.BaseProcess, receive, progress: ProgressCallback | None
                  ) -> None:
-        receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=_child_main, args=(endpoint, settings, run, items, turns, send,
-                                                                  progress is not None, os.getpid()),
-                                        name="casstor-store-part", daemon=True)
-        self._process.start()
-        send.close()  # this end is the child's: the reader sees EOF when the child is gone
+        self._process = process
         self._progress = progress
         self._outcome: tuple[str, Any] | None = None
         self._reader = threading.Thread(target=self._read, args=(receive,), name="casstor-part-reader", daemon=True)
         self._reader.start()
+
+    @classmethod
+    def spawned(cls, task: _Task, turns: _Turns, progress: ProgressCallback | None) -> "_Child":
+        """A child spawned now for ``task`` (it imports this module's world again before it connects)."""
+        context = multiprocessing.get_context("spawn")
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_child_main, args=(task, turns, send, os.getpid()),
+                                  name="casstor-store-part", daemon=True)
+        process.start()
+        send.close()  # this end is the child's: the reader sees EOF when the child is gone
+        return cls(process, receive, progress)
 
     def _read(self, receive) -> None:
         with receive:
@@ -226,14 +329,32 @@ class _Child:
         self._process.join()
 
 
-def _child_main(endpoint: Endpoint, settings: StoreSettings, run: Run[Any, Any], items: Sequence[Any], turns: _Turns,
-                send, progress: bool, parent: int) -> None:
+def _waiting_main(tasks, send, turns: _Turns, parent: int, parents_ends: list) -> None:
+    """A forked child: its task, or nothing (EOF: the standby was closed unused)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent answers Ctrl-C, and kills its children
     _die_with(parent)
-    apply_gc_thresholds()  # a spawned process: what the command's main set is not inherited
+    for end in parents_ends:
+        end.close()
     try:
-        with Store.open(endpoint, settings=settings) as store:
-            report = run(store, turns.taken(items), (lambda n: send.send(("progress", n))) if progress else None,
-                         None)
+        task = tasks.recv()
+    except (EOFError, OSError):
+        return
+    _store_part(task, turns, send)
+
+
+def _child_main(task: _Task, turns: _Turns, send, parent: int) -> None:
+    """A spawned child."""
+    _die_with(parent)
+    apply_gc_thresholds()  # what the command's main set is not inherited
+    _store_part(task, turns, send)
+
+
+def _store_part(task: _Task, turns: _Turns, send) -> None:
+    """Take items until none is left; send the rows, or the error."""
+    try:
+        with Store.open(task.endpoint, settings=task.settings) as store:
+            report = task.run(store, turns.taken(task.items),
+                              (lambda n: send.send(("progress", n))) if task.progress else None, None)
         outcome = ("rows", report.rows)
     except CasstorError as err:
         outcome = ("error", (str(err), err.exit_code))
