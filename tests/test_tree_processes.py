@@ -278,10 +278,10 @@ print(json.dumps({"ready": ready, "me": os.getpid(), "rows": report.rows}))
 """
 
 
-def test_a_standby_forked_before_the_store_connects_takes_items():
+def test_a_standby_forked_before_the_store_connects_takes_items(cql):
     """A process forks a standby child while it is one thread, then connects and shares 300 items with it (this one
-    slowly, 20 ms an item). Checks: the standby was ready (forked), every item has one row, and the child took
-    most of them."""
+    slowly, 20 ms an item), on the session's node (``cql``: its environment names it). Checks: the standby was
+    ready (forked), every item has one row, and the child took most of them."""
     done = subprocess.run([sys.executable, "-c", _STANDBY_SCRIPT], capture_output=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     out = json.loads(done.stdout)
@@ -305,7 +305,7 @@ def test_a_standby_is_not_forked_while_other_threads_run():
         other.join()
 
 
-def test_standby_children_left_unused_end_with_the_command(tmp_path):
+def test_standby_children_left_unused_end_with_the_command(cql, tmp_path):
     """A tree of 20 small files stored with --processes 3: two children are forked before the store connects and
     none is given work (too few files for a second process). Checks: the command ends at once with every file
     stored (a child still holding the other's pipe end would never read its end of file, and the command would
