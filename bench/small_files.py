@@ -80,7 +80,7 @@ from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from bench.borg import BorgRepo
 from bench.common import (MB, bench_session, ClientRequests, live_bytes, own_node, publish, same_tree,
                           wait_for_quiet_nodes)
-from bench.compression import CASSTOR, empty_store, run_commands
+from bench.compression import CASSTOR, compile_casstor, empty_store, run_commands
 from bench.cpu import CpuMeter
 from bench.restic import ResticRepo
 from bench.source_corpus import release_tars
@@ -339,6 +339,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="casstor-bench-corpus-") as work, \
                 tempfile.TemporaryDirectory(prefix="casstor-bench-node-") as home:
             corpora, packages = _corpora(args, Path(work))
+            compile_casstor()
             own_node(Path(home), args.port_base)
             results = {**run_benchmark(corpora, args.rounds, warmup=args.warmup), "packages": packages}
         return publish(results, _report(results), args.out)
