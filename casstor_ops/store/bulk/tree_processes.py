@@ -203,6 +203,28 @@ class _Task:
     progress: bool  # send progress messages
 
 
+@dataclass(frozen=True)
+class _Progress:
+    """A child's message: it stored ``files`` more files."""
+
+    files: int
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """A child's last message when it took every item it could: its report's rows."""
+
+    rows: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A child's last message when it failed: the one line to report and the exit code of its error, if a user's."""
+
+    message: str
+    exit_code: int | None
+
+
 class Standby:
     """Child processes forked now, before this one connects, each waiting for its part of a tree store
     (:func:`in_processes` gives it; the module docstring says why). None are forked while this process runs
@@ -282,7 +304,7 @@ class _Child:
                  ) -> None:
         self._process = process
         self._progress = progress
-        self._outcome: tuple[str, Any] | None = None
+        self._outcome: _Finished | _Failed | None = None
         self._reader = threading.Thread(target=self._read, args=(receive,), name="casstor-part-reader", daemon=True)
         self._reader.start()
 
@@ -301,24 +323,24 @@ class _Child:
         with receive:
             while True:
                 try:
-                    kind, value = receive.recv()
+                    message = receive.recv()
                 except (EOFError, OSError):
                     return
-                if kind == "progress":
+                if isinstance(message, _Progress):
                     if self._progress is not None:
-                        self._progress(value)
+                        self._progress(message.files)
                 else:
-                    self._outcome = (kind, value)
+                    self._outcome = message
 
     def rows(self) -> list[dict[str, Any]]:
         """The child's report rows once it has ended; raises its error, or one for a child that died."""
         self._reader.join()
         self._process.join()
-        kind, value = self._outcome or ("died", None)
-        if kind == "rows":
-            return value
-        if kind == "error":
-            raise CasstorError(*value)
+        outcome = self._outcome
+        if isinstance(outcome, _Finished):
+            return outcome.rows
+        if isinstance(outcome, _Failed):
+            raise CasstorError(outcome.message, outcome.exit_code)
         raise CasstorError(f"store: a process storing part of the tree ended with status {self._process.exitcode} "
                            f"and no report; what was committed is kept; run it again")
 
@@ -354,12 +376,12 @@ def _store_part(task: _Task, turns: _Turns, send) -> None:
     try:
         with Store.open(task.endpoint, settings=task.settings) as store:
             report = task.run(store, turns.taken(task.items),
-                              (lambda n: send.send(("progress", n))) if task.progress else None, None)
-        outcome = ("rows", report.rows)
+                              (lambda n: send.send(_Progress(n))) if task.progress else None, None)
+        outcome: _Finished | _Failed = _Finished(report.rows)
     except CasstorError as err:
-        outcome = ("error", (str(err), err.exit_code))
+        outcome = _Failed(str(err), err.exit_code)
     except Exception as err:  # not a user's error: the parent reports it as one line, as the command would
-        outcome = ("error", (f"store: a process storing part of the tree failed: {one_line(err)}", None))
+        outcome = _Failed(f"store: a process storing part of the tree failed: {one_line(err)}", None)
     with contextlib.suppress(OSError):  # a parent gone (where it cannot take its child with it) reads nothing
         send.send(outcome)
     send.close()
