@@ -175,8 +175,8 @@ def test_a_killed_tree_store_leaves_no_process_storing_and_every_file_old_or_new
 def _taking(store: Store, taken, progress, on_work, fault: str | None = None) -> tree.TreeReport:
     """A process's run for the tests below (module level: a spawned child imports it). In a child, ``fault``
     ``"fail"`` fails as a lapsed lease does and ``"die"`` ends the process without a word, before taking any item;
-    else a row per item taken, with its process: this process slowly (20 ms an item; ``on_work`` called at each),
-    a child at once."""
+    else a row per item taken, with its process, and its length to ``progress``: this process slowly (20 ms an
+    item; ``on_work`` called at each), a child at once."""
     child = multiprocessing.parent_process() is not None
     assert child == (on_work is None)
     if child and fault == "fail":
@@ -188,18 +188,23 @@ def _taking(store: Store, taken, progress, on_work, fault: str | None = None) ->
         if not child:
             on_work()
         rows.append({"id": item, "status": STORED, "pid": os.getpid()})
+        if progress is not None:
+            progress(len(item))
         if not child:
             time.sleep(0.02)
     return tree.TreeReport("store", rows=rows)
 
 
-def test_every_item_is_taken_once_and_a_faster_process_takes_more(cql):
+def test_every_item_is_taken_once_a_faster_process_takes_more_and_its_progress_comes_back(cql):
     """300 items, two processes: this one takes an item every 20 ms (6 s alone), the child (started in ~0.3 s)
-    as fast as it can. Checks: every item has one row, and the child took most of them."""
+    as fast as it can, each reporting an item's length as progress. Checks: every item has one row, the child
+    took most of them, and this process's progress counted every item's length once (the child's came back)."""
     items = [f"i{n:03d}" for n in range(300)]
-    report = tree_processes.in_processes(Store(cql), items, 2, _taking, None)
+    sizes: list[int] = []
+    report = tree_processes.in_processes(Store(cql), items, 2, _taking, sizes.append)
     assert sorted(row["id"] for row in report.rows) == items
     assert sum(row["pid"] != os.getpid() for row in report.rows) > 150
+    assert sum(sizes) == sum(map(len, items))
 
 
 @pytest.mark.parametrize("fault, message, code", [("fail", "lease lapsed (injected)", EXIT_LEASE_LAPSED),

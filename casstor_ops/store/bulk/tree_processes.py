@@ -205,9 +205,9 @@ class _Task:
 
 @dataclass(frozen=True)
 class _Progress:
-    """A child's message: it stored ``files`` more files."""
+    """A child's message: it read ``size`` more bytes of the tree (the command's progress counts bytes)."""
 
-    files: int
+    size: int
 
 
 @dataclass(frozen=True)
@@ -328,7 +328,7 @@ class _Child:
                     return
                 if isinstance(message, _Progress):
                     if self._progress is not None:
-                        self._progress(message.files)
+                        self._progress(message.size)
                 else:
                     self._outcome = message
 
