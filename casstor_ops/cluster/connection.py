@@ -38,6 +38,7 @@ from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionP
 from casstor_ops.cluster.driver_errors import connect_error, reported_as_user_errors
 from casstor_ops.cluster.endpoint import CONSISTENCY_LEVELS, PASSWORD_FILE_SETTING, Endpoint, endpoint_from_env
 from casstor_ops.cluster.libev_connection import QueuedLibevConnection
+from casstor_ops.cluster.skip_metadata import skipping_metadata
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 
 # Callers import these from here (see the module docstring).
@@ -117,7 +118,8 @@ def endpoint_of(session: Session) -> Endpoint:
 
 
 def connect(endpoint: Endpoint | None = None, start: bool = True, schema_metadata: bool = True) -> Session:
-    """Open a session (starting the embedded node first when ``start``; ``schema_metadata`` as :func:`open_cluster`).
+    """Open a session (starting the embedded node first when ``start``; ``schema_metadata`` as :func:`open_cluster`),
+    whose prepared reads are answered without their column list (:mod:`.skip_metadata`).
 
     Example: ``connect().execute("SELECT release_version FROM system.local")``.
     Failing to connect raises the one-line CasstorError of
@@ -130,10 +132,12 @@ def connect(endpoint: Endpoint | None = None, start: bool = True, schema_metadat
     with reported_as_user_errors(endpoint):
         try:
             cluster = open_cluster(endpoint, schema_metadata)
-            return cluster.connect()
+            session = cluster.connect()
         except Exception:
             if cluster is not None:
                 cluster.shutdown()
             raise
+    session.client_protocol_handler = skipping_metadata(session.client_protocol_handler)
+    return session
 
 
