@@ -15,7 +15,7 @@ KEYSPACE = "casstor_test_skip"
 
 
 @pytest.fixture()
-def session(cql) -> Iterator[tuple[Session, list]]:
+def recorded(cql) -> Iterator[tuple[Session, list]]:
     """A session of :func:`connect` whose handler also records the column list of every rows answer (None: left
     out), and an empty table of a plain, a map and a clustering column."""
     session = connect(start=False)
@@ -42,11 +42,11 @@ def session(cql) -> Iterator[tuple[Session, list]]:
         session.cluster.shutdown()
 
 
-def test_a_prepared_read_is_answered_without_columns_and_decodes_every_page(session) -> None:
+def test_a_prepared_read_is_answered_without_columns_and_decodes_every_page(recorded) -> None:
     """Checks that every page of a prepared read (3 rows a page, 7 rows) came without its column list, and that the
     rows, a map among their values, are those written; a statement the driver cannot skip for (not prepared) still
     gets its columns."""
-    session, answers = session
+    session, answers = recorded
     insert = session.prepare(f"INSERT INTO {KEYSPACE}.rows (id, n, size, meta) VALUES (?, ?, ?, ?)")
     for n in range(7):
         session.execute(insert, ("a", n, 100 + n, {"k": str(n)} if n % 2 else None))
@@ -62,10 +62,10 @@ def test_a_prepared_read_is_answered_without_columns_and_decodes_every_page(sess
     assert answers[0] is not None and [column[2] for column in answers[0]] == ["n"]
 
 
-def test_a_prepared_read_decodes_right_after_its_table_gains_a_column(session) -> None:
+def test_a_prepared_read_decodes_right_after_its_table_gains_a_column(recorded) -> None:
     """Injects a schema change under a prepared read: a column added to its table (as a migration does) and filled;
     checks the read, which names its columns, still decodes its rows right without a column list."""
-    session, answers = session
+    session, answers = recorded
     session.execute(f"INSERT INTO {KEYSPACE}.rows (id, n, size, meta) VALUES ('b', 1, 5, {{'x': 'y'}})")
     read = session.prepare(f"SELECT size, meta FROM {KEYSPACE}.rows WHERE id = ? AND n = ?")
     assert tuple(session.execute(read, ("b", 1)).one()) == (5, {"x": "y"})

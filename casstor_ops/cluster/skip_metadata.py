@@ -9,8 +9,8 @@ thread. A plain column costs little; a map column costs a new type class each
 time (``MapType.apply_parameters``: 15 µs, and garbage for the cyclic
 collector). The head row of an S3 object has three maps: 212 µs of client CPU
 a read, against 134 µs with the flag (the same read, 8,000 a run, 20 in
-flight); an S3 GET served from the content cache took 0.40-0.46 ms of the
-server's CPU against 0.50-0.56 (docs/benchmarks.md).
+flight); an S3 GET served from the content cache took 0.43-0.46 ms of the
+server's CPU against 0.56-0.59 (docs/benchmarks.md).
 
 Why skipping is safe here, though the driver does not do it (CASSANDRA-10786):
 the node then relies on the client's copy of the columns, which goes stale only
