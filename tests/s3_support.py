@@ -19,6 +19,8 @@ from botocore.client import Config
 
 from casstor_ops.serve.process import ServerProcess
 
+from .support import spark_submit
+
 KEY, SECRET = "AKIACASSTORTEST", "casstor-test-secret/key+1"
 ALT_KEY, ALT_SECRET = "AKIACASSTORALT", "casstor-alt-secret"  # another user: owns nothing of KEY's
 # The aws CLI that `make setup` installs (.venv/tools), else one on the PATH.
@@ -72,3 +74,30 @@ def aws(server: ServerProcess, credentials: Path, *args: str) -> subprocess.Comp
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/dev/null"}
     return subprocess.run([AWS, "--endpoint-url", f"http://{server.host}:{server.port}", *args], env=env,
                           capture_output=True, text=True, timeout=300, check=True)
+
+
+SPARK_JOB = '''
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+df = spark.range(5000).selectExpr("id", "id * 2 AS twice", "cast(id AS string) AS name", "rand(7) AS noise")
+df.write.mode("overwrite").parquet(sys.argv[1])
+back = spark.read.parquet(sys.argv[1])
+same = sorted(map(tuple, back.collect())) == sorted(map(tuple, df.collect()))
+print("ROUNDTRIP", "equal" if same else "different", back.count())
+'''
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.3.4"  # pyspark 3.5's Hadoop; it brings aws-java-sdk-bundle 1.12.262
+
+
+def spark_s3a_roundtrip(tmp_path: Path, url: str, conf: dict[str, str]) -> tuple[int, str]:
+    """A Spark application writing a DataFrame as Parquet to the ``s3a://`` ``url`` as user KEY, then reading it
+    back and printing ``ROUNDTRIP equal 5000`` when it is the same; ``conf`` adds the endpoint and addressing.
+    The exit status and output of ``spark-submit``."""
+    job = tmp_path / "s3a_roundtrip.py"
+    job.write_text(SPARK_JOB)
+    conf = {"spark.jars.packages": HADOOP_AWS, "spark.jars.ivy": str(Path.home() / ".cache" / "casstor" / "ivy"),
+            "spark.hadoop.fs.s3a.access.key": KEY, "spark.hadoop.fs.s3a.secret.key": SECRET,
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": "false", "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
+            "spark.hadoop.fs.s3a.attempts.maximum": "1", **conf}
+    return spark_submit(*[arg for name, value in conf.items() for arg in ("--conf", f"{name}={value}")],
+                        str(job), url, timeout=1200)

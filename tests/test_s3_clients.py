@@ -17,8 +17,7 @@ from pathlib import Path
 
 from casstor_ops.store.trees.locations import read_storage_options_file, resolve
 
-from .support import spark_submit
-from .s3_support import KEY, SECRET
+from .s3_support import KEY, SECRET, spark_s3a_roundtrip
 
 RCLONE = shutil.which("rclone")
 
@@ -79,30 +78,11 @@ def test_s3fs_through_casstors_url_layer_round_trips_a_tree(server, s3, tmp_path
     assert not location.fs.exists(f"{root}a.txt")
 
 
-SPARK_JOB = '''
-import sys
-from pyspark.sql import SparkSession
-spark = SparkSession.builder.getOrCreate()
-df = spark.range(5000).selectExpr("id", "id * 2 AS twice", "cast(id AS string) AS name", "rand(7) AS noise")
-df.write.mode("overwrite").parquet(sys.argv[1])
-back = spark.read.parquet(sys.argv[1])
-same = sorted(map(tuple, back.collect())) == sorted(map(tuple, df.collect()))
-print("ROUNDTRIP", "equal" if same else "different", back.count())
-'''
-HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.3.4"  # pyspark 3.5's Hadoop; it brings aws-java-sdk-bundle 1.12.262
-
-
 def test_spark_s3a_writes_a_dataframe_as_parquet_and_reads_it_back_equal(server, s3, tmp_path):
     s3.create_bucket(Bucket="sparky")
-    job = tmp_path / "s3a_roundtrip.py"
-    job.write_text(SPARK_JOB)
-    conf = {"spark.jars.packages": HADOOP_AWS, "spark.jars.ivy": str(Path.home() / ".cache" / "casstor" / "ivy"),
-            "spark.hadoop.fs.s3a.endpoint": f"http://{server.host}:{server.port}",
-            "spark.hadoop.fs.s3a.path.style.access": "true", "spark.hadoop.fs.s3a.access.key": KEY,
-            "spark.hadoop.fs.s3a.secret.key": SECRET, "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
-            "spark.hadoop.fs.s3a.endpoint.region": "us-east-1", "spark.hadoop.fs.s3a.attempts.maximum": "1"}
-    code, output = spark_submit(*[arg for name, value in conf.items() for arg in ("--conf", f"{name}={value}")],
-                                str(job), "s3a://sparky/frame.parquet", timeout=1200)
+    code, output = spark_s3a_roundtrip(tmp_path, "s3a://sparky/frame.parquet", {
+        "spark.hadoop.fs.s3a.endpoint": f"http://{server.host}:{server.port}",
+        "spark.hadoop.fs.s3a.path.style.access": "true"})
     assert code == 0, output[-5000:]
     assert "ROUNDTRIP equal 5000" in output, output[-5000:]
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket="sparky", Prefix="frame.parquet/")["Contents"]]

@@ -19,6 +19,7 @@ from casstor_ops.cli.args import bounded
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.auth import read_token
+from casstor_ops.serve.s3.addressing import Addressing
 from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S
 from casstor_ops.serve.streams import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
@@ -39,7 +40,7 @@ def _serve(args: argparse.Namespace) -> int:
     policy = Policy(token, args.read_only, args.max_body, args.require_length, args.body_timeout)
     return serve(ServeOptions(args.host, args.port, policy, args.lease_reuse, args.workers, args.cert, args.key,
                               args.access_log, args.metrics_port, args.cache_mb * MB, args.header_timeout,
-                              _s3_secrets(args)))
+                              _s3_secrets(args), _s3_addressing(args)))
 
 
 def _s3_secrets(args: argparse.Namespace) -> dict[str, str] | None:
@@ -56,6 +57,13 @@ def _s3_secrets(args: argparse.Namespace) -> dict[str, str] | None:
     from casstor_ops.serve.s3.credentials import read_credentials
 
     return read_credentials(args.s3_credentials)
+
+
+def _s3_addressing(args: argparse.Namespace) -> Addressing:
+    """The domains of ``--s3-domain`` (virtual-hosted-style buckets); only with ``--s3``."""
+    if args.s3_domain and not args.s3:
+        raise CasstorError("serve: --s3-domain needs --s3", EXIT_USAGE)
+    return Addressing.parse(args.s3_domain or ())
 
 
 _port = bounded(int, 0, 65535, "a port from 0 (any free one) to 65535")
@@ -104,4 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--s3-credentials", metavar="FILE",
                    help="the S3 users: an aws CLI credentials file ([name] with aws_access_key_id and "
                         "aws_secret_access_key), readable only by its owner (chmod 600)")
+    p.add_argument("--s3-domain", metavar="DOMAIN", action="append",
+                   help="with --s3: also answer virtual-hosted-style requests, http://BUCKET.DOMAIN:PORT/KEY (needs "
+                        "a DNS name *.DOMAIN for this server; repeatable); path-style requests are always answered")
     p.set_defaults(func=_serve)

@@ -46,6 +46,7 @@ from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES, ContentCache
 from casstor_ops.serve.deadlines import HeaderDeadline
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.observe import observed
+from casstor_ops.serve.s3.addressing import Addressing
 from casstor_ops.serve.s3.app import S3Handlers
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S, SharedLease
 from casstor_ops.serve.streams import HEADER_TIMEOUT_S, SMALL_BODY_BYTES
@@ -74,6 +75,7 @@ class ServeOptions:
     cache_bytes: int = DEFAULT_CACHE_BYTES
     header_timeout_s: float = HEADER_TIMEOUT_S
     s3_secrets: dict[str, str] | None = field(default=None, repr=False)  # --s3: access key -> secret key
+    s3_addressing: Addressing = Addressing()  # --s3-domain: the domains whose subdomains name buckets
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -132,6 +134,8 @@ def _announce(options: ServeOptions, sockets: list[socket.socket]) -> None:
     metrics = f", metrics on {_url(options, sockets[1], 'metrics')}" if len(sockets) > 1 else ""
     access = (f"S3, {len(options.s3_secrets)} access key{'s' if len(options.s3_secrets) > 1 else ''}"
               if options.s3_secrets is not None else "bearer token required" if policy.token else "no token")
+    if options.s3_addressing.domains:
+        access += f", buckets also as *.{', *.'.join(options.s3_addressing.domains)}"
     log.info("listening on %s (%s, %s, %s)%s", _url(options, sockets[0]),
              "read-only" if policy.read_only else "read-write", access, workers, metrics)
     if policy.token is None and options.s3_secrets is None and not _is_loopback(options.host):
@@ -146,7 +150,8 @@ def _handlers(options: ServeOptions, metrics: Metrics, worker: int) -> Iterator[
         leases = SharedLease(store.session, options.lease_reuse_s)
         cache = ContentCache(options.cache_bytes, SMALL_BODY_BYTES)
         if options.s3_secrets is not None:
-            handlers = S3Handlers(store, leases, options.policy, metrics, cache, worker, options.s3_secrets)
+            handlers = S3Handlers(store, leases, options.policy, metrics, cache, worker, options.s3_secrets,
+                                  options.s3_addressing)
         else:
             handlers = Handlers(store, leases, options.policy, metrics, cache, worker)
         try:

@@ -3,7 +3,8 @@
 Every request is authenticated first (:func:`~.sigv4.authenticate`: no
 anonymous access), then authorized (the bucket, and a copy's source bucket,
 must be the caller's: :meth:`~.buckets.Buckets.authorize`; CreateBucket and
-ListBuckets excepted), then routed by path-style address and query; but a CORS
+ListBuckets excepted), then routed by path-style address and query (a
+virtual-hosted-style request's path made path-style first: :mod:`.addressing`); but a CORS
 preflight (``OPTIONS``, which browsers send unsigned: :mod:`.cors`) and a
 browser form's POST Object (signed by its policy: :mod:`.post_object`):
 
@@ -68,6 +69,7 @@ from casstor_ops.serve.content_cache import ContentCache
 from casstor_ops.serve.metrics import Metrics
 from casstor_ops.serve.policy import Policy
 from casstor_ops.serve.s3.acl import Acls
+from casstor_ops.serve.s3.addressing import Addressing
 from casstor_ops.serve.s3.attributes import get_attributes
 from casstor_ops.serve.s3.buckets import Bucket, Buckets, ReadGrant, location_of, max_buckets, owner_of
 from casstor_ops.serve.s3.cors import Cors
@@ -101,9 +103,11 @@ class S3Handlers(Handlers):
     """The S3 face of one server worker (see the module docstring)."""
 
     def __init__(self, store: Store, leases: SharedLease, policy: Policy, metrics: Metrics, cache: ContentCache,
-                 worker: int = 0, secrets: dict[str, str] | None = None) -> None:
+                 worker: int = 0, secrets: dict[str, str] | None = None,
+                 addressing: Addressing = Addressing()) -> None:
         super().__init__(store, leases, policy, metrics, cache, worker)
         self._secrets = secrets or {}
+        self._addressing = addressing
         self._read_only = policy.read_only
         self.buckets = Buckets(store)
         self.objects = Objects(store, self.reads, self.writes, self.buckets, policy)
@@ -124,15 +128,16 @@ class S3Handlers(Handlers):
         path = "?"
         record = None  # the bucket's row, once this request read it
         try:
-            path = unquote(request.scope["raw_path"].decode("latin-1"), errors="strict")
+            sent_path = unquote(request.scope["raw_path"].decode("latin-1"), errors="strict")
             headers = {name: ",".join(request.headers.getlist(name)) for name in request.headers.keys()}
+            path = self._addressing.path_style(headers.get("host"), sent_path)
             if request.method == "OPTIONS":  # a CORS preflight: browsers send it unsigned
                 response = await self.cors.preflight(headers, path)
             elif is_form_post(request.method, path, headers.get("content-type")):  # signed by its policy
                 self._check_writable(request.method)
                 response = await self.posts.post(request, path.strip("/"))
             else:
-                signed = authenticate(request.method, path, request.scope["query_string"].decode("latin-1"),
+                signed = authenticate(request.method, sent_path, request.scope["query_string"].decode("latin-1"),
                                       headers, self._secrets, time.time())
                 self._check_writable(request.method)
                 record, grant = await self._authorize(request, path, signed)
