@@ -26,7 +26,8 @@ hot code during its first seconds of load):
    their ratios to the plain server's (``bench/serve_s3.py``);
    ``--multipart-mb 1024`` adds a 1 GiB multipart upload by boto3 against
    ``casstor store`` of a tree of as many bytes; ``--checksum-mb 64``, uploads
-   of 64 MiB with each checksum boto3 offers against its default CRC32.
+   of 64 MiB with each checksum boto3 offers against its default CRC32;
+   ``--complete-parts 1000``, the Complete of an upload of 1,000 parts.
 
 Printed: req/s, MB/s, p50/p99 latency, the ratios HTTP/raw (and S3/plain), and beside them
 the CPU milliseconds per MB of the server (with its workers), of wrk, of the
@@ -37,7 +38,8 @@ block (``new_bytes == 0``).
 
     .venv/bin/python -m bench.serve [--sizes 4096 65536 1048576] [--connections 20] [--seconds 30] [--warmup 20]
                                     [--workers N] [--access-log] [--cache-mb MIB] [--no-raw] [--smoke]
-                                    [--s3 [--multipart-mb MIB] [--checksum-mb MIB]] [--output PATH]
+                                    [--s3 [--multipart-mb MIB] [--checksum-mb MIB] [--complete-parts N]]
+                                    [--output PATH]
 
 The store is the environment's as it was made: one made with ``casstor init
 --inline-max 65536`` keeps the 4 and 64 KiB bodies inline (one write a PUT,
@@ -113,6 +115,7 @@ class SweepConfig:
     s3: bool = False  # also through `casstor serve --s3` (bench/serve_s3.py)
     multipart_bytes: int = 0  # with s3: a multipart upload of this many bytes against a tree store of as many
     checksum_bytes: int = 0  # with s3: uploads of this many bytes with each checksum boto3 offers
+    complete_parts: int = 0  # with s3: the Complete of an upload of this many parts
 
     @classmethod
     def smoke(cls, **overrides: object) -> "SweepConfig":
@@ -295,6 +298,8 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
                         if s3 is not None and config.multipart_bytes else None
                     checksums = s3.checksum_uploads(config.checksum_bytes, node_pids, quiet) \
                         if s3 is not None and config.checksum_bytes else None
+                    complete = s3.complete_many(config.complete_parts, quiet) \
+                        if s3 is not None and config.complete_parts else None
                 finally:
                     removed = sweep.remove_keys() + (s3.remove_all() if s3 is not None else 0)
         finally:
@@ -302,7 +307,8 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
             if s3 is not None:
                 _stop(s3.server)
     return {"config": asdict(config), "client": "wrk 4.1 -t 1 (Lua scripts bench/wrk/)", "rows": rows,
-            "dedup": dedup, "multipart": multipart, "checksums": checksums, "keys_removed": removed,
+            "dedup": dedup, "multipart": multipart, "checksums": checksums, "complete": complete,
+            "keys_removed": removed,
             "inline_max": sweep.store.settings.inline_max, "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -368,6 +374,11 @@ def format_report(results: dict) -> str:
                       f"{name} {up['mb_per_s']:.1f} MB/s {checksums['ratios'][name]:.3f} "
                       f"{_cpu(up, ('client_ms_per_mb', 'server_ms_per_mb', 'node_ms_per_mb'))}"
                       for name, up in checksums["uploads"].items()))
+    complete = results.get("complete")
+    if complete:
+        check += (f"\nS3 CompleteMultipartUpload of {complete['parts']} parts: {complete['seconds']:.2f} s, "
+                  f"{complete['ms_per_part']:.2f} ms a part; 10,000 parts / botocore's 60 s read timeout "
+                  f"{complete['of_read_timeout']:.3f}")
     return "\n".join([head, *(format_row(row) for row in results["rows"]), check])
 
 
@@ -388,17 +399,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --s3: a multipart upload of MIB MiB against a tree store of as many (1024: 1 GiB)")
     parser.add_argument("--checksum-mb", type=int, default=0, metavar="MIB",
                         help="with --s3: uploads of MIB MiB with each checksum boto3 offers, against its default CRC32")
+    parser.add_argument("--complete-parts", type=int, default=0, metavar="N",
+                        help="with --s3: the CompleteMultipartUpload of an upload of N parts (S3 allows 10,000)")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results JSON (default {RESULTS})")
     args = parser.parse_args(argv)
     chosen = {key: tuple(value) if isinstance(value, list) else value
               for key, value in [("sizes", args.sizes), ("connections", args.connections), ("seconds", args.seconds),
                                  ("warmup_seconds", args.warmup)]
               if value is not None}
-    if (args.multipart_mb or args.checksum_mb) and not args.s3:
-        parser.error("--multipart-mb and --checksum-mb need --s3")
+    if (args.multipart_mb or args.checksum_mb or args.complete_parts) and not args.s3:
+        parser.error("--multipart-mb, --checksum-mb and --complete-parts need --s3")
+    if not 0 <= args.complete_parts <= 10_000:
+        parser.error("--complete-parts: S3 allows 1 to 10,000 parts")
     options = dict(chosen, workers=args.workers, access_log=args.access_log, raw=not args.no_raw,
                    cache_mb=args.cache_mb, s3=args.s3, multipart_bytes=args.multipart_mb * 1024 * 1024,
-                   checksum_bytes=args.checksum_mb * 1024 * 1024)
+                   checksum_bytes=args.checksum_mb * 1024 * 1024, complete_parts=args.complete_parts)
     config = SweepConfig.smoke(**options) if args.smoke else replace(defaults, **options)
 
     def run() -> int:

@@ -28,12 +28,21 @@ checksum boto3 can send (``CHECKSUM_ALGORITHMS``: the server checks each part's
 and keeps the object's), as ratios to boto3's default CRC32 in the same run: a
 client's choice of checksum should not cost it throughput.
 
+:meth:`S3Face.complete_many` times the CompleteMultipartUpload of an upload of
+many parts (S3 allows 10,000): the parts are one 5 MiB body sent again and
+again (stored once: the upload is quick; Complete's work is per part, not per
+byte), with boto3's default CRC32. Its figure is the Complete's time a part,
+and that time for 10,000 parts against botocore's read timeout (60 s), past
+which boto3 gives up on the answer and sends the Complete again.
+
 Example (what ``bench.serve --s3`` does)::
 
     >>> face = S3Face(workdir, server_args)                        # doctest: +SKIP
     >>> face.put_urls("64k", 65536, count=5000)                    # doctest: +SKIP
     >>> face.multipart_vs_tree(1024 * 1024 * 1024, node_pids, quiet)  # doctest: +SKIP
     {'bytes': 1073741824, 'multipart': {...}, 'tree_store': {...}, 'ratio': 1.04, 'ratios': [...]}
+    >>> face.complete_many(1000, quiet)["of_read_timeout"]        # doctest: +SKIP
+    0.21
     >>> face.checksum_uploads(64 * 1024 * 1024, node_pids, quiet)["ratios"]  # doctest: +SKIP
     {'CRC32': 1.0, 'CRC32C': 0.899, 'CRC64NVME': 0.969, 'SHA256': 0.877}
 
@@ -64,6 +73,9 @@ WRITE_CHUNK = 8 * 1024 * 1024
 MULTIPART_ROUNDS = 3  # pairs of (multipart, tree store), alternated
 # The checksums boto3 offers an upload (with awscrt: CRC32C, CRC64NVME), its default CRC32 first: the reference.
 CHECKSUM_ALGORITHMS = ("CRC32", "CRC32C", "CRC64NVME", "SHA256")
+MOST_PARTS = 10_000  # S3's limit of parts an upload
+READ_TIMEOUT_S = 60.0  # botocore's default read_timeout: a Complete must answer within it
+PART_THREADS = 8
 
 
 class S3Face:
@@ -163,6 +175,29 @@ class S3Face:
             self.client.upload_file(str(path), BUCKET, key, Config=config, ExtraArgs=extra)
             seconds = time.perf_counter() - started
         return _rate(size, seconds, cost)  # the cost is counted when its block ends
+
+    def complete_many(self, parts: int, quiet: Callable[[], None]) -> dict:
+        """An upload of ``parts`` parts (one 5 MiB body each but the last) completed on quiet nodes: the Complete's
+        seconds, a part, and for :data:`MOST_PARTS` parts as a fraction of :data:`READ_TIMEOUT_S`."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        body, key = os.urandom(5 * 1024 * 1024), f"complete/{parts}-parts"
+        upload = self.client.create_multipart_upload(Bucket=BUCKET, Key=key, ChecksumAlgorithm="CRC32")["UploadId"]
+
+        def send(number: int) -> dict:
+            sent = self.client.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=number,
+                                           Body=body if number < parts else b"tail", ChecksumAlgorithm="CRC32")
+            return {"PartNumber": number, "ETag": sent["ETag"], "ChecksumCRC32": sent["ChecksumCRC32"]}
+
+        with ThreadPoolExecutor(PART_THREADS) as pool:
+            listed = list(pool.map(send, range(1, parts + 1)))
+        quiet()
+        started = time.perf_counter()
+        self.client.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=upload,
+                                              MultipartUpload={"Parts": listed})
+        seconds = time.perf_counter() - started
+        return {"parts": parts, "seconds": round(seconds, 2), "ms_per_part": round(seconds * 1000 / parts, 3),
+                "of_read_timeout": round(seconds / parts * MOST_PARTS / READ_TIMEOUT_S, 3)}
 
     def remove_all(self) -> int:
         """Delete every object of the bucket, then the bucket; how many objects."""

@@ -3,6 +3,8 @@
 import io
 import uuid
 
+import pytest
+
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.api import Store
 
@@ -92,3 +94,21 @@ def test_a_one_block_version_is_stored_without_a_file_hash_and_every_reader_give
             assert head.hash == file_hash([head.lone_block])
     assert [results[1].blocks, results[0].blocks > 1, results[2].blocks > 1] == [1, True, True]
     assert [v.file.hash for v in store.versions("one-block/f")] == [r.hash for r in reversed(results)]
+
+
+def test_remove_all_writes_every_marker_and_keeps_every_version(cql):
+    """Store.remove_all (a completed upload's parts): each file gets a delete marker, so none is listed or found,
+    in two directories at once, and each keeps its version for forget; a file it was not given is untouched."""
+    from casstor_ops.errors import NotFoundError
+
+    store = Store(cql)
+    ids = [f"remove-all/a/{n:03d}" for n in range(40)] + ["remove-all/b/z", "remove-all/b/kept"]
+    for file_id in ids:
+        store.put(io.BytesIO(file_id.encode() * 300), file_id)
+    store.remove_all(ids[:-1])
+    assert [f.id for f in store.list("remove-all/")] == ["remove-all/b/kept"]
+    for file_id in ids[:-1]:
+        with pytest.raises(NotFoundError):
+            store.stat(file_id)
+        marker, kept = store.versions(file_id)
+        assert marker.deleted and not kept.deleted and kept.file.size == len(file_id) * 300

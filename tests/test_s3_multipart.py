@@ -16,6 +16,7 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 
+from casstor_ops.store import catalog
 from casstor_ops.store.chunking import chunks
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.history.forget import forget
@@ -83,6 +84,28 @@ def test_a_multipart_object_is_its_parts_end_to_end_with_s3s_etag_and_writes_no_
     assert _blocks(cql) - before == len(moved) + 1
     assert len(moved) < len(_part_blocks(data, 6 * MiB)) / 8
     assert s3.get_object(Bucket="mpu", Key="big.bin")["Body"].read() == data
+
+
+def test_a_completed_uploads_parts_are_removed_and_their_versions_left_to_forget(s3, cql):
+    """Complete writes a delete marker for each of the parts (many at once, :meth:`Store.remove_all`) and their
+    block lists and checksums are read many at once: the object is its parts end to end with boto3's CRC32, no
+    part is listed afterwards, only the completed upload's record, and each part keeps its version for forget."""
+    s3.create_bucket(Bucket="mp-many")
+    parts = [os.urandom(5 * MiB)] * 11 + [b"tail"]  # the same part again: stored once, so the test stays quick
+    upload_id = s3.create_multipart_upload(Bucket="mp-many", Key="k", ChecksumAlgorithm="CRC32")["UploadId"]
+    listed = []
+    for number, body in enumerate(parts, 1):
+        sent = s3.upload_part(Bucket="mp-many", Key="k", UploadId=upload_id, PartNumber=number, Body=body,
+                              ChecksumAlgorithm="CRC32")
+        listed.append({"PartNumber": number, "ETag": sent["ETag"], "ChecksumCRC32": sent["ChecksumCRC32"]})
+    s3.complete_multipart_upload(Bucket="mp-many", Key="k", UploadId=upload_id, MultipartUpload={"Parts": listed})
+    assert s3.get_object(Bucket="mp-many", Key="k")["Body"].read() == b"".join(parts)
+    st = Statements.for_session(cql)
+    upload = f"{UPLOADS}mp-many/{upload_id}/"
+    assert [f.id for f in catalog.list_files(cql, st, upload)] == [f"{upload}upload"]
+    for number in range(1, len(parts) + 1):
+        marker, kept = catalog.versions(cql, st, f"{upload}{number:05d}")
+        assert marker.deleted and kept.file.size == len(parts[number - 1])
 
 
 def test_list_parts_list_uploads_abort_and_the_refusals(s3):

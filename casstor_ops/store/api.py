@@ -288,6 +288,14 @@ class Store:
         with self._lease("rm", lease):
             return catalog.remove(self.session, self._st, self.namespace, file_id)
 
+    def remove_all(self, file_ids: list[str], lease: WriterLease | bool = True) -> None:
+        """Write a delete marker for each of ``file_ids``, whatever its head, many at a time (a completed multipart
+        upload's parts); their blocks stay until reclaim."""
+        for file_id in file_ids:
+            check_id(file_id)
+        with self._lease("rm", lease):
+            catalog.mark_all_removed(self.session, self._st, self.namespace, file_ids)
+
     def mark_removed(self, file_id: str, null_version: bool, lease: WriterLease | bool = True) -> FileInfo:
         """Write a delete marker for the S3 object ``file_id`` whatever its head (S3 stacks them; ``null_version``:
         its bucket's versioning is not Enabled); the marker."""

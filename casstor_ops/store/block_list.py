@@ -34,9 +34,11 @@ that does not add up to its head is for the caller to check
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 from cassandra.cluster import Session
+from cassandra.concurrent import execute_concurrent_with_args
 
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.records import InlineContent
@@ -95,3 +97,15 @@ def read(session: Session, st: Statements, head: Version) -> list[ListRow]:
         rows = [ListRow(*r) for r in session.execute(st.file_blocks, (head.id, head.version),
                                                   execution_profile=st.plain_rows)]
     return rows
+
+
+def read_all(session: Session, st: Statements, heads: Sequence[Version], concurrency: int = 32) -> list[list[ListRow]]:
+    """Each of ``heads``' whole block lists, in order, as :func:`read` gives one: those in ``file_blocks`` read
+    ``concurrency`` at a time (a multipart upload's parts: one by one, 10,000 took ~20 s)."""
+    lists = [carried(head) for head in heads]
+    unread = [(i, head) for i, head in enumerate(heads) if lists[i] is None]
+    results = execute_concurrent_with_args(session, st.file_blocks, [(head.id, head.version) for _, head in unread],
+                                           concurrency=concurrency, execution_profile=st.plain_rows)
+    for (i, _), (_, rows) in zip(unread, results):
+        lists[i] = [ListRow(*r) for r in rows]
+    return lists

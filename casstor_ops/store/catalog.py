@@ -20,25 +20,27 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 
 from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
-from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
 from cassandra.util import max_uuid_from_time, uuid_from_time
 
 from casstor_ops.errors import NotFoundError
 from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.namespace.entries import Namespace, version_micros
+from casstor_ops.store.namespace.layout import split_id
 from casstor_ops.store.namespace.listing import PAGE_ROWS, WALK_AHEAD, entries_under, files_under
-from casstor_ops.store.commit import write_version
+from casstor_ops.store.commit import version_write, write_version
 from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
                                       VersionRow, inline_head)
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
 AT_CONCURRENCY = 32  # versions read at once for a listing as of a time: one partition read per name
+MARKER_CONCURRENCY = 32  # delete markers' version rows written at once by mark_all_removed
 
 
 def _info(row, inline: InlineContent | None = None) -> FileInfo:
@@ -123,14 +125,35 @@ def mark_removed(session: Session, st: Statements, namespace: Namespace, file_id
                  null_version: bool | None = None) -> FileInfo:
     """Write a delete marker for ``file_id``, whatever its head (an S3 object's: ``null_version`` not None, as
     :class:`~casstor_ops.store.records.ObjectMeta`'s); the marker."""
-    marker = uuid_from_time(datetime.now(timezone.utc).timestamp())
-    row = VersionRow(file_id, marker, 0, b"", 0, datetime.now(timezone.utc), mode=None, mtime_ns=None, ino=None,
-                     ctime_ns=None, content=None, codec=None, stored_size=None, deleted=True, lone_block=None,
-                     written_at=version_micros(marker))
+    row, gone = _marker(file_id)
     write_version(session, st, row, None if null_version is None else ObjectMeta(null_version=null_version))
-    gone = FileInfo(file_id, marker, 0, b"", 0, None)
     namespace.publish(gone, deleted=True)
     return gone
+
+
+def mark_all_removed(session: Session, st: Statements, namespace: Namespace, file_ids: Sequence[str]) -> None:
+    """Write a delete marker for each of ``file_ids`` (files, not S3 objects: a completed upload's parts), as
+    :func:`mark_removed` does for one, in the same order: every version row first, ``MARKER_CONCURRENCY`` at a
+    time, then the directory entries, many to a request, so no entry names a marker whose row is not written.
+
+    Failures: the driver's first error; the markers written before it stay (each is one file's removal)."""
+    markers = [_marker(file_id) for file_id in file_ids]
+    execute_concurrent(session, [version_write(st, row, None) for row, _ in markers], concurrency=MARKER_CONCURRENCY,
+                       raise_on_first_error=True)
+    by_directory: dict[str, list[tuple[FileInfo, int | None]]] = {}
+    for _, gone in markers:
+        by_directory.setdefault(split_id(gone.id)[0], []).append((gone, None))
+    namespace.publish_many(by_directory, deleted=True)
+
+
+def _marker(file_id: str) -> tuple[VersionRow, FileInfo]:
+    """A new delete marker of ``file_id``: its version row, and its summary."""
+    now = datetime.now(timezone.utc)
+    marker = uuid_from_time(now.timestamp())
+    row = VersionRow(file_id, marker, 0, b"", 0, now, mode=None, mtime_ns=None, ino=None, ctime_ns=None,
+                     content=None, codec=None, stored_size=None, deleted=True, lone_block=None,
+                     written_at=version_micros(marker))
+    return row, FileInfo(file_id, marker, 0, b"", 0, None)
 
 
 def scan(session: Session, statement) -> Iterator:

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from cassandra.cluster import Session
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.block_list import read
+from casstor_ops.store.block_list import ListRow, read_all
 from casstor_ops.store.commit import Commit, VerifiedBlocks
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.existence import ExistenceChecks
@@ -55,9 +55,8 @@ def abandoned(file_id: str, newest_micros: int, now_micros: int) -> bool:
     return file_id.startswith(UPLOADS) and newest_micros < now_micros - ABANDONED_AFTER_S * 1_000_000
 
 
-def block_list(session: Session, st: Statements, part: FileInfo) -> tuple[list[bytes], list[int]]:
-    """A part's block hashes and sizes, in order; CasstorError if its list does not add up to it."""
-    rows = read(session, st, part)
+def block_list(part: FileInfo, rows: list[ListRow]) -> tuple[list[bytes], list[int]]:
+    """A part's block hashes and sizes, in order, from its list ``rows``; CasstorError if they do not add up to it."""
     if len(rows) != part.blocks or sum(size for _, _, size in rows) != part.size:
         raise CasstorError(f"part {part.id!r} has no complete block list (an inline part, or one being forgotten): "
                            f"upload it again")
@@ -88,8 +87,8 @@ def commit_parts(session: Session, settings: StoreSettings, parts: list[FileInfo
     st = Statements.for_session(session)
     hashes: list[bytes] = []
     sizes: list[int] = []
-    for part in parts:
-        part_hashes, part_sizes = block_list(session, st, part)
+    for part, rows in zip(parts, read_all(session, st, parts)):
+        part_hashes, part_sizes = block_list(part, rows)
         hashes += part_hashes
         sizes += part_sizes
     checked = _Checked(session, st)

@@ -43,6 +43,7 @@ import re
 import uuid
 from functools import partial
 
+from cassandra.concurrent import execute_concurrent_with_args
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -70,6 +71,8 @@ from casstor_ops.store.statements import Statements
 
 MIN_PART_BYTES = 5 * 1024 ** 2  # S3's least size of a part but the last
 MAX_COMPLETE_BODY = 2 << 20
+# A Complete reads each part's rows, many at a time: one by one, 10,000 parts took over 60 s, botocore's read timeout.
+READ_CONCURRENCY = 32
 RECORD = "upload"
 _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -317,9 +320,11 @@ class Multipart:
         if upload.checksum is None:
             return [(part.size, None) for part in parts]
         layout = []
-        for part, wanted in zip(parts, given):
-            row = self._store.session.execute(self._st.object_checksum, (part.id, part.version),
-                                              execution_profile=self._st.named_rows).one()
+        read = execute_concurrent_with_args(self._store.session, self._st.object_checksum,
+                                            [(part.id, part.version) for part in parts], concurrency=READ_CONCURRENCY,
+                                            execution_profile=self._st.named_rows)
+        for part, wanted, (_, rows) in zip(parts, given, read):
+            row = rows.one()
             stored = Checksum.parse(row.checksum if row is not None else None)
             value = stored.value if stored is not None and stored.algorithm == upload.checksum else None
             if wanted is not None and wanted != value:
@@ -361,8 +366,7 @@ class Multipart:
         """Remove the upload's parts (delete markers: forget drops them, reclaim their blocks), then its record; a
         completed upload's record stays, saying so, for a Complete sent again (until forget drops it as
         abandoned: a second Complete is then NoSuchUpload)."""
-        for entry in self._parts(upload.bucket, upload.id):
-            self._store.remove(entry.file.id, lease=lease)
+        self._store.remove_all([entry.file.id for entry in self._parts(upload.bucket, upload.id)], lease=lease)
         record = upload_dir(upload.bucket, upload.id) + RECORD
         if upload.completed is None:
             self._store.remove(record, lease=lease)

@@ -316,16 +316,16 @@ class Namespace:
             with self._guard:
                 self._checking.discard((directory, bucket))
 
-    def publish_many(self, infos: dict[str, list[tuple[FileInfo, int | None]]]) -> None:
-        """Write the entries of the versions ``infos`` holds by directory (each with its stored size), each stamped
-        with its own version's time: many directories' entries to an unlogged batch
+    def publish_many(self, infos: dict[str, list[tuple[FileInfo, int | None]]], deleted: bool = False) -> None:
+        """Write the entries of the versions ``infos`` holds by directory (each with its stored size; delete markers
+        when ``deleted``), each stamped with its own version's time: many directories' entries to an unlogged batch
         (:func:`~casstor_ops.store.request_queue.row_batches`), every batch sent at once."""
         writes: list[tuple] = []
         written: Counter[tuple[str, int, int]] = Counter()
         for directory, files in infos.items():
             generation = self.generation(directory)
             for info, stored_size in files:
-                bucket, values = _entry(info, generation, stored_size, False)
+                bucket, values = _entry(info, generation, stored_size, deleted)
                 writes.append((self._st.insert_entry, values))
                 written[directory, bucket, generation] += 1
         self._write_all(row_batches(writes, values=itemgetter(1)))
