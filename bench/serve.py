@@ -27,7 +27,8 @@ hot code during its first seconds of load):
    ``--multipart-mb 1024`` adds a 1 GiB multipart upload by boto3 against
    ``casstor store`` of a tree of as many bytes; ``--checksum-mb 64``, uploads
    of 64 MiB with each checksum boto3 offers against its default CRC32;
-   ``--complete-parts 1000``, the Complete of an upload of 1,000 parts.
+   ``--complete-parts 1000``, the Complete of an upload of 1,000 parts;
+   ``--delete-keys 2000``, DeleteObjects of 2,000 keys, 1,000 a request.
 
 Printed: req/s, MB/s, p50/p99 latency, the ratios HTTP/raw (and S3/plain), and beside them
 the CPU milliseconds per MB of the server (with its workers), of wrk, of the
@@ -38,7 +39,7 @@ block (``new_bytes == 0``).
 
     .venv/bin/python -m bench.serve [--sizes 4096 65536 1048576] [--connections 20] [--seconds 30] [--warmup 20]
                                     [--workers N] [--access-log] [--cache-mb MIB] [--no-raw] [--smoke]
-                                    [--s3 [--multipart-mb MIB] [--checksum-mb MIB] [--complete-parts N]]
+                                    [--s3 [--multipart-mb MIB] [--checksum-mb MIB] [--complete-parts N] [--delete-keys N]]
                                     [--output PATH]
 
 The store is the environment's as it was made: one made with ``casstor init
@@ -116,6 +117,7 @@ class SweepConfig:
     multipart_bytes: int = 0  # with s3: a multipart upload of this many bytes against a tree store of as many
     checksum_bytes: int = 0  # with s3: uploads of this many bytes with each checksum boto3 offers
     complete_parts: int = 0  # with s3: the Complete of an upload of this many parts
+    delete_keys: int = 0  # with s3: DeleteObjects of this many keys
 
     @classmethod
     def smoke(cls, **overrides: object) -> "SweepConfig":
@@ -300,6 +302,8 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
                         if s3 is not None and config.checksum_bytes else None
                     complete = s3.complete_many(config.complete_parts, quiet) \
                         if s3 is not None and config.complete_parts else None
+                    deletes = s3.delete_many(config.delete_keys, quiet) if s3 is not None and config.delete_keys \
+                        else None
                 finally:
                     removed = sweep.remove_keys() + (s3.remove_all() if s3 is not None else 0)
         finally:
@@ -308,7 +312,7 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
                 _stop(s3.server)
     return {"config": asdict(config), "client": "wrk 4.1 -t 1 (Lua scripts bench/wrk/)", "rows": rows,
             "dedup": dedup, "multipart": multipart, "checksums": checksums, "complete": complete,
-            "keys_removed": removed,
+            "deletes": deletes, "keys_removed": removed,
             "inline_max": sweep.store.settings.inline_max, "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -379,6 +383,10 @@ def format_report(results: dict) -> str:
         check += (f"\nS3 CompleteMultipartUpload of {complete['parts']} parts: {complete['seconds']:.2f} s, "
                   f"{complete['ms_per_part']:.2f} ms a part; 10,000 parts / botocore's 60 s read timeout "
                   f"{complete['of_read_timeout']:.3f}")
+    deletes = results.get("deletes")
+    if deletes:
+        check += (f"\nS3 DeleteObjects of {deletes['keys']} keys, 1,000 a request: {deletes['seconds']:.2f} s, "
+                  f"{deletes['ms_per_key']:.2f} ms a key")
     return "\n".join([head, *(format_row(row) for row in results["rows"]), check])
 
 
@@ -401,19 +409,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --s3: uploads of MIB MiB with each checksum boto3 offers, against its default CRC32")
     parser.add_argument("--complete-parts", type=int, default=0, metavar="N",
                         help="with --s3: the CompleteMultipartUpload of an upload of N parts (S3 allows 10,000)")
+    parser.add_argument("--delete-keys", type=int, default=0, metavar="N",
+                        help="with --s3: DeleteObjects of N keys, 1,000 a request")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results JSON (default {RESULTS})")
     args = parser.parse_args(argv)
     chosen = {key: tuple(value) if isinstance(value, list) else value
               for key, value in [("sizes", args.sizes), ("connections", args.connections), ("seconds", args.seconds),
                                  ("warmup_seconds", args.warmup)]
               if value is not None}
-    if (args.multipart_mb or args.checksum_mb or args.complete_parts) and not args.s3:
-        parser.error("--multipart-mb, --checksum-mb and --complete-parts need --s3")
+    if (args.multipart_mb or args.checksum_mb or args.complete_parts or args.delete_keys) and not args.s3:
+        parser.error("--multipart-mb, --checksum-mb, --complete-parts and --delete-keys need --s3")
     if not 0 <= args.complete_parts <= 10_000:
         parser.error("--complete-parts: S3 allows 1 to 10,000 parts")
+    if args.delete_keys < 0:
+        parser.error("--delete-keys: a number of keys")
     options = dict(chosen, workers=args.workers, access_log=args.access_log, raw=not args.no_raw,
                    cache_mb=args.cache_mb, s3=args.s3, multipart_bytes=args.multipart_mb * 1024 * 1024,
-                   checksum_bytes=args.checksum_mb * 1024 * 1024, complete_parts=args.complete_parts)
+                   checksum_bytes=args.checksum_mb * 1024 * 1024, complete_parts=args.complete_parts,
+                   delete_keys=args.delete_keys)
     config = SweepConfig.smoke(**options) if args.smoke else replace(defaults, **options)
 
     def run() -> int:

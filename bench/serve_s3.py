@@ -28,6 +28,10 @@ checksum boto3 can send (``CHECKSUM_ALGORITHMS``: the server checks each part's
 and keeps the object's), as ratios to boto3's default CRC32 in the same run: a
 client's choice of checksum should not cost it throughput.
 
+:meth:`S3Face.delete_many` times DeleteObjects of keys 1,000 a request (the
+most S3 takes; boto3's ``objects.delete()`` and Hadoop's s3a, 250 a page,
+delete trees so), its figure the time a key.
+
 :meth:`S3Face.complete_many` times the CompleteMultipartUpload of an upload of
 many parts (S3 allows 10,000): the parts are one 5 MiB body sent again and
 again (stored once: the upload is quick; Complete's work is per part, not per
@@ -175,6 +179,24 @@ class S3Face:
             self.client.upload_file(str(path), BUCKET, key, Config=config, ExtraArgs=extra)
             seconds = time.perf_counter() - started
         return _rate(size, seconds, cost)  # the cost is counted when its block ends
+
+    def delete_many(self, keys: int, quiet: Callable[[], None]) -> dict:
+        """``keys`` small objects put, then deleted on quiet nodes by DeleteObjects, 1,000 keys a request: the
+        seconds, and a key."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        names = [f"delete/{n:06d}" for n in range(keys)]
+        with ThreadPoolExecutor(PART_THREADS) as pool:
+            list(pool.map(lambda key: self.client.put_object(Bucket=BUCKET, Key=key, Body=key.encode()), names))
+        quiet()
+        started = time.perf_counter()
+        for start in range(0, keys, 1000):
+            answer = self.client.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": key} for key in
+                                                                                   names[start:start + 1000]]})
+            if answer.get("Errors"):
+                raise CasstorError(f"DeleteObjects refused keys: {answer['Errors'][:3]}")
+        seconds = time.perf_counter() - started
+        return {"keys": keys, "seconds": round(seconds, 2), "ms_per_key": round(seconds * 1000 / keys, 3)}
 
     def complete_many(self, parts: int, quiet: Callable[[], None]) -> dict:
         """An upload of ``parts`` parts (one 5 MiB body each but the last) completed on quiet nodes: the Complete's

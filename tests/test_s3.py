@@ -13,6 +13,7 @@ import base64
 import hashlib
 import os
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 import pytest
@@ -135,6 +136,19 @@ def test_delete_objects(s3):
                                                                          {"Key": "missing"}]})
     assert sorted(d["Key"] for d in result["Deleted"]) == ["missing", "x1", "x2"]
     assert [o["Key"] for o in s3.list_objects_v2(Bucket="bulk-delete")["Contents"]] == ["x3"]
+
+
+def test_delete_objects_of_many_keys_answers_each_key_once_in_its_order(s3):
+    """DeleteObjects deletes several keys at a time: 300 keys, one of them twice and a missing one, each get one
+    entry, in the request's order, and no error; no key is left."""
+    s3.create_bucket(Bucket="bulk-many")
+    keys = [f"k/{n:03d}" for n in range(300)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda key: s3.put_object(Bucket="bulk-many", Key=key, Body=key.encode()), keys))
+    asked = keys + ["k/000", "k/missing"]
+    result = s3.delete_objects(Bucket="bulk-many", Delete={"Objects": [{"Key": key} for key in asked]})
+    assert [d["Key"] for d in result["Deleted"]] == asked and "Errors" not in result
+    assert "Contents" not in s3.list_objects_v2(Bucket="bulk-many")
 
 
 def test_presigned_get_and_refusals(s3, server):

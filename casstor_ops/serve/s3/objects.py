@@ -75,7 +75,7 @@ from casstor_ops.serve.s3.version_rows import (ENABLED, NULL, SUSPENDED, drop, i
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.streams import SMALL_BODY_BYTES, BodyReader
 from casstor_ops.serve.validators import WritePrecondition
-from casstor_ops.serve.writes import Writes
+from casstor_ops.serve.writes import WRITE_THREADS, Writes
 from casstor_ops.store.api import FileInfo, Store
 from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.catalog import head_of
@@ -88,6 +88,10 @@ from casstor_ops.store.statements import Statements
 MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit of one PutObject
 MAX_PARTS = 10_000
 MAX_DELETE_BODY = 2 << 20
+# Keys of one DeleteObjects deleted at once, each on a write thread: one at a time, 1,000 keys took 3.9-4.8 s (a
+# marker is a read and two writes in turn), four at a time 1.7-2.0 s. No more than the threads: another request's
+# write then queues behind these few, not behind the whole request.
+DELETES_AT_ONCE = WRITE_THREADS
 META_PREFIX = "x-amz-meta-"
 DEFAULT_CONTENT_TYPE = "binary/octet-stream"
 EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e"
@@ -504,14 +508,20 @@ class Objects:
         if len(objects) > 1000:
             raise S3Error("MalformedXML", "DeleteObjects takes at most 1000 keys.")
         versioning = await self.versioning(bucket)
-        deleted, errors = [], []
-        for key, version in objects:
-            try:
-                check_id(f"{bucket}/{key}".removesuffix("/"))
-                deleted.append({"Key": key, **await self._delete_one(f"{bucket}/{key}", version, versioning)})
-            except Exception as err:  # noqa: BLE001 - one key's failure is reported in the result, S3's way
-                errors.append({"Key": key, "VersionId": version, "Code": getattr(err, "code", "InternalError"),
-                               "Message": str(err)})
+        under_way = asyncio.Semaphore(DELETES_AT_ONCE)
+
+        async def outcome(key: str, version: str | None) -> tuple[bool, dict]:
+            async with under_way:
+                try:
+                    check_id(f"{bucket}/{key}".removesuffix("/"))
+                    return True, {"Key": key, **await self._delete_one(f"{bucket}/{key}", version, versioning)}
+                except Exception as err:  # noqa: BLE001 - one key's failure is reported in the result, S3's way
+                    return False, {"Key": key, "VersionId": version, "Code": getattr(err, "code", "InternalError"),
+                                   "Message": str(err)}
+
+        outcomes = await asyncio.gather(*(outcome(key, version) for key, version in objects))
+        deleted = [fields for ok, fields in outcomes if ok]
+        errors = [fields for ok, fields in outcomes if not ok]
         return xml_response(document("DeleteResult", {"Deleted": [] if quiet else deleted, "Error": errors}))
 
     async def _delete_one(self, file_id: str, version: str | None, versioning: str | None) -> dict:
