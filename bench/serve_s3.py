@@ -62,6 +62,7 @@ import sys
 import statistics
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.common import MB
@@ -79,7 +80,7 @@ MULTIPART_ROUNDS = 3  # pairs of (multipart, tree store), alternated
 CHECKSUM_ALGORITHMS = ("CRC32", "CRC32C", "CRC64NVME", "SHA256")
 MOST_PARTS = 10_000  # S3's limit of parts an upload
 READ_TIMEOUT_S = 60.0  # botocore's default read_timeout: a Complete must answer within it
-PART_THREADS = 8
+CLIENT_THREADS = 8  # boto3 requests at once while many parts or objects are put
 
 
 class S3Face:
@@ -183,10 +184,8 @@ class S3Face:
     def delete_many(self, keys: int, quiet: Callable[[], None]) -> dict:
         """``keys`` small objects put, then deleted on quiet nodes by DeleteObjects, 1,000 keys a request: the
         seconds, and a key."""
-        from concurrent.futures import ThreadPoolExecutor
-
         names = [f"delete/{n:06d}" for n in range(keys)]
-        with ThreadPoolExecutor(PART_THREADS) as pool:
+        with ThreadPoolExecutor(CLIENT_THREADS) as pool:
             list(pool.map(lambda key: self.client.put_object(Bucket=BUCKET, Key=key, Body=key.encode()), names))
         quiet()
         started = time.perf_counter()
@@ -201,8 +200,6 @@ class S3Face:
     def complete_many(self, parts: int, quiet: Callable[[], None]) -> dict:
         """An upload of ``parts`` parts (one 5 MiB body each but the last) completed on quiet nodes: the Complete's
         seconds, a part, and for :data:`MOST_PARTS` parts as a fraction of :data:`READ_TIMEOUT_S`."""
-        from concurrent.futures import ThreadPoolExecutor
-
         body, key = os.urandom(5 * 1024 * 1024), f"complete/{parts}-parts"
         upload = self.client.create_multipart_upload(Bucket=BUCKET, Key=key, ChecksumAlgorithm="CRC32")["UploadId"]
 
@@ -211,7 +208,7 @@ class S3Face:
                                            Body=body if number < parts else b"tail", ChecksumAlgorithm="CRC32")
             return {"PartNumber": number, "ETag": sent["ETag"], "ChecksumCRC32": sent["ChecksumCRC32"]}
 
-        with ThreadPoolExecutor(PART_THREADS) as pool:
+        with ThreadPoolExecutor(CLIENT_THREADS) as pool:
             listed = list(pool.map(send, range(1, parts + 1)))
         quiet()
         started = time.perf_counter()
