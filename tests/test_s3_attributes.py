@@ -75,7 +75,8 @@ def test_bucket_tags_are_set_read_and_removed(s3):
 
 def test_a_put_checksum_is_kept_and_answered_with_checksum_mode(s3):
     """A PUT's x-amz-checksum-crc64nvme is checked (a wrong one: BadDigest), kept, and answered on HEAD only with
-    x-amz-checksum-mode: ENABLED; GetObjectAttributes answers it with the size and ETag."""
+    x-amz-checksum-mode: ENABLED; GetObjectAttributes answers it with the size and ETag, and both listings name its
+    algorithm and type (as S3 does: not its value)."""
     s3.create_bucket(Bucket="sums")
     data = b"A" * 1024
     put = s3.put_object(Bucket="sums", Key="k", Body=data, ChecksumCRC64NVME="Qeh8oXvGiSo=")
@@ -90,6 +91,9 @@ def test_a_put_checksum_is_kept_and_answered_with_checksum_mode(s3):
     assert attributes["ObjectSize"] == 1024 and attributes["ETag"] == hashlib.md5(data).hexdigest()
     assert attributes["Checksum"] == {"ChecksumCRC64NVME": "Qeh8oXvGiSo=", "ChecksumType": "FULL_OBJECT"}
     assert "ObjectParts" not in attributes
+    for listed in (s3.list_objects_v2(Bucket="sums")["Contents"], s3.list_objects(Bucket="sums")["Contents"]):
+        assert [(o["Key"], o["ChecksumAlgorithm"], o["ChecksumType"]) for o in listed] == \
+            [("k", ["CRC64NVME"], "FULL_OBJECT")]
 
 
 def test_a_multipart_object_answers_its_composite_checksum_parts_and_part_numbers(s3):

@@ -88,8 +88,9 @@ def test_a_multipart_object_is_its_parts_end_to_end_with_s3s_etag_and_writes_no_
 
 def test_a_completed_uploads_parts_are_removed_and_their_versions_left_to_forget(s3, cql):
     """Complete writes a delete marker for each of the parts (many at once, :meth:`Store.remove_all`) and their
-    block lists and checksums are read many at once: the object is its parts end to end with boto3's CRC32, no
-    part is listed afterwards, only the completed upload's record, and each part keeps its version for forget."""
+    block lists, ETags and checksums are read many at once: the object is its parts end to end with boto3's CRC32,
+    no part is listed afterwards, only the completed upload's record, and each part keeps its version for forget.
+    Before that, ListParts answers each part's CRC32 as it was sent, and the upload's algorithm and type."""
     s3.create_bucket(Bucket="mp-many")
     parts = [os.urandom(5 * MiB)] * 11 + [b"tail"]  # the same part again: stored once, so the test stays quick
     upload_id = s3.create_multipart_upload(Bucket="mp-many", Key="k", ChecksumAlgorithm="CRC32")["UploadId"]
@@ -98,6 +99,9 @@ def test_a_completed_uploads_parts_are_removed_and_their_versions_left_to_forget
         sent = s3.upload_part(Bucket="mp-many", Key="k", UploadId=upload_id, PartNumber=number, Body=body,
                               ChecksumAlgorithm="CRC32")
         listed.append({"PartNumber": number, "ETag": sent["ETag"], "ChecksumCRC32": sent["ChecksumCRC32"]})
+    answer = s3.list_parts(Bucket="mp-many", Key="k", UploadId=upload_id)
+    assert (answer["ChecksumAlgorithm"], answer["ChecksumType"]) == ("CRC32", "COMPOSITE")
+    assert [{k: p[k] for k in ("PartNumber", "ETag", "ChecksumCRC32")} for p in answer["Parts"]] == listed
     s3.complete_multipart_upload(Bucket="mp-many", Key="k", UploadId=upload_id, MultipartUpload={"Parts": listed})
     assert s3.get_object(Bucket="mp-many", Key="k")["Body"].read() == b"".join(parts)
     st = Statements.for_session(cql)

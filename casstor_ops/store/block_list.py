@@ -42,6 +42,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.records import InlineContent
+from casstor_ops.store.request_queue import ROW_CONCURRENCY
 from casstor_ops.store.statements import Statements
 
 class ListRow(NamedTuple):
@@ -99,7 +100,8 @@ def read(session: Session, st: Statements, head: Version) -> list[ListRow]:
     return rows
 
 
-def read_all(session: Session, st: Statements, heads: Sequence[Version], concurrency: int = 32) -> list[list[ListRow]]:
+def read_all(session: Session, st: Statements, heads: Sequence[Version], concurrency: int = ROW_CONCURRENCY
+             ) -> list[list[ListRow]]:
     """Each of ``heads``' whole block lists, in order, as :func:`read` gives one: those in ``file_blocks`` read
     ``concurrency`` at a time (a multipart upload's parts: one by one, 10,000 took ~20 s)."""
     lists = [carried(head) for head in heads]

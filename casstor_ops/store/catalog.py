@@ -36,11 +36,10 @@ from casstor_ops.store.namespace.listing import PAGE_ROWS, WALK_AHEAD, entries_u
 from casstor_ops.store.commit import version_write, write_version
 from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
                                       VersionRow, inline_head)
+from casstor_ops.store.request_queue import ROW_CONCURRENCY
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
-AT_CONCURRENCY = 32  # versions read at once for a listing as of a time: one partition read per name
-MARKER_CONCURRENCY = 32  # delete markers' version rows written at once by mark_all_removed
 
 
 def _info(row, inline: InlineContent | None = None) -> FileInfo:
@@ -98,7 +97,7 @@ def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Ite
     """The files whose ID starts with ``prefix`` as they were at ``at``, in ID order.
 
     Every name of the directory index under the prefix is read as of ``at``
-    (``head_at``, :data:`AT_CONCURRENCY` at once), removed files' names
+    (``head_at``, :data:`~casstor_ops.store.request_queue.ROW_CONCURRENCY` at once), removed files' names
     included: a file removed after ``at`` was there then. A name with no
     version then, or a delete marker, is left out.
     """
@@ -108,7 +107,7 @@ def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Ite
     # arguments of execute_concurrent: a blocking read there waits for its own thread).
     while page := list(itertools.islice(names, PAGE_ROWS)):
         for _, rows in execute_concurrent_with_args(session, st.head_at, [(i, bound) for i in page],
-                                                    concurrency=AT_CONCURRENCY, execution_profile=st.named_rows):
+                                                    concurrency=ROW_CONCURRENCY, execution_profile=st.named_rows):
             row = rows.one()
             if row is not None and not row.deleted:
                 yield head_of(row.id, row)
@@ -133,12 +132,12 @@ def mark_removed(session: Session, st: Statements, namespace: Namespace, file_id
 
 def mark_all_removed(session: Session, st: Statements, namespace: Namespace, file_ids: Sequence[str]) -> None:
     """Write a delete marker for each of ``file_ids`` (files, not S3 objects: a completed upload's parts), as
-    :func:`mark_removed` does for one, in the same order: every version row first, ``MARKER_CONCURRENCY`` at a
+    :func:`mark_removed` does for one, in the same order: every version row first, ``ROW_CONCURRENCY`` at a
     time, then the directory entries, many to a request, so no entry names a marker whose row is not written.
 
     Failures: the driver's first error; the markers written before it stay (each is one file's removal)."""
     markers = [_marker(file_id) for file_id in file_ids]
-    execute_concurrent(session, [version_write(st, row, None) for row, _ in markers], concurrency=MARKER_CONCURRENCY,
+    execute_concurrent(session, [version_write(st, row, None) for row, _ in markers], concurrency=ROW_CONCURRENCY,
                        raise_on_first_error=True)
     by_directory: dict[str, list[tuple[FileInfo, int | None]]] = {}
     for _, gone in markers:

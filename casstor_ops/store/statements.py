@@ -123,13 +123,13 @@ class Statements:
         f"?) USING TIMESTAMP ?")
     object_head = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
                             f"http_headers, tags, checksum, null_version FROM {META_KS}.versions WHERE id = ? LIMIT 1")
-    object_etag = _Prepared(f"SELECT etag, deleted FROM {META_KS}.versions WHERE id = ? AND version = ?")
+    # What a listing, ListParts and a Complete need of a version beside its entry: S3's ETag and checksum.
+    object_digests = _Prepared(f"SELECT etag, checksum FROM {META_KS}.versions WHERE id = ? AND version = ?")
     object_version = _Prepared(f"SELECT {_VERSION_COLUMNS}, codec, content, etag, content_type, user_meta, "
                                f"http_headers, tags, checksum, null_version FROM {META_KS}.versions "
                                f"WHERE id = ? AND version = ?")
     # A multipart object's parts (not in object_head: up to 10,000 of them, read only when asked for).
     object_parts = _Prepared(f"SELECT parts FROM {META_KS}.versions WHERE id = ? AND version = ?")
-    object_checksum = _Prepared(f"SELECT checksum FROM {META_KS}.versions WHERE id = ? AND version = ?")
     # IF EXISTS: a version forgotten meanwhile is not brought back as a row of tags only.
     set_object_tags = _Prepared(f"UPDATE {META_KS}.versions SET tags = ? WHERE id = ? AND version = ? IF EXISTS")
     object_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, etag, stored_size, null_version FROM {META_KS}.versions "

@@ -74,7 +74,8 @@ from casstor_ops.serve.s3.attributes import get_attributes
 from casstor_ops.serve.s3.buckets import Bucket, Buckets, ReadGrant, location_of, max_buckets, owner_of
 from casstor_ops.serve.s3.cors import Cors
 from casstor_ops.serve.s3.errors import S3Error, render
-from casstor_ops.serve.s3.listing import Listing, decode_token, encode_token, encoded, max_keys
+from casstor_ops.serve.s3.listing import (Listing, VersionDigests, decode_token, encode_token, encoded,
+                                          max_keys)
 from casstor_ops.serve.s3.multipart import Multipart
 from casstor_ops.serve.s3.post_object import PostObjects, is_form_post
 from casstor_ops.serve.s3.request_body import checked_body
@@ -86,6 +87,7 @@ from casstor_ops.serve.s3.xml import document
 from casstor_ops.serve.shared_lease import SharedLease
 from casstor_ops.serve.status import one_line, status_of
 from casstor_ops.store.api import Store
+from casstor_ops.store.namespace.listing import Entry
 
 log = logging.getLogger("casstor.serve")
 
@@ -314,10 +316,9 @@ class S3Handlers(Handlers):
             after = query.get("marker", "")
         page = self.listing.page(bucket, prefix, delimiter, after, limit)
         root = len(bucket) + 1
-        contents = [{"Key": encoded(e.file.id[root:], encoding), "LastModified": s3_time(e.file.committed_at),
-                     "ETag": f'"{page.etags[e.file.id]}"', "Size": e.file.size, "StorageClass": "STANDARD",
-                     "Owner": owner_of(owner) if not v2 or "fetch-owner" in query
-                     and query["fetch-owner"] == "true" else None} for e in page.contents]
+        shows_owner = not v2 or query.get("fetch-owner") == "true"
+        contents = [_listed_object(e, page.digests[e.file.id], e.file.id[root:], encoding, owner if shows_owner
+                                   else None) for e in page.contents]
         # v1's Prefix is sent as it came (S3 and RGW do, botocore decodes it in v2 only)
         fields = {"Name": bucket, "Prefix": encoded(prefix, encoding) if v2 else prefix,
                   "Delimiter": encoded(delimiter, encoding) if delimiter else None, "MaxKeys": limit,
@@ -334,6 +335,14 @@ class S3Handlers(Handlers):
                        "CommonPrefixes": [{"Prefix": encoded(p, encoding)} for p in page.prefixes]})
         root_name = "ListBucketResult"
         return xml_response(document(root_name, fields))
+
+
+def _listed_object(entry: Entry, kept: VersionDigests, key: str, encoding: str | None, owner: str | None) -> dict:
+    """An object as a listing's Contents shows it: with its checksum's algorithm and type when it has one, as S3
+    does, and its owner when asked for."""
+    return {"Key": encoded(key, encoding), "LastModified": s3_time(entry.file.committed_at), "ETag": f'"{kept.etag}"',
+            **(kept.checksum.listed_fields() if kept.checksum else {}), "Size": entry.file.size,
+            "StorageClass": "STANDARD", "Owner": owner_of(owner) if owner is not None else None}
 
 
 def _small_body(method: str, key: str, query: dict[str, str], headers: Mapping[str, str]) -> bool:

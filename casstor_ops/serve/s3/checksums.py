@@ -106,7 +106,15 @@ class Checksum:
 
     def fields(self) -> dict[str, str]:
         """As S3's XML names them (``ChecksumSHA256``, ``ChecksumType``)."""
-        return {f"Checksum{self.algorithm.upper()}": self.value, "ChecksumType": self.type}
+        return {**self.value_field(), "ChecksumType": self.type}
+
+    def listed_fields(self) -> dict[str, str]:
+        """As a listing's Contents names it (``ChecksumAlgorithm``, ``ChecksumType``): the algorithm, not the value."""
+        return {"ChecksumAlgorithm": self.algorithm.upper(), "ChecksumType": self.type}
+
+    def value_field(self) -> dict[str, str]:
+        """The value alone as S3's XML names it (``ChecksumSHA256``): a part's in ListParts."""
+        return {f"Checksum{self.algorithm.upper()}": self.value}
 
 
 def stored_checksum(checksum: Checksum | None) -> str | None:

@@ -10,7 +10,7 @@ yields keys in S3's order, starting where the marker or continuation token
 left off. Another delimiter is grouped from that walk. A page ends at
 ``max-keys`` (1000 at most) keys and prefixes; its continuation token is the
 last key (or prefix) returned, base64. ETags of a page are read by ID and
-version, concurrently (S3 ETags are kept in the version rows, not the index).
+version, many at a time (S3 ETags are kept in the version rows, not the index).
 
 Example::
 
@@ -28,13 +28,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from cassandra.concurrent import execute_concurrent_with_args
+
+from casstor_ops.serve.s3.checksums import Checksum
 from casstor_ops.serve.s3.errors import invalid_argument
 from casstor_ops.store.api import Store
 from casstor_ops.store.namespace.layout import split_id
 from casstor_ops.store.namespace.listing import WALK_AHEAD, Entry, directory_entries, entries_under
+from casstor_ops.store.request_queue import ROW_CONCURRENCY
 from casstor_ops.store.statements import Statements
 
 MAX_KEYS = 1000
+
+
+@dataclass(frozen=True)
+class VersionDigests:
+    """What S3 answers of a version's bytes beside its entry: its ETag (the 64-hex file hash if none was kept: a
+    file stored by casstor itself) and its checksum (None: none asked for)."""
+
+    etag: str
+    checksum: Checksum | None
 
 
 @dataclass
@@ -45,7 +58,7 @@ class Page:
     prefixes: list[str] = field(default_factory=list)
     truncated: bool = False
     last: str = ""
-    etags: dict[str, str] = field(default_factory=dict)
+    digests: dict[str, VersionDigests] = field(default_factory=dict)
 
 
 def encode_token(key: str) -> str:
@@ -102,7 +115,7 @@ class Listing:
             else:
                 page.contents.append(item)
                 page.last = item.file.id[len(root):]
-        page.etags = self.etags(page.contents)
+        page.digests = self.digests(page.contents)
         return page
 
     def _one_directory(self, root: str, prefix: str, after: str, wanted: int) -> Iterator[Entry | str]:
@@ -135,12 +148,15 @@ class Listing:
                 shown = common
                 yield common
 
-    def etags(self, entries: list[Entry]) -> dict[str, str]:
-        """Each entry's S3 ETag, read by ID and version concurrently (its 64-hex file hash if none was kept)."""
-        futures = [(entry, self._session.execute_async(self._st.object_etag, (entry.file.id, entry.file.version),
-                                                       execution_profile=self._st.named_rows)) for entry in entries]
-        etags = {}
-        for entry, future in futures:
-            row = future.result().one()
-            etags[entry.file.id] = (row.etag if row is not None and row.etag else None) or entry.file.hash.hex()
-        return etags
+    def digests(self, entries: list[Entry]) -> dict[str, VersionDigests]:
+        """Each entry's :class:`VersionDigests` by its ID, read by ID and version, ``ROW_CONCURRENCY`` at a time."""
+        read = execute_concurrent_with_args(self._session, self._st.object_digests,
+                                            [(entry.file.id, entry.file.version) for entry in entries],
+                                            concurrency=ROW_CONCURRENCY, raise_on_first_error=True,
+                                            execution_profile=self._st.named_rows)
+        digests = {}
+        for entry, (_, rows) in zip(entries, read):
+            row = rows.one()
+            etag = (row.etag if row is not None and row.etag else None) or entry.file.hash.hex()
+            digests[entry.file.id] = VersionDigests(etag, Checksum.parse(row.checksum if row is not None else None))
+        return digests

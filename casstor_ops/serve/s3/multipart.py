@@ -43,7 +43,6 @@ import re
 import uuid
 from functools import partial
 
-from cassandra.concurrent import execute_concurrent_with_args
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -53,7 +52,7 @@ from casstor_ops.serve.s3.buckets import owner_of
 from casstor_ops.serve.s3.checksums import (FULL_OBJECT, Checksum, checksum_type, multipart_checksum,
                                             requested_algorithm, stored_checksum)
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument
-from casstor_ops.serve.s3.listing import Listing, max_keys
+from casstor_ops.serve.s3.listing import Listing, VersionDigests, max_keys
 from casstor_ops.serve.s3.objects import (Objects, condition_of, kept_headers, part_number, quoted, s3_time,
                                           user_meta, version_headers, xml_response)
 from casstor_ops.serve.s3.sigv4 import Signed
@@ -65,14 +64,12 @@ from casstor_ops.store.api import FileInfo, Store
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.ids import check_id
 from casstor_ops.store.multipart import UPLOADS, commit_parts
-from casstor_ops.store.namespace.listing import directory_entries
+from casstor_ops.store.namespace.listing import Entry, directory_entries
 from casstor_ops.store.records import ObjectMeta
 from casstor_ops.store.statements import Statements
 
 MIN_PART_BYTES = 5 * 1024 ** 2  # S3's least size of a part but the last
 MAX_COMPLETE_BODY = 2 << 20
-# A Complete reads each part's rows, many at a time: one by one, 10,000 parts took over 60 s, botocore's read timeout.
-READ_CONCURRENCY = 32
 RECORD = "upload"
 _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -118,6 +115,12 @@ class Upload:
         if self.checksum is None:
             return {}
         return {"x-amz-checksum-algorithm": self.checksum.upper(), "x-amz-checksum-type": self.checksum_type}
+
+    def fields_of_checksum(self) -> dict[str, str]:
+        """The upload's checksum algorithm and type as S3's XML (ListParts) names them."""
+        if self.checksum is None:
+            return {}
+        return {"ChecksumAlgorithm": self.checksum.upper(), "ChecksumType": self.checksum_type}
 
 
 class Multipart:
@@ -221,14 +224,13 @@ class Multipart:
         limit = max_keys(query.get("max-parts"))
         parts = await on_pool(self._pool, self._parts, bucket, upload.id, after)
         shown = parts[:limit]
-        etags = await on_pool(self._pool, self._listing.etags, shown)
+        digests = await on_pool(self._pool, self._listing.digests, shown)
         owner = owner_of(initiator)  # the bucket's owner: no other user may start an upload in it
         fields = {"Bucket": bucket, "Key": key, "UploadId": upload.id, "Initiator": owner, "Owner": owner,
                   "StorageClass": "STANDARD", "PartNumberMarker": after,
                   "NextPartNumberMarker": int(shown[-1].name) if shown else after, "MaxParts": limit,
-                  "IsTruncated": len(parts) > limit,
-                  "Part": [{"PartNumber": int(e.name), "LastModified": s3_time(e.file.committed_at),
-                            "ETag": quoted(etags[e.file.id]), "Size": e.file.size} for e in shown]}
+                  "IsTruncated": len(parts) > limit, **upload.fields_of_checksum(),
+                  "Part": [_listed_part(e, digests[e.file.id]) for e in shown]}
         return xml_response(document("ListPartsResult", fields))
 
     async def list_uploads(self, bucket: str, query: dict[str, str], initiator: str) -> Response:
@@ -295,9 +297,9 @@ class Multipart:
         by_part = {int(p.findtext("PartNumber")): p.findtext(f"Checksum{(upload.checksum or '').upper()}")
                    for p in listed}  # a part listed twice (re-sent): its last entry, as RGW
         wanted = list(dict(wanted).items())
-        parts, md5s = await on_pool(self._pool, self._chosen, upload, wanted)
-        etag = multipart_etag(md5s)
-        layout = await on_pool(self._pool, self._layout, upload, parts, [by_part[n] for n, _ in wanted])
+        parts, digests = await on_pool(self._pool, self._chosen, upload, wanted)
+        etag = multipart_etag([kept.etag.partition("-")[0] for kept in digests])
+        layout = self._layout(upload, parts, digests, [by_part[n] for n, _ in wanted])
         checksum = self._object_checksum(upload, layout, request.headers)
         condition = condition_of(request.headers.get("if-match"), request.headers.get("if-none-match"))
         meta = ObjectMeta(etag, upload.content_type, upload.meta, headers=upload.http_headers, tags=upload.tags,
@@ -313,19 +315,16 @@ class Multipart:
         return next((row.version for row in self._objects.rows(file_id) if not row.deleted and row.etag == etag),
                     None)
 
-    def _layout(self, upload: Upload, parts: list[FileInfo], given: list[str | None]
+    @staticmethod
+    def _layout(upload: Upload, parts: list[FileInfo], digests: list[VersionDigests], given: list[str | None]
                 ) -> list[tuple[int, str | None]]:
         """Each part's size and checksum (by the upload's algorithm; None without one); InvalidPart for a part
         whose checksum in the request is not the one it was uploaded with."""
         if upload.checksum is None:
             return [(part.size, None) for part in parts]
         layout = []
-        read = execute_concurrent_with_args(self._store.session, self._st.object_checksum,
-                                            [(part.id, part.version) for part in parts], concurrency=READ_CONCURRENCY,
-                                            execution_profile=self._st.named_rows)
-        for part, wanted, (_, rows) in zip(parts, given, read):
-            row = rows.one()
-            stored = Checksum.parse(row.checksum if row is not None else None)
+        for part, kept, wanted in zip(parts, digests, given):
+            stored = kept.checksum
             value = stored.value if stored is not None and stored.algorithm == upload.checksum else None
             if wanted is not None and wanted != value:
                 raise S3Error("InvalidPart", "One or more of the specified parts could not be found or its "
@@ -347,20 +346,22 @@ class Multipart:
                                            f"not match the calculated checksum.")
         return checksum
 
-    def _chosen(self, upload: Upload, wanted: list[tuple[int, str]]) -> tuple[list[FileInfo], list[str]]:
-        """The named parts' heads and MD5s; InvalidPart for one missing or with another ETag, EntityTooSmall."""
+    def _chosen(self, upload: Upload, wanted: list[tuple[int, str]]
+                ) -> tuple[list[FileInfo], list[VersionDigests]]:
+        """The named parts' heads and digests (one read a part); InvalidPart for one missing or with another ETag,
+        EntityTooSmall."""
         stored = {int(e.name): e for e in self._parts(upload.bucket, upload.id)}
         chosen = [stored.get(number) for number, _ in wanted]
-        etags = self._listing.etags([e for e in chosen if e is not None])
+        digests = self._listing.digests([e for e in chosen if e is not None])
         for (number, etag), entry in zip(wanted, chosen):
-            if entry is None or etags[entry.file.id] != etag:
+            if entry is None or digests[entry.file.id].etag != etag:
                 raise S3Error("InvalidPart", "One or more of the specified parts could not be found or its entity "
                                              "tag did not match.", PartNumber=str(number), ETag=etag)
         for (number, _), entry in zip(wanted[:-1], chosen[:-1]):
             if entry.file.size < MIN_PART_BYTES:
                 raise S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object "
                                                 "size.", PartNumber=str(number))
-        return [e.file for e in chosen], [etags[e.file.id].partition("-")[0] for e in chosen]
+        return [e.file for e in chosen], [digests[e.file.id] for e in chosen]
 
     def _forget_upload(self, upload: Upload, lease: WriterLease) -> None:
         """Remove the upload's parts (delete markers: forget drops them, reclaim their blocks), then its record; a
@@ -379,6 +380,12 @@ class Multipart:
         upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
         await self._writes.write(partial(self._forget_upload, upload))
         return Response(status_code=204)
+
+
+def _listed_part(entry: Entry, kept: VersionDigests) -> dict:
+    """A part as ListParts answers it, with its checksum's value when it was uploaded with one (as S3 does)."""
+    return {"PartNumber": int(entry.name), "LastModified": s3_time(entry.file.committed_at), "ETag": quoted(kept.etag),
+            "Size": entry.file.size, **(kept.checksum.value_field() if kept.checksum else {})}
 
 
 def _of_all_bytes(checksum: Checksum | None, algorithm: str | None) -> Checksum | None:

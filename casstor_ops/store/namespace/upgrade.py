@@ -55,10 +55,10 @@ from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.records import FileAttributes, VersionRow
+from casstor_ops.store.request_queue import ROW_CONCURRENCY
 from casstor_ops.store.statements import Statements
 
 COPY_PAGE_ROWS = 500
-COPY_CONCURRENCY = 32
 PUBLISH_THREADS = 8     # entries are written by Namespace.publish, one request (and a cached generation) each
 PROGRESS_HEADS = 10_000  # a progress line per this many heads copied
 
@@ -138,7 +138,7 @@ def _copy_page(session: Session, st: Statements, namespace: Namespace, pool: Thr
                            ctime_ns=None, content=r.content, codec=r.codec, stored_size=r.stored_size, deleted=False,
                            lone_block=None, written_at=version_micros(r.version)) for r in rows]
     for ok, outcome in execute_concurrent_with_args(session, st.insert_version, versions,
-                                                    concurrency=COPY_CONCURRENCY, raise_on_first_error=True):
+                                                    concurrency=ROW_CONCURRENCY, raise_on_first_error=True):
         assert ok, outcome
     heads = [(v.head(FileAttributes(v.mode, v.mtime_ns) if v.mode is not None else None), v.stored_size)
              for v in versions]
