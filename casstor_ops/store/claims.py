@@ -2,7 +2,7 @@
 
 A missing block is claimed before it is uploaded: ``INSERT … IF NOT EXISTS``
 into ``block_claims``, a TTL row naming this store (its *writer*), in one
-conditional batch per claims partition (:func:`~casstor_ops.store.schema.claim_bucket`),
+conditional batch per claims partition (:func:`~casstor_ops.store.schema.claim_partition`),
 so one Paxos round covers many blocks. A batch applied means every block of
 it is ours to upload. A batch not applied returns the claims that exist:
 
@@ -43,7 +43,7 @@ from functools import partial
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.existence import ExistenceChecks
 from casstor_ops.store.request_queue import Requests
-from casstor_ops.store.schema import claim_bucket
+from casstor_ops.store.schema import claim_partition
 from casstor_ops.store.statements import Statements
 
 AWAIT_FIRST_S = 0.02   # first pause before checking again a block another writer claimed; doubles
@@ -54,11 +54,11 @@ SETTLE_TIMEOUT_S = 5.0
 RELEASE_TIMEOUT_S = 5.0
 
 
-def _by_bucket(hashes: Iterable[bytes]) -> dict[int, list[bytes]]:
-    buckets: dict[int, list[bytes]] = {}
+def _by_partition(hashes: Iterable[bytes]) -> dict[int, list[bytes]]:
+    partitions: dict[int, list[bytes]] = {}
     for digest in hashes:
-        buckets.setdefault(claim_bucket(digest), []).append(digest)
-    return buckets
+        partitions.setdefault(claim_partition(digest), []).append(digest)
+    return partitions
 
 
 class Claims:
@@ -87,15 +87,15 @@ class Claims:
 
     def _claim(self, hashes: list[bytes], again: bool) -> None:
         """``again``: blocks already awaited once, whose pauses keep growing."""
-        for bucket, group in _by_bucket(hashes).items():
-            self._send(bucket, group, again)
+        for partition, group in _by_partition(hashes).items():
+            self._send(partition, group, again)
 
-    def _send(self, bucket: int, group: list[bytes], again: bool) -> None:
+    def _send(self, partition: int, group: list[bytes], again: bool) -> None:
         self._possibly_held.update(group)
-        rows = [(bucket, digest, self.writer, SAFETY.claim_ttl_s) for digest in group]
-        self._requests.submit_batch(self._st.claim_block, rows, partial(self._claimed, bucket, group, again))
+        rows = [(partition, digest, self.writer, SAFETY.claim_ttl_s) for digest in group]
+        self._requests.submit_batch(self._st.claim_block, rows, partial(self._claimed, partition, group, again))
 
-    def _claimed(self, bucket: int, group: list[bytes], again: bool, rows) -> None:
+    def _claimed(self, partition: int, group: list[bytes], again: bool, rows) -> None:
         if rows[0][0]:  # [applied]: every claim of the batch is ours
             for digest in group:
                 self._on_claimed(digest)
@@ -116,7 +116,7 @@ class Claims:
                     self._await_due = time.monotonic() + AWAIT_FIRST_S
                 self._awaited.append(digest)
         if rest:
-            self._send(bucket, rest, again)
+            self._send(partition, rest, again)
 
     def check_awaited(self) -> None:
         """Once their pause (doubling) is over, check again the blocks other writers claimed; claim those still
@@ -141,8 +141,8 @@ class Claims:
         this store holds or may hold, so the next store need not wait for them to expire."""
         self._requests.cancel()
         self._requests.settle(SETTLE_TIMEOUT_S)
-        for bucket, group in _by_bucket(self._possibly_held).items():
-            rows = [(bucket, digest, self.writer) for digest in group]
+        for partition, group in _by_partition(self._possibly_held).items():
+            rows = [(partition, digest, self.writer) for digest in group]
             self._requests.submit_batch(self._st.release_claim, rows, lambda _rows: None)
         # Best effort: the cluster may be what failed; unreleased claims expire after SAFETY.claim_ttl_s.
         self._requests.settle(RELEASE_TIMEOUT_S)

@@ -25,13 +25,15 @@ small, precious rows (files, block lists, settings, the reclaim window).
 * ``block_claims ((bucket) PK, hash CK, writer uuid)``: which store is
   uploading a missing block, taken with ``IF NOT EXISTS`` and a TTL, so
   concurrent stores of shared new blocks upload each once
-  (:mod:`casstor_ops.store.upload`). ``CLAIM_BUCKETS`` partitions, chosen by the
+  (:mod:`casstor_ops.store.upload`). ``CLAIM_PARTITIONS`` partitions (the
+  column ``bucket`` is the partition's number: :func:`claim_partition`, not
+  a directory's bucket nor an S3 bucket), chosen by the
   hash, so one conditional batch (one Paxos round) claims many blocks:
   measured here, 4,356 claims cost the node 0.8-1.2 CPU-seconds in
   batches of ~16 against 5.5-9 one LWT each; per claim, in batches of the
-  missing blocks of one existence check (256 hashes), 16 buckets cost the
-  node ~107 us, 4 buckets ~40, 1 bucket ~20 (``docs/benchmarks.md``). More
-  buckets spread claims over more replicas and make concurrent stores meet
+  missing blocks of one existence check (256 hashes), 16 partitions cost the
+  node ~107 us, 4 ~40, 1 ~20 (``docs/benchmarks.md``). More
+  partitions spread claims over more replicas and make concurrent stores meet
   less often in one Paxos round, and cost more rounds: 4 keeps most of the
   saving.
 
@@ -219,12 +221,12 @@ _TABLES = [
 
 # Every writer must agree: a block's claim lives in one partition. (16 until the lean write path: a casstor of
 # before and one of after, storing the same new block at the same moment, may both upload it.)
-CLAIM_BUCKETS = 4
+CLAIM_PARTITIONS = 4
 
 
-def claim_bucket(digest: bytes) -> int:
+def claim_partition(digest: bytes) -> int:
     """The ``block_claims`` partition of a block."""
-    return digest[0] % CLAIM_BUCKETS
+    return digest[0] % CLAIM_PARTITIONS
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")

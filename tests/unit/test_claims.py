@@ -12,7 +12,7 @@ from casstor_ops.store import claims as claims_module
 from casstor_ops.store.claims import AWAIT_FIRST_S, Claims
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.existence import ExistenceChecks
-from casstor_ops.store.schema import CLAIM_BUCKETS
+from casstor_ops.store.schema import CLAIM_PARTITIONS
 from tests.support import SleepingClock
 
 STATEMENTS = SimpleNamespace(existing="existing", claim_block="claim_block", release_claim="release_claim")
@@ -67,7 +67,7 @@ class FakeWindow:
             return [(digest,) for digest in hashes if digest in self.indexed][:limit]
         if statement == "claim_block":  # a conditional batch: all or nothing
             assert all(ttl == SAFETY.claim_ttl_s for _, _, _, ttl in params)
-            existing = [(False, bucket, digest, self.claims[digest]) for bucket, digest, _, _ in params
+            existing = [(False, partition, digest, self.claims[digest]) for partition, digest, _, _ in params
                         if digest in self.claims]
             if existing:
                 return existing
@@ -80,9 +80,9 @@ class FakeWindow:
         return [(True,)]
 
 
-def block(bucket: int, n: int) -> bytes:
-    """A hash in claims partition ``bucket`` (the bucket is the first byte modulo CLAIM_BUCKETS)."""
-    return bytes([bucket]) + n.to_bytes(31, "big")
+def block(partition: int, n: int) -> bytes:
+    """A hash in claims partition ``partition`` (the first byte modulo CLAIM_PARTITIONS)."""
+    return bytes([partition]) + n.to_bytes(31, "big")
 
 
 @pytest.fixture()
@@ -112,7 +112,7 @@ class Harness:
 
 def test_applied_claims_are_uploaded(requests):
     h = Harness(requests)
-    blocks = [block(b, n) for b in (0, 1, CLAIM_BUCKETS - 1) for n in range(3)]
+    blocks = [block(b, n) for b in (0, 1, CLAIM_PARTITIONS - 1) for n in range(3)]
     h.claims.claim(blocks)
     assert requests.submitted == ["claim_block"] * 3  # one conditional batch per claims partition
     requests.drain()
