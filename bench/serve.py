@@ -28,7 +28,8 @@ hot code during its first seconds of load):
    ``casstor store`` of a tree of as many bytes; ``--checksum-mb 64``, uploads
    of 64 MiB with each checksum boto3 offers against its default CRC32;
    ``--complete-parts 1000``, the Complete of an upload of 1,000 parts;
-   ``--delete-keys 2000``, DeleteObjects of 2,000 keys, 1,000 a request.
+   ``--delete-keys 2000``, ListObjectVersions then DeleteObjects of 2,000 keys,
+   1,000 a page and a request.
 
 Printed: req/s, MB/s, p50/p99 latency, the ratios HTTP/raw (and S3/plain), and beside them
 the CPU milliseconds per MB of the server (with its workers), of wrk, of the
@@ -385,8 +386,10 @@ def format_report(results: dict) -> str:
                   f"{complete['of_read_timeout']:.3f}")
     deletes = results.get("deletes")
     if deletes:
-        check += (f"\nS3 DeleteObjects of {deletes['keys']} keys, 1,000 a request: {deletes['seconds']:.2f} s, "
-                  f"{deletes['ms_per_key']:.2f} ms a key")
+        check += (f"\nS3 ListObjectVersions of {deletes['keys']} keys, 1,000 a page: "
+                  f"{deletes['versions_seconds']:.2f} s, {deletes['versions_ms_per_key']:.2f} ms a key; "
+                  f"DeleteObjects of them, 1,000 a request: "
+                  f"{deletes['seconds']:.2f} s, {deletes['ms_per_key']:.2f} ms a key")
     return "\n".join([head, *(format_row(row) for row in results["rows"]), check])
 
 
@@ -410,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--complete-parts", type=int, default=0, metavar="N",
                         help="with --s3: the CompleteMultipartUpload of an upload of N parts (S3 allows 10,000)")
     parser.add_argument("--delete-keys", type=int, default=0, metavar="N",
-                        help="with --s3: DeleteObjects of N keys, 1,000 a request")
+                        help="with --s3: ListObjectVersions then DeleteObjects of N keys, 1,000 a page and a request")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results JSON (default {RESULTS})")
     args = parser.parse_args(argv)
     chosen = {key: tuple(value) if isinstance(value, list) else value

@@ -182,11 +182,18 @@ class S3Face:
         return _rate(size, seconds, cost)  # the cost is counted when its block ends
 
     def delete_many(self, keys: int, quiet: Callable[[], None]) -> dict:
-        """``keys`` small objects put, then deleted on quiet nodes by DeleteObjects, 1,000 keys a request: the
-        seconds, and a key."""
+        """``keys`` small objects put, then on quiet nodes listed by ListObjectVersions and deleted by DeleteObjects,
+        1,000 keys a page and a request: the seconds of each, and a key."""
         names = [f"delete/{n:06d}" for n in range(keys)]
         with ThreadPoolExecutor(CLIENT_THREADS) as pool:
             list(pool.map(lambda key: self.client.put_object(Bucket=BUCKET, Key=key, Body=key.encode()), names))
+        quiet()
+        started = time.perf_counter()
+        listed = sum(len(page.get("Versions", [])) for page in
+                     self.client.get_paginator("list_object_versions").paginate(Bucket=BUCKET, Prefix="delete/"))
+        versions_s = time.perf_counter() - started
+        if listed != keys:
+            raise CasstorError(f"ListObjectVersions listed {listed} versions of {keys} keys")
         quiet()
         started = time.perf_counter()
         for start in range(0, keys, 1000):
@@ -195,7 +202,8 @@ class S3Face:
             if answer.get("Errors"):
                 raise CasstorError(f"DeleteObjects refused keys: {answer['Errors'][:3]}")
         seconds = time.perf_counter() - started
-        return {"keys": keys, "seconds": round(seconds, 2), "ms_per_key": round(seconds * 1000 / keys, 3)}
+        return {"keys": keys, "seconds": round(seconds, 2), "ms_per_key": round(seconds * 1000 / keys, 3),
+                "versions_seconds": round(versions_s, 2), "versions_ms_per_key": round(versions_s * 1000 / keys, 3)}
 
     def complete_many(self, parts: int, quiet: Callable[[], None]) -> dict:
         """An upload of ``parts`` parts (one 5 MiB body each but the last) completed on quiet nodes: the Complete's

@@ -64,6 +64,27 @@ def test_a_truncated_version_listing_pages_on_with_the_markers_it_returns(s3):
     assert pages == 3 and sorted(seen) == [(k, n) for k in "abc" for n in (1, 2)]
 
 
+def test_a_version_listing_of_many_keys_pages_through_its_reads_in_key_order(s3):
+    """ListObjectVersions reads the version rows of 32 keys at once (``request_queue.ROW_CONCURRENCY``): 70 keys of
+    two versions each, listed in pages of 45 versions (so pages end inside a window of reads), come back once each,
+    in key order, newest first, each version with the algorithm and type of the CRC32 boto3 sent with it."""
+    s3.create_bucket(Bucket="vers-many")
+    s3.put_bucket_versioning(Bucket="vers-many", VersioningConfiguration={"Status": "Enabled"})
+    keys = [f"k{n:03d}" for n in range(70)]
+    for key in keys:
+        for body in (b"1", b"22"):
+            s3.put_object(Bucket="vers-many", Key=key, Body=body, ChecksumAlgorithm="CRC32")
+    kwargs, seen = {"Bucket": "vers-many", "MaxKeys": 45}, []
+    while True:
+        listed = s3.list_object_versions(**kwargs)
+        seen += [(v["Key"], v["Size"], v["IsLatest"], v["ChecksumAlgorithm"], v["ChecksumType"])
+                 for v in listed.get("Versions", [])]
+        if not listed["IsTruncated"]:
+            break
+        kwargs.update(KeyMarker=listed["NextKeyMarker"], VersionIdMarker=listed["NextVersionIdMarker"])
+    assert seen == [(key, size, size == 2, ["CRC32"], "FULL_OBJECT") for key in keys for size in (2, 1)]
+
+
 def _listed(s3, bucket: str) -> dict[str, int]:
     """ListObjectsV2 (read from the directory index): key -> size."""
     return {o["Key"]: o["Size"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}

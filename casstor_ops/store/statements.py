@@ -132,8 +132,8 @@ class Statements:
     object_parts = _Prepared(f"SELECT parts FROM {META_KS}.versions WHERE id = ? AND version = ?")
     # IF EXISTS: a version forgotten meanwhile is not brought back as a row of tags only.
     set_object_tags = _Prepared(f"UPDATE {META_KS}.versions SET tags = ? WHERE id = ? AND version = ? IF EXISTS")
-    object_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, etag, stored_size, null_version FROM {META_KS}.versions "
-                                f"WHERE id = ?")
+    object_versions = _Prepared(f"SELECT {_VERSION_COLUMNS}, etag, stored_size, null_version, checksum "
+                                f"FROM {META_KS}.versions WHERE id = ?")
     # -- S3 buckets (rare writes: a lightweight transaction makes a second CreateBucket of a name fail)
     create_bucket = _Prepared(
         f"INSERT INTO {META_KS}.buckets (name, created_at, owner, location) VALUES (?, ?, ?, ?) IF NOT EXISTS")

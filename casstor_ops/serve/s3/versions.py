@@ -25,12 +25,15 @@ MalformedXML; a malformed versionId: NoSuchVersion.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from functools import partial
 
 from starlette.responses import Response
 
 from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.s3.buckets import Buckets, owner_of
+from casstor_ops.serve.s3.checksums import Checksum
 from casstor_ops.serve.s3.errors import S3Error
 from casstor_ops.serve.s3.listing import max_keys
 from casstor_ops.serve.s3.objects import Objects, quoted, s3_time, xml_response
@@ -40,6 +43,7 @@ from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import Store
 from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.namespace.listing import entries_under
+from casstor_ops.store.request_queue import ROW_CONCURRENCY
 from casstor_ops.store.statements import Statements
 
 MAX_CONFIG_BODY = 64 * 1024
@@ -78,11 +82,7 @@ class Versions:
         prefix, after, limit = query.get("prefix", ""), query.get("key-marker", ""), max_keys(query.get("max-keys"))
         root = bucket + "/"
         versions, markers, shown, truncated, last, last_version = [], [], 0, False, "", None
-        for entry in entries_under(self._store.session, self._st, root + prefix, include_deleted=True):
-            key = entry.file.id[len(root):]
-            if key <= after:
-                continue
-            every = self._objects.rows(entry.file.id)
+        for key, every in self._keys_with_rows(root, prefix, after):
             rows = visible(every, versioning)
             if shown and shown + len(rows) > limit:
                 truncated = True
@@ -93,7 +93,9 @@ class Versions:
                 if row.deleted:
                     markers.append(fields)
                 else:
-                    versions.append({**fields, "ETag": quoted(row.etag or file_hash_of(row).hex()), "Size": row.size,
+                    checksum = Checksum.parse(row.checksum)
+                    versions.append({**fields, "ETag": quoted(row.etag or file_hash_of(row).hex()),
+                                     **(checksum.listed_fields() if checksum else {}), "Size": row.size,
                                      "StorageClass": "STANDARD"})
             shown += len(rows)
             last, last_version = key, (name(rows[-1]) if rows else None)
@@ -103,6 +105,17 @@ class Versions:
                   "NextVersionIdMarker": last_version if truncated else None, "Version": versions,
                   "DeleteMarker": markers}
         return xml_response(document("ListVersionsResult", fields))
+
+    def _keys_with_rows(self, root: str, prefix: str, after: str) -> Iterator[tuple[str, list]]:
+        """Each key under ``prefix`` after ``after`` (removed ones too), with its version rows, newest first: the
+        rows of ``ROW_CONCURRENCY`` keys read at once (one key after the other, a page of 1,000 keys waited for
+        1,000 reads in turn). The page may end inside a window: its last keys' rows are read for nothing."""
+        entries = (entry for entry in entries_under(self._store.session, self._st, root + prefix,
+                                                    include_deleted=True) if entry.file.id[len(root):] > after)
+        # The window is taken here, before its reads: the names are never pulled inside the driver's callbacks.
+        while window := list(itertools.islice(entries, ROW_CONCURRENCY)):
+            ids = [entry.file.id for entry in window]
+            yield from ((file_id[len(root):], rows) for file_id, rows in zip(ids, self._objects.rows_of(ids)))
 
     async def delete_version(self, bucket: str, key: str, text: str) -> Response:
         await self._objects.require_bucket(bucket)
