@@ -65,7 +65,7 @@ def test_a_truncated_version_listing_pages_on_with_the_markers_it_returns(s3):
 
 
 def test_a_version_listing_of_many_keys_pages_through_its_reads_in_key_order(s3):
-    """ListObjectVersions reads the version rows of 32 keys at once (``request_queue.ROW_CONCURRENCY``): 70 keys of
+    """ListObjectVersions reads the version rows of a page's keys at once (``store.row_requests``): 70 keys of
     two versions each, listed in pages of 45 versions (so pages end inside a window of reads), come back once each,
     in key order, newest first, each version with the algorithm and type of the CRC32 boto3 sent with it."""
     s3.create_bucket(Bucket="vers-many")

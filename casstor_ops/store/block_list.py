@@ -38,11 +38,10 @@ from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 from cassandra.cluster import Session
-from cassandra.concurrent import execute_concurrent_with_args
 
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.records import InlineContent
-from casstor_ops.store.request_queue import ROW_CONCURRENCY
+from casstor_ops.store.row_requests import results
 from casstor_ops.store.statements import Statements
 
 class ListRow(NamedTuple):
@@ -100,14 +99,13 @@ def read(session: Session, st: Statements, head: Version) -> list[ListRow]:
     return rows
 
 
-def read_all(session: Session, st: Statements, heads: Sequence[Version], concurrency: int = ROW_CONCURRENCY
-             ) -> list[list[ListRow]]:
+def read_all(session: Session, st: Statements, heads: Sequence[Version]) -> list[list[ListRow]]:
     """Each of ``heads``' whole block lists, in order, as :func:`read` gives one: those in ``file_blocks`` read
-    ``concurrency`` at a time (a multipart upload's parts: one by one, 10,000 took ~20 s)."""
+    many at once (:mod:`~casstor_ops.store.row_requests`; a multipart upload's parts: one by one, 10,000 took
+    ~20 s)."""
     lists = [carried(head) for head in heads]
     unread = [(i, head) for i, head in enumerate(heads) if lists[i] is None]
-    results = execute_concurrent_with_args(session, st.file_blocks, [(head.id, head.version) for _, head in unread],
-                                           concurrency=concurrency, execution_profile=st.plain_rows)
-    for (i, _), (_, rows) in zip(unread, results):
+    read = results(session, [(st.file_blocks, (head.id, head.version)) for _, head in unread], st.plain_rows)
+    for (i, _), rows in zip(unread, read):
         lists[i] = [ListRow(*r) for r in rows]
     return lists

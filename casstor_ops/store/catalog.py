@@ -18,25 +18,23 @@ Failures: an unknown or removed ID raises :class:`~casstor_ops.errors.NotFoundEr
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 
 from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
-from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
 from cassandra.util import max_uuid_from_time, uuid_from_time
 
 from casstor_ops.errors import NotFoundError
 from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.namespace.layout import split_id
-from casstor_ops.store.namespace.listing import PAGE_ROWS, WALK_AHEAD, entries_under, files_under
+from casstor_ops.store.namespace.listing import WALK_AHEAD, entries_under, files_under
 from casstor_ops.store.commit import version_write, write_version
 from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
                                       VersionRow, inline_head)
-from casstor_ops.store.request_queue import ROW_CONCURRENCY
+from casstor_ops.store.row_requests import results
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
@@ -97,20 +95,16 @@ def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Ite
     """The files whose ID starts with ``prefix`` as they were at ``at``, in ID order.
 
     Every name of the directory index under the prefix is read as of ``at``
-    (``head_at``, :data:`~casstor_ops.store.request_queue.ROW_CONCURRENCY` at once), removed files' names
+    (``head_at``, a page of names at once: :mod:`~casstor_ops.store.row_requests`), removed files' names
     included: a file removed after ``at`` was there then. A name with no
     version then, or a delete marker, is left out.
     """
     bound = max_uuid_from_time(at.timestamp())
     names = (entry.file.id for entry in entries_under(session, st, prefix, include_deleted=True, ahead=WALK_AHEAD))
-    # The listing is read here, a page at a time, never in the driver's callbacks (which pull the next
-    # arguments of execute_concurrent: a blocking read there waits for its own thread).
-    while page := list(itertools.islice(names, PAGE_ROWS)):
-        for _, rows in execute_concurrent_with_args(session, st.head_at, [(i, bound) for i in page],
-                                                    concurrency=ROW_CONCURRENCY, execution_profile=st.named_rows):
-            row = rows.one()
-            if row is not None and not row.deleted:
-                yield head_of(row.id, row)
+    for rows in results(session, ((st.head_at, (name, bound)) for name in names), st.named_rows):
+        row = rows.one()
+        if row is not None and not row.deleted:
+            yield head_of(row.id, row)
 
 
 def remove(session: Session, st: Statements, namespace: Namespace, file_id: str) -> FileInfo:
@@ -132,13 +126,14 @@ def mark_removed(session: Session, st: Statements, namespace: Namespace, file_id
 
 def mark_all_removed(session: Session, st: Statements, namespace: Namespace, file_ids: Sequence[str]) -> None:
     """Write a delete marker for each of ``file_ids`` (files, not S3 objects: a completed upload's parts), as
-    :func:`mark_removed` does for one, in the same order: every version row first, ``ROW_CONCURRENCY`` at a
-    time, then the directory entries, many to a request, so no entry names a marker whose row is not written.
+    :func:`mark_removed` does for one, in the same order: every version row first, many at once
+    (:mod:`~casstor_ops.store.row_requests`), then the directory entries, many to a request, so no entry names a
+    marker whose row is not written.
 
     Failures: the driver's first error; the markers written before it stay (each is one file's removal)."""
     markers = [_marker(file_id) for file_id in file_ids]
-    execute_concurrent(session, [version_write(st, row, None) for row, _ in markers], concurrency=ROW_CONCURRENCY,
-                       raise_on_first_error=True)
+    for _ in results(session, [version_write(st, row, None) for row, _ in markers]):
+        pass  # each acknowledged: a failure raises here
     by_directory: dict[str, list[tuple[FileInfo, int | None]]] = {}
     for _, gone in markers:
         by_directory.setdefault(split_id(gone.id)[0], []).append((gone, None))

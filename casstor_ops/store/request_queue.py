@@ -63,10 +63,6 @@ UNLOGGED_BATCH_BYTES = 24 * 1024
 # Rows (block lists, heads, directory entries) per unlogged batch, beside UNLOGGED_BATCH_BYTES of values: the count
 # bounds a batch of tiny rows.
 ROW_BATCH_ROWS = 128
-# Rows of one partition each (version rows, block lists, ETags) read or written at once through the driver's
-# execute_concurrent: within the 16-32 requests in flight of docs/driver.md. One at a time, a Complete of 10,000
-# parts read and marked its parts for 60 s (botocore's read timeout); 32 at a time, 0.28 of that.
-ROW_CONCURRENCY = 32
 
 Row = TypeVar("Row")
 

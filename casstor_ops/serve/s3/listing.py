@@ -10,7 +10,7 @@ yields keys in S3's order, starting where the marker or continuation token
 left off. Another delimiter is grouped from that walk. A page ends at
 ``max-keys`` (1000 at most) keys and prefixes; its continuation token is the
 last key (or prefix) returned, base64. ETags of a page are read by ID and
-version, many at a time (S3 ETags are kept in the version rows, not the index).
+version, a page's at once (S3 ETags are kept in the version rows, not the index).
 
 Example::
 
@@ -28,14 +28,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from cassandra.concurrent import execute_concurrent_with_args
-
 from casstor_ops.serve.s3.checksums import Checksum
 from casstor_ops.serve.s3.errors import invalid_argument
 from casstor_ops.store.api import Store
 from casstor_ops.store.namespace.layout import split_id
 from casstor_ops.store.namespace.listing import WALK_AHEAD, Entry, directory_entries, entries_under
-from casstor_ops.store.request_queue import ROW_CONCURRENCY
+from casstor_ops.store.row_requests import results
 from casstor_ops.store.statements import Statements
 
 MAX_KEYS = 1000
@@ -149,13 +147,12 @@ class Listing:
                 yield common
 
     def digests(self, entries: list[Entry]) -> dict[str, VersionDigests]:
-        """Each entry's :class:`VersionDigests` by its ID, read by ID and version, ``ROW_CONCURRENCY`` at a time."""
-        read = execute_concurrent_with_args(self._session, self._st.object_digests,
-                                            [(entry.file.id, entry.file.version) for entry in entries],
-                                            concurrency=ROW_CONCURRENCY, raise_on_first_error=True,
-                                            execution_profile=self._st.named_rows)
+        """Each entry's :class:`VersionDigests` by its ID, read by ID and version, many at once
+        (:func:`~casstor_ops.store.row_requests.results`)."""
+        read = results(self._session, [(self._st.object_digests, (entry.file.id, entry.file.version))
+                                       for entry in entries], self._st.named_rows)
         digests = {}
-        for entry, (_, rows) in zip(entries, read):
+        for entry, rows in zip(entries, read):
             row = rows.one()
             etag = (row.etag if row is not None and row.etag else None) or entry.file.hash.hex()
             digests[entry.file.id] = VersionDigests(etag, Checksum.parse(row.checksum if row is not None else None))

@@ -55,7 +55,6 @@ from dataclasses import dataclass, replace
 from functools import partial
 from urllib.parse import parse_qsl, unquote
 
-from cassandra.concurrent import execute_concurrent_with_args
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -84,7 +83,7 @@ from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.ids import check_id
 from casstor_ops.store.multipart import commit_parts
 from casstor_ops.store.records import ObjectMeta
-from casstor_ops.store.request_queue import ROW_CONCURRENCY
+from casstor_ops.store.row_requests import results
 from casstor_ops.store.statements import Statements
 
 MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit of one PutObject
@@ -289,11 +288,10 @@ class Objects:
                                                 execution_profile=self._st.named_rows))
 
     def rows_of(self, file_ids: list[str]) -> list[list]:
-        """:meth:`rows` of each of ``file_ids``, in order, ``ROW_CONCURRENCY`` keys read at a time."""
-        read = execute_concurrent_with_args(self._store.session, self._st.object_versions,
-                                            [(file_id,) for file_id in file_ids], concurrency=ROW_CONCURRENCY,
-                                            raise_on_first_error=True, execution_profile=self._st.named_rows)
-        return [list(rows) for _, rows in read]
+        """:meth:`rows` of each of ``file_ids``, in order, read many at once
+        (:func:`~casstor_ops.store.row_requests.results`)."""
+        return [list(rows) for rows in results(self._store.session, [(self._st.object_versions, (file_id,))
+                                                                     for file_id in file_ids], self._st.named_rows)]
 
     def parts(self, info: FileInfo) -> list[tuple[int, str | None]] | None:
         """A multipart object's parts (each one's size and checksum), None for an object of one PUT."""

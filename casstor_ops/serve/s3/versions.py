@@ -43,7 +43,6 @@ from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import Store
 from casstor_ops.store.block_list import file_hash_of
 from casstor_ops.store.namespace.listing import entries_under
-from casstor_ops.store.request_queue import ROW_CONCURRENCY
 from casstor_ops.store.statements import Statements
 
 MAX_CONFIG_BODY = 64 * 1024
@@ -82,7 +81,7 @@ class Versions:
         prefix, after, limit = query.get("prefix", ""), query.get("key-marker", ""), max_keys(query.get("max-keys"))
         root = bucket + "/"
         versions, markers, shown, truncated, last, last_version = [], [], 0, False, "", None
-        for key, every in self._keys_with_rows(root, prefix, after):
+        for key, every in self._keys_with_rows(root, prefix, after, limit + 1):
             rows = visible(every, versioning)
             if shown and shown + len(rows) > limit:
                 truncated = True
@@ -106,14 +105,14 @@ class Versions:
                   "DeleteMarker": markers}
         return xml_response(document("ListVersionsResult", fields))
 
-    def _keys_with_rows(self, root: str, prefix: str, after: str) -> Iterator[tuple[str, list]]:
+    def _keys_with_rows(self, root: str, prefix: str, after: str, at_once: int) -> Iterator[tuple[str, list]]:
         """Each key under ``prefix`` after ``after`` (removed ones too), with its version rows, newest first: the
-        rows of ``ROW_CONCURRENCY`` keys read at once (one key after the other, a page of 1,000 keys waited for
-        1,000 reads in turn). The page may end inside a window: its last keys' rows are read for nothing."""
+        rows of ``at_once`` keys read together (one key after the other, a page of 1,000 keys waited for 1,000 reads
+        in turn). A page shows at most max-keys keys, so a window of max-keys + 1 reads one page's at once, and
+        reads the rows of at most max-keys keys for nothing when the page ends early (keys of many versions)."""
         entries = (entry for entry in entries_under(self._store.session, self._st, root + prefix,
                                                     include_deleted=True) if entry.file.id[len(root):] > after)
-        # The window is taken here, before its reads: the names are never pulled inside the driver's callbacks.
-        while window := list(itertools.islice(entries, ROW_CONCURRENCY)):
+        while window := list(itertools.islice(entries, at_once)):
             ids = [entry.file.id for entry in window]
             yield from ((file_id[len(root):], rows) for file_id, rows in zip(ids, self._objects.rows_of(ids)))
 

@@ -47,7 +47,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from cassandra.cluster import Session
-from cassandra.concurrent import execute_concurrent_with_args
 
 from casstor_ops.store.coordination.leases import wait_for_writers
 from casstor_ops.store.coordination.reclaim_window import UpgradeWindow, WindowState
@@ -55,7 +54,7 @@ from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.records import FileAttributes, VersionRow
-from casstor_ops.store.request_queue import ROW_CONCURRENCY
+from casstor_ops.store.row_requests import results
 from casstor_ops.store.statements import Statements
 
 COPY_PAGE_ROWS = 500
@@ -137,9 +136,8 @@ def _copy_page(session: Session, st: Statements, namespace: Namespace, pool: Thr
     versions = [VersionRow(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), ino=None,
                            ctime_ns=None, content=r.content, codec=r.codec, stored_size=r.stored_size, deleted=False,
                            lone_block=None, written_at=version_micros(r.version)) for r in rows]
-    for ok, outcome in execute_concurrent_with_args(session, st.insert_version, versions,
-                                                    concurrency=ROW_CONCURRENCY, raise_on_first_error=True):
-        assert ok, outcome
+    for _ in results(session, [(st.insert_version, version) for version in versions]):
+        pass  # each acknowledged: a failure raises here
     heads = [(v.head(FileAttributes(v.mode, v.mtime_ns) if v.mode is not None else None), v.stored_size)
              for v in versions]
     for _ in pool.map(lambda head: namespace.publish(*head), heads):  # raises the first failure
