@@ -105,7 +105,7 @@ def read_all(session: Session, st: Statements, heads: Sequence[Version]) -> list
     ~20 s)."""
     lists = [carried(head) for head in heads]
     unread = [(i, head) for i, head in enumerate(heads) if lists[i] is None]
-    read = results(session, [(st.file_blocks, (head.id, head.version)) for _, head in unread], st.plain_rows)
-    for (i, _), rows in zip(unread, read):
+    answers = results(session, [(st.file_blocks, (head.id, head.version)) for _, head in unread], st.plain_rows)
+    for (i, _), rows in zip(unread, answers):
         lists[i] = [ListRow(*r) for r in rows]
     return lists

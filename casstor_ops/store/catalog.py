@@ -34,7 +34,7 @@ from casstor_ops.store.namespace.listing import WALK_AHEAD, entries_under, files
 from casstor_ops.store.commit import version_write, write_version
 from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
                                       VersionRow, inline_head)
-from casstor_ops.store.row_requests import results
+from casstor_ops.store.row_requests import results, write_all
 from casstor_ops.store.statements import Statements
 
 SCAN_PAGE_ROWS = 5000
@@ -132,8 +132,7 @@ def mark_all_removed(session: Session, st: Statements, namespace: Namespace, fil
 
     Failures: the driver's first error; the markers written before it stay (each is one file's removal)."""
     markers = [_marker(file_id) for file_id in file_ids]
-    for _ in results(session, [version_write(st, row, None) for row, _ in markers]):
-        pass  # each acknowledged: a failure raises here
+    write_all(session, [version_write(st, row, None) for row, _ in markers])
     by_directory: dict[str, list[tuple[FileInfo, int | None]]] = {}
     for _, gone in markers:
         by_directory.setdefault(split_id(gone.id)[0], []).append((gone, None))

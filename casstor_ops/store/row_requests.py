@@ -16,6 +16,7 @@ Example::
 
     >>> pairs = [(st.object_digests, (head.id, head.version)) for head in heads]  # doctest: +SKIP
     >>> [rows.one() for rows in results(session, pairs, st.named_rows)]        # doctest: +SKIP
+    >>> write_all(session, [(st.insert_version, row) for row in rows])           # doctest: +SKIP
 
 Failure behaviour: the first failed request's error is raised where its
 result is awaited (the driver has retried it by its policy); the other
@@ -49,3 +50,10 @@ def results(session: Session, requests: Iterable[tuple[Any, tuple]], execution_p
                    for statement, values in chunk]
         for future in futures:
             yield future.result()
+
+
+def write_all(session: Session, requests: Iterable[tuple[Any, tuple]]) -> None:
+    """Send every write of ``requests`` as :func:`results` does; return once each is acknowledged (the first
+    failure raises, as there)."""
+    for _ in results(session, requests):
+        pass

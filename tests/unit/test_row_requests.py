@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from casstor_ops.store.row_requests import results
+from casstor_ops.store.row_requests import results, write_all
 
 
 class _Future:
@@ -59,3 +59,11 @@ def test_the_first_failure_is_raised_where_it_is_awaited_and_no_later_window_is_
     with pytest.raises(RuntimeError, match="timed out"):
         next(answers)
     assert session.log == ["send 0", "send 1", "send 2", "await 0", "await 1"]
+
+
+def test_write_all_returns_once_every_write_is_acknowledged_and_raises_the_first_failure():
+    session = _Session()
+    write_all(session, [("insert", (n,)) for n in range(3)])
+    assert session.log == ["send 0", "send 1", "send 2", "await 0", "await 1", "await 2"]
+    with pytest.raises(RuntimeError, match="timed out"):
+        write_all(_Session(failing=2), [("insert", (n,)) for n in range(3)])

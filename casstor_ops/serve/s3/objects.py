@@ -284,8 +284,7 @@ class Objects:
 
     def rows(self, file_id: str) -> list:
         """Every version row of ``file_id``, newest first (the light columns)."""
-        return list(self._store.session.execute(self._st.object_versions, (file_id,),
-                                                execution_profile=self._st.named_rows))
+        return self.rows_of([file_id])[0]
 
     def rows_of(self, file_ids: list[str]) -> list[list]:
         """:meth:`rows` of each of ``file_ids``, in order, read many at once
