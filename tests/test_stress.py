@@ -85,6 +85,9 @@ def test_a_relative_results_dir_works_from_any_directory(loads: dict, tmp_path: 
 
 
 def test_profiles_copy_the_store_schema(loads: dict, cql) -> None:
+    # cassandra-stress made these tables from another process; the driver learns of that by pushed events it
+    # debounces, so its metadata may still lack them (CI once saw KeyError: 'blocks'): read it afresh.
+    cql.cluster.refresh_schema_metadata()
     meta = cql.cluster.metadata.keyspaces
     for table in ("blocks", "existing_blocks"):
         real, copy = meta[DATA_KS].tables[table], meta[STRESS_KS].tables[table]
