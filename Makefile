@@ -54,6 +54,7 @@ bench: setup
 	@$(PY) -m bench.cluster_scaling
 	@$(PY) -m bench.row_costs
 	@$(PY) -m bench.listing
+	@$(PY) -m bench.forget
 
 experiments: setup
 	@$(PY) -m casstor_ops.cli.experiments

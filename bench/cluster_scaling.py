@@ -43,13 +43,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from bench.common import MB, MIB, live_bytes, publish, wait_for_quiet_nodes
+from bench.common import MB, MIB, live_bytes, run_and_publish, wait_for_quiet_nodes
 from bench.cpu import CpuMeter
 from bench.spark_ingest import BenchConfig
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.connection import connect
 from casstor_ops.cluster.paths import project_root
-from casstor_ops.errors import CasstorError, run_reporting_errors
+from casstor_ops.errors import CasstorError
 from casstor_ops.lab import corpus
 from casstor_ops.lab.scratch_cluster import ScratchCluster, scratch_cluster
 from casstor_ops.spark.bulk_ingest import ingest
@@ -180,12 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
-    def bench() -> int:
-        results = run_benchmark(BenchConfig.quick() if args.quick else FULL, args.master, args.work,
-                                log=lambda msg: print(msg, file=sys.stderr, flush=True))
-        return publish(results, format_report(results), args.output)
-
-    return run_reporting_errors(bench)
+    config = BenchConfig.quick() if args.quick else FULL
+    return run_and_publish(lambda log: run_benchmark(config, args.master, args.work, log=log), format_report,
+                           args.output)
 
 
 if __name__ == "__main__":

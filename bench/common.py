@@ -36,6 +36,7 @@ import contextlib
 import filecmp
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,7 +45,7 @@ from cassandra.cluster import Session
 
 from casstor_ops.cluster.connection import Endpoint, connect, endpoint_from_env
 from casstor_ops.cluster.launcher import LocalCluster
-from casstor_ops.errors import CasstorError
+from casstor_ops.errors import CasstorError, run_reporting_errors
 from casstor_ops.store.chunking import chunks
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.schema import StoreSettings, init_store, read_settings
@@ -202,3 +203,21 @@ def publish(results: dict, report: str, path: Path) -> int:
     path.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results written to {path}")
     return 0
+
+
+def run_and_publish(run: Callable[[Callable[[str], None]], dict], report: Callable[[dict], str], path: Path) -> int:
+    """Run a benchmark, ``run(log)`` (its progress logged to stderr), then :func:`publish` its results with
+    ``report(results)``; the exit status.
+
+    Example::
+
+        >>> run_and_publish(lambda log: run_benchmark(100, log=log), format_report, args.output)  # doctest: +SKIP
+
+    Failures: a CasstorError (or another error the project reports) is one line on stderr and a non-zero status.
+    """
+    def bench() -> int:
+        results = run(lambda msg: print(msg, file=sys.stderr, flush=True))
+        return publish(results, report(results), path)
+
+    return run_reporting_errors(bench)
+

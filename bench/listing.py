@@ -51,12 +51,12 @@ from cassandra.concurrent import execute_concurrent, execute_concurrent_with_arg
 from cassandra.query import BatchStatement, BatchType
 from cassandra.util import uuid_from_time
 
-from bench.common import publish, wait_for_quiet_nodes
+from bench.common import run_and_publish, wait_for_quiet_nodes
 from bench.cpu import CpuMeter
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.connection import connect
 from casstor_ops.cluster.paths import project_root
-from casstor_ops.errors import CasstorError, run_reporting_errors
+from casstor_ops.errors import CasstorError
 from casstor_ops.lab.scratch_cluster import scratch_cluster
 from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace.entries import Namespace, entry_row, version_micros
@@ -260,12 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.sizes, args.flat, args.flat_rows = [10_000, 30_000], 20_000, 500
 
-    def bench() -> int:
-        results = run_benchmark(args.sizes, args.flat, args.flat_rows,
-                                log=lambda msg: print(msg, file=sys.stderr, flush=True))
-        return publish(results, format_report(results), args.output)
-
-    return run_reporting_errors(bench)
+    return run_and_publish(lambda log: run_benchmark(args.sizes, args.flat, args.flat_rows, log=log),
+                           format_report, args.output)
 
 
 if __name__ == "__main__":

@@ -29,13 +29,13 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from bench.common import publish, wait_for_quiet_nodes
+from bench.common import run_and_publish, wait_for_quiet_nodes
 from bench.jobs_scaling import BLOCK_BYTES, BLOCKS_PER_FILE, GARBAGE_SHARE, write_store
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.connection import connect
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.cluster.paths import project_root
-from casstor_ops.errors import CasstorError, run_reporting_errors
+from casstor_ops.errors import CasstorError
 from casstor_ops.lab.scratch_cluster import scratch_cluster
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import Replication, init_store
@@ -117,12 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
-    def bench() -> int:
-        results = run_benchmark(QUICK_BLOCKS if args.quick else args.blocks,
-                                log=lambda msg: print(msg, file=sys.stderr, flush=True))
-        return publish(results, format_report(results), args.output)
-
-    return run_reporting_errors(bench)
+    blocks = QUICK_BLOCKS if args.quick else args.blocks
+    return run_and_publish(lambda log: run_benchmark(blocks, log=log), format_report, args.output)
 
 
 if __name__ == "__main__":

@@ -6,22 +6,18 @@ Marked ``slow``: it starts a node, writes 5,000 blocks with their rows and waits
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .support import ROOT
+from .support import run_bench
 
 pytestmark = pytest.mark.slow
 
 
 def test_quick_row_costs(tmp_path: Path) -> None:
     output = tmp_path / "row_costs.json"
-    run = subprocess.run([sys.executable, "-m", "bench.row_costs", "--quick", "--output", str(output)],
-                         capture_output=True, text=True, timeout=900, cwd=ROOT, env=dict(os.environ))
+    run = run_bench("row_costs", "--quick", "--output", str(output))
     assert run.returncode == 0, run.stdout + run.stderr
     tables = json.loads(output.read_text())["tables"]
     assert {name: t["rows"] for name, t in tables.items()} == {"blocks": 5000, "existing_blocks": 5000,

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from .support import head_rows
-
-ROOT = Path(__file__).resolve().parent.parent
+from .support import head_rows, run_bench
 
 
 def test_quick_bench_reports_every_runner_and_ratio(cql, tmp_path: Path) -> None:
     output = tmp_path / "spark_ingest.json"
-    run = subprocess.run([sys.executable, "-m", "bench.spark_ingest", "--quick", "--output", str(output)],
-                         capture_output=True, text=True, timeout=900, cwd=ROOT, env=dict(os.environ))
+    run = run_bench("spark_ingest", "--quick", "--output", str(output))
     assert run.returncode == 0, run.stdout + run.stderr
     results = json.loads(output.read_text())
     assert {(r["corpus"], r["runner"]) for r in results["runs"]} == {

@@ -19,6 +19,7 @@ from cassandra.util import uuid_from_time
 from casstor_ops.errors import CasstorError, NotFoundError
 from casstor_ops.store import catalog, commit as commit_module
 from casstor_ops.store.api import Store
+from casstor_ops.store.history import forget as forget_module
 from casstor_ops.store.history.forget import forget
 from casstor_ops.store.history import snapshots as snapshots_module
 from casstor_ops.store.history.policy import Policy
@@ -121,6 +122,119 @@ def test_a_removed_file_without_policy_goes_entirely(store, monkeypatch) -> None
     assert block_lists(store.session) == {("d/y", store.stat("d/y").version)}
 
 
+# ID -> its history: version offsets, then (None) a delete marker one hour after the last
+HISTORIES = {"w/a": [0, H, 2 * H], "w/b": [0], "w/c": [0, H, None], "w/d": [0, H], "w/e": [0, None]}
+
+
+def store_histories(store: Store, monkeypatch) -> dict[str, bytes]:
+    """Store HISTORIES; returns each live ID's newest content."""
+    newest = {}
+    for file_id, offsets in HISTORIES.items():
+        for n, offset in enumerate(offsets):
+            if offset is None:
+                remove_at(store, monkeypatch, file_id, offsets[n - 1] + H)
+            else:
+                newest[file_id] = put_at(store, monkeypatch, file_id, offset, seed=10 * n + ord(file_id[-1]))
+    return {file_id: data for file_id, data in newest.items() if HISTORIES[file_id][-1] is not None}
+
+
+def version_rows(cql) -> dict[str, list]:
+    """ID -> its version rows, oldest first."""
+    rows = {}
+    for r in cql.execute(f"SELECT id, version, blocks, lone_block FROM {META_KS}.versions"):
+        rows.setdefault(r.id, []).insert(0, r)
+    return rows
+
+
+def spy_rounds(monkeypatch, st: Statements, stop_at: int | str | None = None) -> list[list[tuple]]:
+    """Record each set of requests forget sends together as ``[(kind, id or entry name, version or None)]``, kind
+    "row", "list" or "entry"; the set numbered ``stop_at`` (from 0), or with ``stop_at="entry"`` the first of
+    entries, raises before anything of it is sent."""
+    rounds: list[list[tuple]] = []
+    real = forget_module.write_all
+    kinds = {id(st.delete_version_at): "row", id(st.delete_block_list_at): "list", id(st.delete_entry_at): "entry"}
+
+    def recording(session, requests):
+        requests = list(requests)
+        sent = [("entry", v[3], None) if kinds[id(s)] == "entry" else (kinds[id(s)], v[1], v[2])
+                for s, v in requests]
+        if stop_at == len(rounds) or (sent and stop_at == sent[0][0]):
+            raise OSError("injected: forget killed before this round")
+        rounds.append(sent)
+        real(session, requests)
+
+    monkeypatch.setattr(forget_module, "write_all", recording)
+    return rounds
+
+
+def check_forgotten(store: Store, newest: dict[str, bytes], stale_lists: frozenset = frozenset()) -> None:
+    """Every live ID of HISTORIES is its newest version alone and restores it; every removed one is gone, but
+    for ``stale_lists`` (block lists whose rows are gone: reclaim's to delete)."""
+    assert {f.id for f in store.list("w/")} == set(newest)
+    for file_id, data in newest.items():
+        assert len(version_times(store, file_id)) == 1
+        out = io.BytesIO()
+        store.restore(file_id, out)
+        assert out.getvalue() == data
+    for file_id in set(HISTORIES) - set(newest):
+        assert version_times(store, file_id) == []
+    st = Statements.for_session(store.session)
+    assert {e.file.id for e in entries_under(store.session, st, "w/", include_deleted=True)} == set(newest)
+    assert {(i, v) for i, v in block_lists(store.session) if i not in newest} <= stale_lists
+
+
+def test_forget_of_ids_together_sends_each_ids_deletes_in_order(store, monkeypatch) -> None:
+    """Forgets HISTORIES two IDs at once, recording what is sent together; checks each round holds at most
+    one request of an ID, each ID's deletes come oldest version first, its row before its block list, its entry
+    after all of them, and the store ends as a forget of one ID at a time leaves it."""
+    newest = store_histories(store, monkeypatch)
+    before = version_rows(store.session)
+    rounds = spy_rounds(monkeypatch, Statements.for_session(store.session))
+    report = forget(store.session, store.namespace, "w/", at_once=2)
+    monkeypatch.undo()
+    for sent in rounds:
+        assert len({file_id for _, file_id, _ in sent}) == len(sent)
+    for file_id, rows in before.items():
+        dropped = rows if HISTORIES[file_id][-1] is None else rows[:-1]
+        expected = [step for r in dropped
+                    for step in [("row", file_id, r.version)] + ([("list", file_id, r.version)]
+                                                               if r.blocks and r.lone_block is None else [])]
+        expected += [("entry", file_id.split("/")[1], None)] if HISTORIES[file_id][-1] is None else []
+        assert [step for sent in rounds for step in sent if step[1] in (file_id, file_id.split("/")[1])] == expected
+    assert sorted(report.withdrawn) == ["w/c", "w/e"] and report.ids == len(HISTORIES)
+    check_forgotten(store, newest)
+
+
+@pytest.mark.parametrize("stop_at", [1, "entry"], ids=["after-the-first-round", "before-the-entries"])
+def test_a_forget_stopped_between_rounds_leaves_each_history_whole_but_its_tail(store, monkeypatch, stop_at) -> None:
+    """Injects a forget killed after its first round of deletes, or after every version's and before the
+    entries' (the set raises before it is sent). Checks each ID lost only versions at its old end, every
+    version left has its block list, the removed files still read as removed and the live ones restore their
+    newest content; a forget run again finishes the work, the entries left without versions too."""
+    newest = store_histories(store, monkeypatch)
+    before = version_rows(store.session)
+    spy_rounds(monkeypatch, Statements.for_session(store.session), stop_at=stop_at)
+    with pytest.raises(OSError, match="injected"):
+        forget(store.session, store.namespace, "w/")
+    monkeypatch.undo()
+    left = version_rows(store.session)
+    for file_id, rows in before.items():
+        if stop_at == 1:
+            expected = rows if len(rows) == 1 else rows[1:]
+        else:
+            expected = [] if HISTORIES[file_id][-1] is None else rows[-1:]
+        assert left.get(file_id, []) == expected, file_id
+    listed = block_lists(store.session)
+    assert all((r.id, r.version) in listed for rows in left.values() for r in rows if r.blocks and r.lone_block is None)
+    assert {f.id for f in store.list("w/")} == set(newest)
+    for file_id in set(HISTORIES) - set(newest):
+        with pytest.raises(NotFoundError):
+            store.stat(file_id)
+    forget(store.session, store.namespace, "w/")
+    stale = frozenset((r.id, r.version) for rows in before.values() for r in rows[:1]) if stop_at == 1 else frozenset()
+    check_forgotten(store, newest, stale)
+
+
 def test_a_store_landing_during_forget_keeps_its_entry(store, monkeypatch) -> None:
     """Injects a store of the ID whose version was started a second before forget withdraws the entry of the
     removed file it drops whole, and that commits just before the withdrawal. Checks that the new version's
@@ -129,15 +243,15 @@ def test_a_store_landing_during_forget_keeps_its_entry(store, monkeypatch) -> No
     put_at(store, monkeypatch, "r/x", 0, 1)
     remove_at(store, monkeypatch, "r/x", H)
     fresh = random.Random(9).randbytes(50 * KiB)
-    real_withdraw = entries_module.Namespace.withdraw
+    real_withdrawal = entries_module.Namespace.withdrawal
 
     def store_first(self, file_id, micros):
         with monkeypatch.context() as patch:
             patch.setattr(commit_module, "uuid_from_time", lambda now: uuid_from_time(now - 1))
             put(store, file_id, fresh)
-        real_withdraw(self, file_id, micros)
+        return real_withdrawal(self, file_id, micros)
 
-    monkeypatch.setattr(entries_module.Namespace, "withdraw", store_first)
+    monkeypatch.setattr(entries_module.Namespace, "withdrawal", store_first)
     store.forget("r/")
     monkeypatch.undo()
     assert [f.id for f in store.list("r/")] == ["r/x"]

@@ -15,8 +15,8 @@ never versioned (forget's policy decides; ``casstor ls --versions`` and
 marker either: there S3's DELETE removes the object.
 
 Dropping versions (DeleteObject ``versionId``, :func:`drop`): rows oldest
-first, each as of its own time, then its block list, as forget drops them
-(:func:`~casstor_ops.store.history.forget.drop_versions`; reclaim then frees
+first, each row then its block list, as forget drops them
+(:func:`~casstor_ops.store.history.forget.drop_all`; reclaim then frees
 only the blocks no remaining row names). Dropping the newest makes the next
 one the head: the directory entry is rewritten to summarise it, or removed
 when none is left (:meth:`~casstor_ops.store.namespace.entries.Namespace.supersede`,
@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.s3.errors import S3Error
 from casstor_ops.store.api import Store
-from casstor_ops.store.history.forget import drop_versions
+from casstor_ops.store.history.forget import VersionsToDrop, drop_all
 from casstor_ops.store.statements import Statements
 
 NULL = "null"
@@ -102,7 +102,7 @@ def drop(store: Store, file_id: str, rows: Sequence, dropping: Sequence) -> None
     lock); if the head is among them, rewrite the entry for the new head (module docstring)."""
     session = store.session
     st = Statements.for_session(session)
-    drop_versions(session, st, store.namespace, file_id, list(reversed(dropping)), gone=False)
+    drop_all(session, st, store.namespace, [VersionsToDrop(file_id, list(reversed(dropping)))])
     if not rows or rows[0].version not in {row.version for row in dropping}:
         return
     dropped = rows[0].version

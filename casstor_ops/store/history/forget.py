@@ -8,8 +8,8 @@ wrote is left for a forget without PREFIX; without one: a paged scan of
 (:mod:`.retention`), the snapshots over it (:mod:`.snapshots`) and the
 grace, 2 x the commit bound; an S3 upload's part untouched for a week is kept by nothing
 (:func:`~casstor_ops.store.multipart.abandoned`). Each other version goes, oldest first: its
-row (``USING TIMESTAMP`` its own time, the time it was written with, so the
-delete removes that row and shadows nothing newer), then its block list. An
+row (stamped when sent, so cells set on it after its commit go too; the row
+is that version's alone, so nothing newer is shadowed), then its block list. An
 ID left with no version (its newest was a delete marker nothing keeps) loses
 its directory entry, deleted as of the marker's time, so the entry of a
 store that lands meanwhile survives. Blocks are not touched: reclaim frees
@@ -18,8 +18,17 @@ the blocks no remaining version names.
 Oldest first, so a forget killed midway leaves a newest-first history
 whose dropped part is its tail: a delete marker is never dropped before the
 versions under it (which would make one of them the head again). What it
-left (a block list without its row, a removed file's entry without
-versions) is dropped by the next forget or reclaim.
+left is dropped later: a block list without its row by the next reclaim (a
+stale list), a removed file's entry without versions by the next forget.
+
+IDs go 1,000 at a time (:data:`~casstor_ops.store.row_requests.ROWS_AT_ONCE`):
+their versions are read together, then dropped in rounds, the k-th delete of
+every ID of the group in round k, each round sent together and acknowledged
+whole before the next; so each ID's deletes keep the order above, as one
+request after the other did (one round trip a delete: a forget of thousands
+of IDs waited on each). The versions are decided on as of ``now`` (fixed
+when forget starts), so reading a group ahead of its drop changes no
+decision; a version stored meanwhile was not read, and is not dropped.
 
 ``dry_run`` deletes nothing and also works out what the drop would free:
 the blocks only the dropped versions name (a paged scan of the light
@@ -40,7 +49,7 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +65,7 @@ from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.multipart import abandoned
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.records import inline_head
+from casstor_ops.store.row_requests import ROWS_AT_ONCE, results, write_all
 from casstor_ops.store.statements import Statements
 
 DROPS_SHOWN = 20  # versions listed by the report's table; --json lists every one
@@ -77,6 +87,37 @@ class Dropped:
         return {"id": self.id, "version": str(self.version), "deleted": self.deleted, "size": self.size}
 
 
+@dataclass(frozen=True)
+class History:
+    """An ID's version rows, newest first, and the version its directory entry names (None: not read)."""
+
+    id: str
+    rows: list
+    entry_version: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class VersionsToDrop:
+    """An ID's version rows to delete, oldest first; then, unless ``withdraw_at`` is None (some version is left),
+    its directory entry, as of that time (microseconds)."""
+
+    id: str
+    rows: Sequence
+    withdraw_at: int | None = None
+
+
+@dataclass(frozen=True)
+class _Delete:
+    """One delete of a drop, stamped when it is sent: the clock's time then, never before ``not_before``."""
+
+    statement: Any
+    key: tuple
+    not_before: int = 0
+
+    def request(self, now: int) -> tuple[Any, tuple]:
+        return self.statement, (max(now, self.not_before), *self.key)
+
+
 @dataclass
 class ForgetReport:
     """What forget dropped (or, a dry run, would drop) and, a dry run, what that frees."""
@@ -88,6 +129,16 @@ class ForgetReport:
     withdrawn: list[str] = field(default_factory=list)
     freed_blocks: int | None = None
     freed_bytes: int | None = None
+
+    def add(self, drop: VersionsToDrop, kept: int) -> None:
+        """Count one ID: its ``kept`` versions and what ``drop`` drops."""
+        self.ids += 1
+        self.kept += kept
+        self.dropped += [Dropped(drop.id, r.version, bool(r.deleted), r.size or 0, r.blocks or 0,
+                                 (r.stored_size or r.size) if inline_head(r.blocks, r.size) else 0, r.lone_block)
+                         for r in drop.rows]
+        if drop.withdraw_at is not None:
+            self.withdrawn.append(drop.id)
 
     def as_dict(self) -> dict[str, Any]:
         return {"dry_run": self.dry_run, "ids": self.ids, "kept": self.kept,
@@ -108,61 +159,85 @@ class ForgetReport:
         return "\n".join(lines)
 
 
-def _versions_by_id(session: Session, st: Statements, prefix: str | None) -> Iterator[tuple[str, list]]:
-    """``(id, version rows newest first)`` of every ID under ``prefix`` (None: the whole store, scanned)."""
+def _histories(session: Session, st: Statements, prefix: str | None, at_once: int) -> Iterator[History]:
+    """The history of every ID under ``prefix`` (None: the whole store, scanned), the versions of ``at_once`` IDs
+    read together."""
     if prefix is None:
-        yield from ((file_id, list(rows)) for file_id, rows in
+        yield from (History(file_id, list(rows)) for file_id, rows in
                     itertools.groupby(scan(session, st.all_versions), key=lambda r: r.id))
         return
-    for entry in entries_under(session, st, prefix, include_deleted=True):
-        rows = list(session.execute(st.file_versions, (entry.file.id,), execution_profile=st.named_rows))
-        yield entry.file.id, rows
+    entries = (entry.file for entry in entries_under(session, st, prefix, include_deleted=True))
+    while chunk := list(itertools.islice(entries, at_once)):
+        answers = results(session, [(st.file_versions, (file.id,)) for file in chunk], st.named_rows)
+        yield from (History(file.id, list(rows), file.version) for file, rows in zip(chunk, answers))
 
 
 def forget(session: Session, namespace: Namespace, prefix: str | None = None, dry_run: bool = False,
-           now: float | None = None) -> ForgetReport:
+           now: float | None = None, at_once: int = ROWS_AT_ONCE) -> ForgetReport:
     """Drop (unless ``dry_run``) every version under ``prefix`` (None: all) nothing keeps at ``now`` (default:
-    the clock's time; seconds since 1970)."""
+    the clock's time; seconds since 1970), ``at_once`` IDs together (1: one request at a time)."""
     st = Statements.for_session(session)
     now_micros = int((time.time() if now is None else now) * 1_000_000)
     grace = 2 * commit_bound_s(session) * 1_000_000
     rules, pins = policies(session, st), snapshots(session, st)
     report = ForgetReport(dry_run)
-    for file_id, rows in _versions_by_id(session, st, prefix):
+
+    def decided(history: History) -> VersionsToDrop:
+        file_id, rows = history.id, history.rows
         versions = [Version(i, version_micros(r.version), bool(r.deleted)) for i, r in enumerate(rows)]
         keep = kept(versions, policy_for(file_id, rules), now_micros,
                     [s.at_micros for s in pins if file_id.startswith(s.prefix)], grace)
         if versions and abandoned(file_id, versions[0].micros, now_micros):
             keep = set()
-        report.ids += 1
-        report.kept += len(keep)
-        drop = [rows[i] for i in range(len(rows) - 1, -1, -1) if i not in keep]  # oldest first
-        report.dropped += [Dropped(file_id, r.version, bool(r.deleted), r.size or 0, r.blocks or 0,
-                                   (r.stored_size or r.size) if inline_head(r.blocks, r.size) else 0, r.lone_block)
-                           for r in drop]
-        if drop and not keep:
-            report.withdrawn.append(file_id)
+        drop = VersionsToDrop(file_id, [rows[i] for i in range(len(rows) - 1, -1, -1) if i not in keep],
+                              None if keep else _withdraw_at(history))
+        report.add(drop, len(keep))
+        return drop
+
+    found = _histories(session, st, prefix, at_once)
+    while chunk := list(itertools.islice(found, at_once)):
+        drops = [decided(history) for history in chunk]
         if not dry_run:
-            drop_versions(session, st, namespace, file_id, drop, gone=not keep)
+            drop_all(session, st, namespace, drops)
     if dry_run:
         _count_freed(session, st, report)
     return report
 
 
-def drop_versions(session: Session, st: Statements, namespace: Namespace, file_id: str, rows: list,
-                  gone: bool) -> None:
-    """Delete ``rows`` (oldest first): each row, then its block list, as of now; then, if ``gone``, the entry as of
-    the newest's time."""
-    for row in rows:
-        # Stamped now, not at the version's time: cells written to the row after it was committed (an S3 object's
-        # tags, set later) must go with it, or they outlive it as a row of tags only. (id, version) is this
-        # version's alone, and so is its block list (written after the version's time): nothing newer is shadowed.
-        now = int(time.time() * 1_000_000)
-        session.execute(st.delete_version_at, (max(now, version_micros(row.version)), file_id, row.version))
+def _withdraw_at(history: History) -> int | None:
+    """When the entry of an ID left with no version goes: its newest version's time (that of the entry it wrote; a
+    store landing meanwhile writes a newer one, which survives), or the entry's own when no version is left to read
+    (a forget stopped before its withdrawal: the next one withdraws it)."""
+    if history.rows:
+        return version_micros(history.rows[0].version)
+    return None if history.entry_version is None else version_micros(history.entry_version)
+
+
+def _deletes(st: Statements, drop: VersionsToDrop) -> list[_Delete]:
+    """``drop``'s deletes in the order they must be acknowledged: each row, then its block list.
+
+    Stamped when sent, not at the version's time: cells written to the row after it was committed (an S3
+    object's tags, set later) must go with it, or they outlive it as a row of tags only. (id, version) is this
+    version's alone, and so is its block list (written after the version's time): nothing newer is shadowed."""
+    deletes = []
+    for row in drop.rows:
+        deletes.append(_Delete(st.delete_version_at, (drop.id, row.version), version_micros(row.version)))
         if row.blocks and row.lone_block is None:  # a lone block's list goes with its row
-            session.execute(st.delete_block_list_at, (now, file_id, row.version))
-    if gone and rows:
-        namespace.withdraw(file_id, version_micros(rows[-1].version))
+            deletes.append(_Delete(st.delete_block_list_at, (drop.id, row.version)))
+    return deletes
+
+
+def drop_all(session: Session, st: Statements, namespace: Namespace, drops: Iterable[VersionsToDrop]) -> None:
+    """Delete every drop's rows in rounds: round k sends the k-th delete of each drop together and waits for
+    all of them, so each drop's deletes are acknowledged in :func:`_deletes`' order; then the entry of each drop
+    with a ``withdraw_at``, as of that time."""
+    drops = list(drops)
+    deletes = [_deletes(st, drop) for drop in drops]
+    for k in range(max(map(len, deletes), default=0)):
+        now = int(time.time() * 1_000_000)
+        write_all(session, [each[k].request(now) for each in deletes if k < len(each)])
+    write_all(session, (namespace.withdrawal(drop.id, drop.withdraw_at)
+                        for drop in drops if drop.withdraw_at is not None))
 
 
 def _count_freed(session: Session, st: Statements, report: ForgetReport) -> None:

@@ -51,6 +51,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from operator import itemgetter
+from typing import Any
 
 from cassandra.cluster import Session
 from cassandra.query import UNSET_VALUE
@@ -332,12 +333,12 @@ class Namespace:
         for (directory, bucket, generation), count in written.items():
             self._maybe_split(directory, bucket, generation, count)
 
-    def withdraw(self, file_id: str, micros: int) -> None:
-        """Delete the ID's entry from every bucket it may be in, as of ``micros`` (a newer entry survives)."""
+    def withdrawal(self, file_id: str, micros: int) -> tuple[Any, tuple]:
+        """The request (statement, values) that deletes the ID's entry from every bucket it may be in, as of
+        ``micros`` (a newer entry survives)."""
         directory, name = split_id(file_id)
         generation = self.generation(directory)
-        self._session.execute(self._st.delete_entry_at,
-                              (micros, directory_key(directory), _buckets_of(name, generation), name))
+        return self._st.delete_entry_at, (micros, directory_key(directory), _buckets_of(name, generation), name)
 
     def supersede(self, file_id: str, dropped: uuid.UUID, head: FileInfo | None, deleted: bool = False,
                   stored_size: int | None = None) -> None:

@@ -1,0 +1,175 @@
+"""``casstor forget PREFIX`` over many IDs: 1,000 IDs together against one request at a time, same run.
+
+On a scratch node of its own (:mod:`casstor_ops.lab.scratch_cluster`, RF 1),
+each round stores the same history under two prefixes (``rN/one/`` and
+``rN/together/``, their batches alternated): ``--ids`` files stored
+``--versions`` times (each time new content: 19 in 20 files of 2-6 KiB, one
+block each, named by its version row; every 20th of 80 KiB, several blocks
+and a block list), then every 10th file removed (a delete marker), as a
+backup prefix that was stored again and again. The node is flushed and left
+quiet; then each prefix is forgotten as of an hour later (past the grace,
+so every version but a live file's newest goes, and a removed file's entry
+too), the two in alternate order by round (after a warm-up of both on a prefix of
+their own):
+
+* **together**: :func:`~casstor_ops.store.history.forget.forget` as the store
+  runs it, :data:`~casstor_ops.store.row_requests.ROWS_AT_ONCE` IDs together;
+* **one**: the same with ``at_once=1``, one request after the other: the
+  reference, what forget did before it took IDs together.
+
+Both must drop the same number of versions and withdraw the same number of
+entries. Figures are medians over the rounds, with the client's and the
+node's CPU per ID.
+
+Usage::
+
+    .venv/bin/python -m bench.forget                  # 5,000 IDs x 3 versions, 3 rounds
+    .venv/bin/python -m bench.forget --quick          # 300 IDs, 1 round: for tests
+
+Results are printed and written as JSON (``bench/results/forget.json``).
+Failures print ``casstor: ...`` and exit non-zero; the node is stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from bench.common import run_and_publish, wait_for_quiet_nodes
+from bench.cpu import CpuMeter
+from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cluster.connection import connect
+from casstor_ops.cluster.paths import project_root
+from casstor_ops.errors import CasstorError
+from casstor_ops.lab.scratch_cluster import scratch_cluster
+from casstor_ops.store.api import Store
+from casstor_ops.store.batch_upload import SmallFile
+from casstor_ops.store.history.forget import ForgetReport, forget
+from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.row_requests import ROWS_AT_ONCE
+from casstor_ops.store.schema import Replication, init_store
+
+DEFAULT_OUTPUT = project_root() / "bench" / "results" / "forget.json"
+BATCH = 200  # files a put_many, as a tree store's batches
+WARM_IDS = 200
+LARGE_EVERY, REMOVED_EVERY = 20, 10
+WAYS = {"one": 1, "together": ROWS_AT_ONCE}
+
+
+def _content(rng: random.Random, n: int) -> bytes:
+    return rng.randbytes(80 * 1024 if n % LARGE_EVERY == 0 else rng.randrange(2048, 6144))
+
+
+def fill(store: Store, prefixes: list[str], ids: int, versions: int, seed: int) -> None:
+    """Store the same history under each of ``prefixes``: ``ids`` files ``versions`` times, then every
+    REMOVED_EVERY-th removed."""
+    for v in range(versions):
+        for first in range(0, ids, BATCH):
+            names = range(first, min(first + BATCH, ids))
+            for prefix in prefixes:
+                rng = random.Random(f"{seed}/{v}/{first}/{prefix}")
+                failed = [r for r in store.put_many([SmallFile(f"{prefix}d{n // 100:03d}/f{n:05d}", _content(rng, n))
+                                                     for n in names]) if isinstance(r, Exception)]
+                if failed:
+                    raise CasstorError(f"filling {prefix}: {failed[0]}")
+    for prefix in prefixes:
+        store.remove_all([f"{prefix}d{n // 100:03d}/f{n:05d}" for n in range(0, ids, REMOVED_EVERY)])
+
+
+def timed_forget(store: Store, prefix: str, at_once: int, meter: CpuMeter) -> tuple[dict, ForgetReport]:
+    """Forget ``prefix`` as of an hour from now, ``at_once`` IDs together: seconds and CPU seconds."""
+    with meter.measure() as cost:
+        started = time.perf_counter()
+        report = forget(store.session, store.namespace, prefix, now=time.time() + 3600, at_once=at_once)
+        seconds = time.perf_counter() - started
+    return {"seconds": seconds, "client_cpu_s": cost.client_s, "node_cpu_s": cost.node_s}, report
+
+
+def run_benchmark(ids: int, versions: int, rounds: int, log: Callable[[str], None] = print) -> dict:
+    results: dict = {"ids": ids, "versions": versions, "rounds": [], "removed_every": REMOVED_EVERY}
+    with scratch_cluster(heap_mb=1024, max_nodes=1, log=log) as scratch:
+        scratch.grow(1)
+        session = connect(scratch.endpoint(), start=False)
+        try:
+            init_store(session, Replication.simple(1), Replication.simple(1))
+            store = Store(session)
+            meter = CpuMeter(scratch.node_pids())
+            fill(store, [f"warm/{way}/" for way in WAYS], WARM_IDS, versions, seed=-1)
+            for way, at_once in WAYS.items():  # statements prepared, the node's code compiled: round 1 alike
+                forget(session, store.namespace, f"warm/{way}/", now=time.time() + 3600, at_once=at_once)
+            for r in range(rounds):
+                prefixes = {way: f"r{r}/{way}/" for way in WAYS}
+                log(f"round {r + 1}: storing {ids:,} files x {versions} under {', '.join(prefixes.values())}")
+                fill(store, list(prefixes.values()), ids, versions, seed=r)
+                scratch.cluster.nodetool("flush", META_KS)
+                scratch.cluster.nodetool("flush", DATA_KS)
+                wait_for_quiet_nodes(session)
+                order = list(WAYS) if r % 2 == 0 else list(reversed(WAYS))
+                measured = {}
+                for way in order:
+                    measured[way], report = timed_forget(store, prefixes[way], WAYS[way], meter)
+                    measured[way].update(ids=report.ids, dropped=len(report.dropped), withdrawn=len(report.withdrawn))
+                    log(f"  {way}: {measured[way]['seconds']:.2f} s, {report.ids:,} IDs, "
+                        f"{len(report.dropped):,} versions dropped")
+                _check_same(measured, ids)
+                results["rounds"].append(measured)
+        finally:
+            session.cluster.shutdown()
+    results["median_s"] = {way: statistics.median(m[way]["seconds"] for m in results["rounds"]) for way in WAYS}
+    results["together_of_one"] = results["median_s"]["together"] / results["median_s"]["one"]
+    return results
+
+
+def _check_same(measured: dict, ids: int) -> None:
+    """Both ways forgot every ID and dropped and withdrew the same."""
+    counts = {way: (m["ids"], m["dropped"], m["withdrawn"]) for way, m in measured.items()}
+    if len(set(counts.values())) != 1 or counts["one"][0] != ids or not counts["one"][1]:
+        raise CasstorError(f"the two forgets differ or missed IDs: {counts}")
+
+
+def format_report(r: dict) -> str:
+    lines = [f"forget of a prefix of {r['ids']:,} IDs x {r['versions']} versions (every {r['removed_every']}th "
+             f"removed), one node, RF 1; medians of {len(r['rounds'])} rounds (shared 2-core machine: noisy)",
+             f"  {'way':>7} {'seconds':>8} {'IDs/s':>8} {'client CPU ms/ID':>17} {'node CPU ms/ID':>15}"]
+    for way in WAYS:
+        runs = [m[way] for m in r["rounds"]]
+        seconds = r["median_s"][way]
+        client = statistics.median(m["client_cpu_s"] for m in runs) * 1000 / r["ids"]
+        node = [m["node_cpu_s"] for m in runs if m["node_cpu_s"] is not None]
+        node_text = f"{statistics.median(node) * 1000 / r['ids']:.3f}" if node else "n/a"
+        lines.append(f"  {way:>7} {seconds:>8.2f} {r['ids'] / seconds:>8,.0f} {client:>17.3f} {node_text:>15}")
+    first = r["rounds"][0]["one"]
+    lines.append(f"  together / one at a time: {r['together_of_one']:.3f} of the time "
+                 f"({first['dropped']:,} versions dropped and {first['withdrawn']:,} entries withdrawn by each)")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="python -m bench.forget", description=__doc__.split("\n")[0])
+    parser.add_argument("--ids", type=int, default=5_000, help="files under each prefix (default %(default)s)")
+    parser.add_argument("--versions", type=int, default=3, help="times each is stored (default %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each on fresh prefixes (default %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="300 IDs, 1 round: for tests")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results (default %(default)s)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.ids, args.rounds = 300, 1
+    if min(args.ids, args.versions, args.rounds) < 1:
+        parser.error("--ids, --versions and --rounds take 1 or more")
+
+    return run_and_publish(lambda log: run_benchmark(args.ids, args.versions, args.rounds, log=log),
+                           format_report, args.output)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""python -m bench.forget --quick: forget of a prefix, IDs together against one request at a time.
+
+Marked ``slow``: it starts a node of its own and stores 2 x 300 files three times.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .support import run_bench
+
+pytestmark = pytest.mark.slow
+
+
+def test_quick_forget(tmp_path: Path) -> None:
+    output = tmp_path / "forget.json"
+    run = run_bench("forget", "--quick", "--output", str(output))
+    assert run.returncode == 0, run.stdout + run.stderr
+    results = json.loads(output.read_text())
+    (measured,) = results["rounds"]
+    # 270 live files lose 2 of 3 versions; 30 removed ones lose all 3 and their marker, and their entries.
+    for way in ("one", "together"):
+        assert (measured[way]["ids"], measured[way]["dropped"], measured[way]["withdrawn"]) == (300, 660, 30)
+    assert results["together_of_one"] == results["median_s"]["together"] / results["median_s"]["one"] > 0
+    assert "together / one at a time:" in run.stdout
+
+
+def test_bad_arguments_are_one_line() -> None:
+    run = run_bench("forget", "--ids", "0", timeout=120)
+    assert run.returncode != 0 and len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
