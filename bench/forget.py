@@ -1,4 +1,4 @@
-"""``casstor forget PREFIX`` over many IDs: 1,000 IDs together against one request at a time, same run.
+"""``casstor forget`` over many IDs: 1,000 IDs together against one request at a time, same run.
 
 On a scratch node of its own (:mod:`casstor_ops.lab.scratch_cluster`, RF 1),
 each round stores the same history under two prefixes (``rN/one/`` and
@@ -17,9 +17,14 @@ their own):
 * **one**: the same with ``at_once=1``, one request after the other: the
   reference, what forget did before it took IDs together.
 
-Both must drop the same number of versions and withdraw the same number of
-entries. Figures are medians over the rounds, with the client's and the
-node's CPU per ID.
+Then the same history is stored once more for each way (``rN/store-one/``,
+``rN/store-together/``) and the whole store is forgotten, without a prefix,
+as ``casstor reclaim`` runs it first: a paged scan of ``versions`` (every
+file the earlier rounds left too), IDs dropped together or one at a time.
+
+The two ways of each scope must drop the same number of versions and
+withdraw the same number of entries. Figures are medians over the rounds,
+with the client's and the node's CPU per ID of the history.
 
 Usage::
 
@@ -49,7 +54,7 @@ from casstor_ops.errors import CasstorError
 from casstor_ops.lab.scratch_cluster import scratch_cluster
 from casstor_ops.store.api import Store
 from casstor_ops.store.batch_upload import SmallFile
-from casstor_ops.store.history.forget import ForgetReport, forget
+from casstor_ops.store.history.forget import forget
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.row_requests import ROWS_AT_ONCE
 from casstor_ops.store.schema import Replication, init_store
@@ -59,6 +64,7 @@ BATCH = 200  # files a put_many, as a tree store's batches
 WARM_IDS = 200
 LARGE_EVERY, REMOVED_EVERY = 20, 10
 WAYS = {"one": 1, "together": ROWS_AT_ONCE}
+SCOPES = ("prefix", "store")  # forget PREFIX; forget without one (reclaim's), which scans the store
 
 
 def _content(rng: random.Random, n: int) -> bytes:
@@ -81,13 +87,15 @@ def fill(store: Store, prefixes: list[str], ids: int, versions: int, seed: int) 
         store.remove_all([f"{prefix}d{n // 100:03d}/f{n:05d}" for n in range(0, ids, REMOVED_EVERY)])
 
 
-def timed_forget(store: Store, prefix: str, at_once: int, meter: CpuMeter) -> tuple[dict, ForgetReport]:
-    """Forget ``prefix`` as of an hour from now, ``at_once`` IDs together: seconds and CPU seconds."""
+def timed_forget(store: Store, prefix: str | None, at_once: int, meter: CpuMeter) -> dict:
+    """Forget ``prefix`` (None: the whole store) as of an hour from now, ``at_once`` IDs together: seconds, CPU
+    seconds, and what it forgot."""
     with meter.measure() as cost:
         started = time.perf_counter()
         report = forget(store.session, store.namespace, prefix, now=time.time() + 3600, at_once=at_once)
         seconds = time.perf_counter() - started
-    return {"seconds": seconds, "client_cpu_s": cost.client_s, "node_cpu_s": cost.node_s}, report
+    return {"seconds": seconds, "client_cpu_s": cost.client_s, "node_cpu_s": cost.node_s, "ids": report.ids,
+            "dropped": len(report.dropped), "withdrawn": len(report.withdrawn)}
 
 
 def run_benchmark(ids: int, versions: int, rounds: int, log: Callable[[str], None] = print) -> dict:
@@ -95,6 +103,12 @@ def run_benchmark(ids: int, versions: int, rounds: int, log: Callable[[str], Non
     with scratch_cluster(heap_mb=1024, max_nodes=1, log=log) as scratch:
         scratch.grow(1)
         session = connect(scratch.endpoint(), start=False)
+
+        def quiet() -> None:
+            for keyspace in (META_KS, DATA_KS):
+                scratch.cluster.nodetool("flush", keyspace)
+            wait_for_quiet_nodes(session)
+
         try:
             init_store(session, Replication.simple(1), Replication.simple(1))
             store = Store(session)
@@ -103,49 +117,58 @@ def run_benchmark(ids: int, versions: int, rounds: int, log: Callable[[str], Non
             for way, at_once in WAYS.items():  # statements prepared, the node's code compiled: round 1 alike
                 forget(session, store.namespace, f"warm/{way}/", now=time.time() + 3600, at_once=at_once)
             for r in range(rounds):
+                order = list(WAYS) if r % 2 == 0 else list(reversed(WAYS))
+                measured: dict = {"prefix": {}, "store": {}}
                 prefixes = {way: f"r{r}/{way}/" for way in WAYS}
                 log(f"round {r + 1}: storing {ids:,} files x {versions} under {', '.join(prefixes.values())}")
                 fill(store, list(prefixes.values()), ids, versions, seed=r)
-                scratch.cluster.nodetool("flush", META_KS)
-                scratch.cluster.nodetool("flush", DATA_KS)
-                wait_for_quiet_nodes(session)
-                order = list(WAYS) if r % 2 == 0 else list(reversed(WAYS))
-                measured = {}
+                quiet()
                 for way in order:
-                    measured[way], report = timed_forget(store, prefixes[way], WAYS[way], meter)
-                    measured[way].update(ids=report.ids, dropped=len(report.dropped), withdrawn=len(report.withdrawn))
-                    log(f"  {way}: {measured[way]['seconds']:.2f} s, {report.ids:,} IDs, "
-                        f"{len(report.dropped):,} versions dropped")
+                    measured["prefix"][way] = timed_forget(store, prefixes[way], WAYS[way], meter)
+                for way in order:  # the same history alone in the store's scan, as reclaim's forget finds it
+                    fill(store, [f"r{r}/store-{way}/"], ids, versions, seed=r)
+                    quiet()
+                    measured["store"][way] = timed_forget(store, None, WAYS[way], meter)
+                for scope in SCOPES:
+                    log("  " + ", ".join(f"{scope} {way}: {m['seconds']:.2f} s, {m['ids']:,} IDs, {m['dropped']:,} "
+                                         f"versions dropped" for way, m in measured[scope].items()))
                 _check_same(measured, ids)
                 results["rounds"].append(measured)
         finally:
             session.cluster.shutdown()
-    results["median_s"] = {way: statistics.median(m[way]["seconds"] for m in results["rounds"]) for way in WAYS}
-    results["together_of_one"] = results["median_s"]["together"] / results["median_s"]["one"]
+    results["median_s"] = {scope: {way: statistics.median(m[scope][way]["seconds"] for m in results["rounds"])
+                                   for way in WAYS} for scope in SCOPES}
+    results["together_of_one"] = {scope: results["median_s"][scope]["together"] / results["median_s"][scope]["one"]
+                                  for scope in SCOPES}
     return results
 
 
 def _check_same(measured: dict, ids: int) -> None:
-    """Both ways forgot every ID and dropped and withdrew the same."""
-    counts = {way: (m["ids"], m["dropped"], m["withdrawn"]) for way, m in measured.items()}
-    if len(set(counts.values())) != 1 or counts["one"][0] != ids or not counts["one"][1]:
-        raise CasstorError(f"the two forgets differ or missed IDs: {counts}")
+    """Both ways of each scope dropped and withdrew the same, something; under a prefix, of every ID."""
+    for scope, ways in measured.items():
+        counts = {way: (m["dropped"], m["withdrawn"]) for way, m in ways.items()}
+        if len(set(counts.values())) != 1 or not counts["one"][0] or \
+                (scope == "prefix" and {m["ids"] for m in ways.values()} != {ids}):
+            raise CasstorError(f"the two forgets of the {scope} differ or missed IDs: {counts}")
 
 
 def format_report(r: dict) -> str:
-    lines = [f"forget of a prefix of {r['ids']:,} IDs x {r['versions']} versions (every {r['removed_every']}th "
-             f"removed), one node, RF 1; medians of {len(r['rounds'])} rounds (shared 2-core machine: noisy)",
-             f"  {'way':>7} {'seconds':>8} {'IDs/s':>8} {'client CPU ms/ID':>17} {'node CPU ms/ID':>15}"]
-    for way in WAYS:
-        runs = [m[way] for m in r["rounds"]]
-        seconds = r["median_s"][way]
-        client = statistics.median(m["client_cpu_s"] for m in runs) * 1000 / r["ids"]
-        node = [m["node_cpu_s"] for m in runs if m["node_cpu_s"] is not None]
-        node_text = f"{statistics.median(node) * 1000 / r['ids']:.3f}" if node else "n/a"
-        lines.append(f"  {way:>7} {seconds:>8.2f} {r['ids'] / seconds:>8,.0f} {client:>17.3f} {node_text:>15}")
-    first = r["rounds"][0]["one"]
-    lines.append(f"  together / one at a time: {r['together_of_one']:.3f} of the time "
-                 f"({first['dropped']:,} versions dropped and {first['withdrawn']:,} entries withdrawn by each)")
+    lines = [f"forget of {r['ids']:,} IDs x {r['versions']} versions (every {r['removed_every']}th removed), one "
+             f"node, RF 1; medians of {len(r['rounds'])} rounds (shared 2-core machine: noisy)",
+             f"  {'scope':>6} {'way':>8} {'seconds':>8} {'IDs/s':>8} {'client CPU ms/ID':>17} {'node CPU ms/ID':>15}"]
+    for scope in SCOPES:
+        for way in WAYS:
+            runs = [m[scope][way] for m in r["rounds"]]
+            seconds = r["median_s"][scope][way]
+            client = statistics.median(m["client_cpu_s"] for m in runs) * 1000 / r["ids"]
+            node = [m["node_cpu_s"] for m in runs if m["node_cpu_s"] is not None]
+            node_text = f"{statistics.median(node) * 1000 / r['ids']:.3f}" if node else "n/a"
+            lines.append(f"  {scope:>6} {way:>8} {seconds:>8.2f} {r['ids'] / seconds:>8,.0f} {client:>17.3f} "
+                         f"{node_text:>15}")
+    first = r["rounds"][0]["prefix"]["one"]
+    lines.append(f"  together / one at a time: {r['together_of_one']['prefix']:.3f} of the time under a prefix, "
+                 f"{r['together_of_one']['store']:.3f} of the store ({first['dropped']:,} versions dropped and "
+                 f"{first['withdrawn']:,} entries withdrawn by each)")
     return "\n".join(lines)
 
 

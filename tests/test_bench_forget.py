@@ -23,8 +23,14 @@ def test_quick_forget(tmp_path: Path) -> None:
     (measured,) = results["rounds"]
     # 270 live files lose 2 of 3 versions; 30 removed ones lose all 3 and their marker, and their entries.
     for way in ("one", "together"):
-        assert (measured[way]["ids"], measured[way]["dropped"], measured[way]["withdrawn"]) == (300, 660, 30)
-    assert results["together_of_one"] == results["median_s"]["together"] / results["median_s"]["one"] > 0
+        assert (measured["prefix"][way]["ids"], measured["prefix"][way]["dropped"],
+                measured["prefix"][way]["withdrawn"]) == (300, 660, 30)
+        # Without a prefix: the same history, and every ID the store holds (the prefixes' live files, the warm-up's).
+        assert (measured["store"][way]["dropped"], measured["store"][way]["withdrawn"]) == (660, 30)
+        assert measured["store"][way]["ids"] > 300
+    for scope in ("prefix", "store"):
+        median = results["median_s"][scope]
+        assert results["together_of_one"][scope] == median["together"] / median["one"] > 0
     assert "together / one at a time:" in run.stdout
 
 
