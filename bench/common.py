@@ -220,4 +220,3 @@ def run_and_publish(run: Callable[[Callable[[str], None]], dict], report: Callab
         return publish(results, report(results), path)
 
     return run_reporting_errors(bench)
-

@@ -71,6 +71,10 @@ def _content(rng: random.Random, n: int) -> bytes:
     return rng.randbytes(80 * 1024 if n % LARGE_EVERY == 0 else rng.randrange(2048, 6144))
 
 
+def _file_id(prefix: str, n: int) -> str:
+    return f"{prefix}d{n // 100:03d}/f{n:05d}"
+
+
 def fill(store: Store, prefixes: list[str], ids: int, versions: int, seed: int) -> None:
     """Store the same history under each of ``prefixes``: ``ids`` files ``versions`` times, then every
     REMOVED_EVERY-th removed."""
@@ -79,12 +83,12 @@ def fill(store: Store, prefixes: list[str], ids: int, versions: int, seed: int) 
             names = range(first, min(first + BATCH, ids))
             for prefix in prefixes:
                 rng = random.Random(f"{seed}/{v}/{first}/{prefix}")
-                failed = [r for r in store.put_many([SmallFile(f"{prefix}d{n // 100:03d}/f{n:05d}", _content(rng, n))
-                                                     for n in names]) if isinstance(r, Exception)]
+                failed = [r for r in store.put_many([SmallFile(_file_id(prefix, n), _content(rng, n)) for n in names])
+                          if isinstance(r, Exception)]
                 if failed:
                     raise CasstorError(f"filling {prefix}: {failed[0]}")
     for prefix in prefixes:
-        store.remove_all([f"{prefix}d{n // 100:03d}/f{n:05d}" for n in range(0, ids, REMOVED_EVERY)])
+        store.remove_all([_file_id(prefix, n) for n in range(0, ids, REMOVED_EVERY)])
 
 
 def timed_forget(store: Store, prefix: str | None, at_once: int, meter: CpuMeter) -> dict:
@@ -118,7 +122,7 @@ def run_benchmark(ids: int, versions: int, rounds: int, log: Callable[[str], Non
                 forget(session, store.namespace, f"warm/{way}/", now=time.time() + 3600, at_once=at_once)
             for r in range(rounds):
                 order = list(WAYS) if r % 2 == 0 else list(reversed(WAYS))
-                measured: dict = {"prefix": {}, "store": {}}
+                measured: dict = {scope: {} for scope in SCOPES}
                 prefixes = {way: f"r{r}/{way}/" for way in WAYS}
                 log(f"round {r + 1}: storing {ids:,} files x {versions} under {', '.join(prefixes.values())}")
                 fill(store, list(prefixes.values()), ids, versions, seed=r)

@@ -48,6 +48,7 @@ SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 # test sessions share the machine's ports.
 NO_UI = {"PYSPARK_SUBMIT_ARGS": "--conf spark.ui.enabled=false pyspark-shell"}
 
+
 def run_bench(module: str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """Run ``python -m bench.<module> ARGS`` from the project's root, as ``make bench`` does; output as text."""
     return subprocess.run([sys.executable, "-m", f"bench.{module}", *args], capture_output=True, text=True,

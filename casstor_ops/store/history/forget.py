@@ -130,10 +130,10 @@ class ForgetReport:
     freed_blocks: int | None = None
     freed_bytes: int | None = None
 
-    def add(self, drop: VersionsToDrop, kept: int) -> None:
-        """Count one ID: its ``kept`` versions and what ``drop`` drops."""
+    def add(self, drop: VersionsToDrop, kept_versions: int) -> None:
+        """Count one ID: its ``kept_versions`` and what ``drop`` drops."""
         self.ids += 1
-        self.kept += kept
+        self.kept += kept_versions
         self.dropped += [Dropped(drop.id, r.version, bool(r.deleted), r.size or 0, r.blocks or 0,
                                  (r.stored_size or r.size) if inline_head(r.blocks, r.size) else 0, r.lone_block)
                          for r in drop.rows]
@@ -159,17 +159,19 @@ class ForgetReport:
         return "\n".join(lines)
 
 
-def _histories(session: Session, st: Statements, prefix: str | None, at_once: int) -> Iterator[History]:
-    """The history of every ID under ``prefix`` (None: the whole store, scanned), the versions of ``at_once`` IDs
-    read together."""
+def _groups(session: Session, st: Statements, prefix: str | None, at_once: int) -> Iterator[list[History]]:
+    """The history of every ID under ``prefix`` (None: the whole store, scanned), ``at_once`` IDs a group (under a
+    prefix, their versions read together)."""
     if prefix is None:
-        yield from (History(file_id, list(rows)) for file_id, rows in
-                    itertools.groupby(scan(session, st.all_versions), key=lambda r: r.id))
+        histories = (History(file_id, list(rows)) for file_id, rows in
+                     itertools.groupby(scan(session, st.all_versions), key=lambda r: r.id))
+        while group := list(itertools.islice(histories, at_once)):
+            yield group
         return
     entries = (entry.file for entry in entries_under(session, st, prefix, include_deleted=True))
     while chunk := list(itertools.islice(entries, at_once)):
         answers = results(session, [(st.file_versions, (file.id,)) for file in chunk], st.named_rows)
-        yield from (History(file.id, list(rows), file.version) for file, rows in zip(chunk, answers))
+        yield [History(file.id, list(rows), file.version) for file, rows in zip(chunk, answers)]
 
 
 def forget(session: Session, namespace: Namespace, prefix: str | None = None, dry_run: bool = False,
@@ -194,9 +196,8 @@ def forget(session: Session, namespace: Namespace, prefix: str | None = None, dr
         report.add(drop, len(keep))
         return drop
 
-    found = _histories(session, st, prefix, at_once)
-    while chunk := list(itertools.islice(found, at_once)):
-        drops = [decided(history) for history in chunk]
+    for group in _groups(session, st, prefix, at_once):
+        drops = [decided(history) for history in group]
         if not dry_run:
             drop_all(session, st, namespace, drops)
     if dry_run:
