@@ -29,7 +29,8 @@ hot code during its first seconds of load):
    of 64 MiB with each checksum boto3 offers against its default CRC32;
    ``--complete-parts 1000``, the Complete of an upload of 1,000 parts;
    ``--delete-keys 2000``, ListObjectVersions then DeleteObjects of 2,000 keys,
-   1,000 a page and a request.
+   1,000 a page and a request; ``--list-uploads 1000``, ListMultipartUploads of
+   1,000 uploads under way.
 
 Printed: req/s, MB/s, p50/p99 latency, the ratios HTTP/raw (and S3/plain), and beside them
 the CPU milliseconds per MB of the server (with its workers), of wrk, of the
@@ -40,7 +41,8 @@ block (``new_bytes == 0``).
 
     .venv/bin/python -m bench.serve [--sizes 4096 65536 1048576] [--connections 20] [--seconds 30] [--warmup 20]
                                     [--workers N] [--access-log] [--cache-mb MIB] [--no-raw] [--smoke]
-                                    [--s3 [--multipart-mb MIB] [--checksum-mb MIB] [--complete-parts N] [--delete-keys N]]
+                                    [--s3 [--multipart-mb MIB] [--checksum-mb MIB] [--complete-parts N] [--delete-keys N]
+                                          [--list-uploads N]]
                                     [--output PATH]
 
 The store is the environment's as it was made: one made with ``casstor init
@@ -119,6 +121,7 @@ class SweepConfig:
     checksum_bytes: int = 0  # with s3: uploads of this many bytes with each checksum boto3 offers
     complete_parts: int = 0  # with s3: the Complete of an upload of this many parts
     delete_keys: int = 0  # with s3: DeleteObjects of this many keys
+    list_uploads: int = 0  # with s3: ListMultipartUploads of this many uploads under way
 
     @classmethod
     def smoke(cls, **overrides: object) -> "SweepConfig":
@@ -305,6 +308,8 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
                         if s3 is not None and config.complete_parts else None
                     deletes = s3.delete_many(config.delete_keys, quiet) if s3 is not None and config.delete_keys \
                         else None
+                    uploads = s3.list_uploads(config.list_uploads, quiet) if s3 is not None and config.list_uploads \
+                        else None
                 finally:
                     removed = sweep.remove_keys() + (s3.remove_all() if s3 is not None else 0)
         finally:
@@ -313,7 +318,7 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
                 _stop(s3.server)
     return {"config": asdict(config), "client": "wrk 4.1 -t 1 (Lua scripts bench/wrk/)", "rows": rows,
             "dedup": dedup, "multipart": multipart, "checksums": checksums, "complete": complete,
-            "deletes": deletes, "keys_removed": removed,
+            "deletes": deletes, "uploads": uploads, "keys_removed": removed,
             "inline_max": sweep.store.settings.inline_max, "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -390,6 +395,11 @@ def format_report(results: dict) -> str:
                   f"{deletes['versions_seconds']:.2f} s, {deletes['versions_ms_per_key']:.2f} ms a key; "
                   f"DeleteObjects of them, 1,000 a request: "
                   f"{deletes['seconds']:.2f} s, {deletes['ms_per_key']:.2f} ms a key")
+    uploads = results.get("uploads")
+    if uploads:
+        check += (f"\nS3 ListMultipartUploads of {uploads['uploads']} uploads under way, 1,000 a page: "
+                  f"{uploads['seconds']:.2f} s, {uploads['ms_per_upload']:.2f} ms an upload (median of "
+                  f"{', '.join(f'{t:.2f}' for t in uploads['rounds'])} s)")
     return "\n".join([head, *(format_row(row) for row in results["rows"]), check])
 
 
@@ -414,22 +424,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --s3: the CompleteMultipartUpload of an upload of N parts (S3 allows 10,000)")
     parser.add_argument("--delete-keys", type=int, default=0, metavar="N",
                         help="with --s3: ListObjectVersions then DeleteObjects of N keys, 1,000 a page and a request")
+    parser.add_argument("--list-uploads", type=int, default=0, metavar="N",
+                        help="with --s3: ListMultipartUploads of N uploads under way, 1,000 a page")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results JSON (default {RESULTS})")
     args = parser.parse_args(argv)
     chosen = {key: tuple(value) if isinstance(value, list) else value
               for key, value in [("sizes", args.sizes), ("connections", args.connections), ("seconds", args.seconds),
                                  ("warmup_seconds", args.warmup)]
               if value is not None}
-    if (args.multipart_mb or args.checksum_mb or args.complete_parts or args.delete_keys) and not args.s3:
-        parser.error("--multipart-mb, --checksum-mb, --complete-parts and --delete-keys need --s3")
+    if (args.multipart_mb or args.checksum_mb or args.complete_parts or args.delete_keys or args.list_uploads) \
+            and not args.s3:
+        parser.error("--multipart-mb, --checksum-mb, --complete-parts, --delete-keys and --list-uploads need --s3")
     if not 0 <= args.complete_parts <= 10_000:
         parser.error("--complete-parts: S3 allows 1 to 10,000 parts")
-    if args.delete_keys < 0:
-        parser.error("--delete-keys: a number of keys")
+    if args.delete_keys < 0 or args.list_uploads < 0:
+        parser.error("--delete-keys, --list-uploads: a number")
     options = dict(chosen, workers=args.workers, access_log=args.access_log, raw=not args.no_raw,
                    cache_mb=args.cache_mb, s3=args.s3, multipart_bytes=args.multipart_mb * 1024 * 1024,
                    checksum_bytes=args.checksum_mb * 1024 * 1024, complete_parts=args.complete_parts,
-                   delete_keys=args.delete_keys)
+                   delete_keys=args.delete_keys, list_uploads=args.list_uploads)
     config = SweepConfig.smoke(**options) if args.smoke else replace(defaults, **options)
 
     def run() -> int:

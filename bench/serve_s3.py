@@ -32,6 +32,10 @@ client's choice of checksum should not cost it throughput.
 most S3 takes; boto3's ``objects.delete()`` and Hadoop's s3a, 250 a page,
 delete trees so), its figure the time a key.
 
+:meth:`S3Face.list_uploads` times ListMultipartUploads of a bucket holding many
+uploads under way (each record is a small file the listing reads), 1,000 a
+page, its figure the time an upload.
+
 :meth:`S3Face.complete_many` times the CompleteMultipartUpload of an upload of
 many parts (S3 allows 10,000): the parts are one 5 MiB body sent again and
 again (stored once: the upload is quick; Complete's work is per part, not per
@@ -45,6 +49,8 @@ Example (what ``bench.serve --s3`` does)::
     >>> face.put_urls("64k", 65536, count=5000)                    # doctest: +SKIP
     >>> face.multipart_vs_tree(1024 * 1024 * 1024, node_pids, quiet)  # doctest: +SKIP
     {'bytes': 1073741824, 'multipart': {...}, 'tree_store': {...}, 'ratio': 1.04, 'ratios': [...]}
+    >>> face.list_uploads(1000, quiet)["ms_per_upload"]          # doctest: +SKIP
+    0.5
     >>> face.complete_many(1000, quiet)["of_read_timeout"]        # doctest: +SKIP
     0.21
     >>> face.checksum_uploads(64 * 1024 * 1024, node_pids, quiet)["ratios"]  # doctest: +SKIP
@@ -81,6 +87,7 @@ CHECKSUM_ALGORITHMS = ("CRC32", "CRC32C", "CRC64NVME", "SHA256")
 MOST_PARTS = 10_000  # S3's limit of parts an upload
 READ_TIMEOUT_S = 60.0  # botocore's default read_timeout: a Complete must answer within it
 CLIENT_THREADS = 8  # boto3 requests at once while many parts or objects are put
+LIST_ROUNDS = 3  # ListMultipartUploads of the same uploads: the first on a node just started pays its compiling
 
 
 class S3Face:
@@ -204,6 +211,29 @@ class S3Face:
         seconds = time.perf_counter() - started
         return {"keys": keys, "seconds": round(seconds, 2), "ms_per_key": round(seconds * 1000 / keys, 3),
                 "versions_seconds": round(versions_s, 2), "versions_ms_per_key": round(versions_s * 1000 / keys, 3)}
+
+    def list_uploads(self, uploads: int, quiet: Callable[[], None]) -> dict:
+        """``uploads`` multipart uploads created (no part), then listed :data:`LIST_ROUNDS` times on quiet nodes by
+        ListMultipartUploads, 1,000 a page, then aborted: the median listing's seconds, and an upload."""
+        keys = [f"uploads/{n:06d}" for n in range(uploads)]
+        with ThreadPoolExecutor(CLIENT_THREADS) as pool:
+            ids = list(pool.map(lambda key: self.client.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"],
+                                keys))
+        times = []
+        for _ in range(LIST_ROUNDS):
+            quiet()
+            started = time.perf_counter()
+            listed = sum(len(page.get("Uploads", [])) for page in self.client.get_paginator(
+                "list_multipart_uploads").paginate(Bucket=BUCKET, Prefix="uploads/"))
+            times.append(time.perf_counter() - started)
+            if listed != uploads:
+                raise CasstorError(f"ListMultipartUploads listed {listed} of {uploads} uploads")
+        seconds = statistics.median(times)
+        with ThreadPoolExecutor(CLIENT_THREADS) as pool:
+            list(pool.map(lambda pair: self.client.abort_multipart_upload(Bucket=BUCKET, Key=pair[0], UploadId=pair[1]),
+                          zip(keys, ids)))
+        return {"uploads": uploads, "seconds": round(seconds, 2), "ms_per_upload": round(seconds * 1000 / uploads, 3),
+                "rounds": [round(t, 2) for t in times]}
 
     def complete_many(self, parts: int, quiet: Callable[[], None]) -> dict:
         """An upload of ``parts`` parts (one 5 MiB body each but the last) completed on quiet nodes: the Complete's

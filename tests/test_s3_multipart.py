@@ -126,6 +126,10 @@ def test_list_parts_list_uploads_abort_and_the_refusals(s3):
     uploads = s3.list_multipart_uploads(Bucket="mp-list")["Uploads"]
     assert [(u["Key"], u["UploadId"]) for u in uploads] == [("dir/x.bin", upload_id), ("y.bin", other)]
     assert [u["Key"] for u in s3.list_multipart_uploads(Bucket="mp-list", Prefix="y")["Uploads"]] == ["y.bin"]
+    grouped = s3.list_multipart_uploads(Bucket="mp-list", Delimiter="/", MaxUploads=1)
+    assert grouped["CommonPrefixes"] == [{"Prefix": "dir/"}] and "Uploads" not in grouped and grouped["IsTruncated"]
+    rest = s3.list_multipart_uploads(Bucket="mp-list", Delimiter="/", KeyMarker=grouped["NextKeyMarker"])
+    assert [u["Key"] for u in rest["Uploads"]] == ["y.bin"] and "CommonPrefixes" not in rest
     assert "Contents" not in s3.list_objects_v2(Bucket="mp-list")
     refusals = [([{"PartNumber": 3, "ETag": parts[1]["ETag"]}, {"PartNumber": 1, "ETag": first}], "InvalidPartOrder"),
                 ([{"PartNumber": 1, "ETag": first}, {"PartNumber": 2, "ETag": first}], "InvalidPart"),
@@ -153,6 +157,25 @@ def test_list_parts_list_uploads_abort_and_the_refusals(s3):
             call()
         assert error_code(err) == "NoSuchUpload"
     assert [u["Key"] for u in s3.list_multipart_uploads(Bucket="mp-list")["Uploads"]] == ["y.bin"]
+
+
+def test_list_uploads_pages_through_many_uploads_of_a_key_each_once_oldest_first(s3):
+    """What it injects: three uploads under way for each of five keys, one completed and one aborted among them,
+    listed two a page, so pages end between uploads of one key. What it checks: each upload under way is listed
+    once, by key, each key's oldest first, and the completed and aborted ones not at all."""
+    s3.create_bucket(Bucket="mp-many")
+    made = [(f"k{k}", s3.create_multipart_upload(Bucket="mp-many", Key=f"k{k}")["UploadId"])
+            for _ in range(3) for k in range(5)]
+    done_key, done_id = made[6]
+    etag = s3.upload_part(Bucket="mp-many", Key=done_key, UploadId=done_id, PartNumber=1, Body=b"x")["ETag"]
+    s3.complete_multipart_upload(Bucket="mp-many", Key=done_key, UploadId=done_id,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    s3.abort_multipart_upload(Bucket="mp-many", Key=made[3][0], UploadId=made[3][1])
+    pages = s3.get_paginator("list_multipart_uploads").paginate(Bucket="mp-many", PaginationConfig={"PageSize": 2})
+    listed = [(u["Key"], u["UploadId"]) for page in pages for u in page.get("Uploads", [])]
+    expected = sorted((pair for pair in made if pair not in (made[3], made[6])),
+                      key=lambda pair: (pair[0], made.index(pair)))
+    assert listed == expected
 
 
 def test_upload_part_copy_whole_and_ranged(s3):

@@ -97,7 +97,7 @@ class Reads:
 
     async def get(self, request: Request, key: str, send_body: bool) -> Response:
         """Answer a GET of ``key`` (a HEAD: not ``send_body``); ``?version=V`` or ``?at=TIME``: that version."""
-        head = await self._stat(key, *wanted_version(request.query_params))
+        head = await self.stat(key, *wanted_version(request.query_params))
         headers = {**file_headers(head), "accept-ranges": "bytes"}
         if not_modified(request.headers.get("if-none-match"), headers["etag"]):
             return Response(status_code=304, headers=headers)
@@ -120,7 +120,7 @@ class Reads:
         start, stop = (0, head.size) if wanted is None else (wanted.start, wanted.stop)
         status = 200 if wanted is None else 206
         if head.size <= SMALL_BODY_BYTES:
-            content = await self._small_content(head)
+            content = await self.small_content(head)
             return Response(content[start:stop], status_code=status, headers=headers)
         loop = asyncio.get_running_loop()
         # Cut short only a range that ends before the file does: a whole file gets its file-hash check.
@@ -133,11 +133,11 @@ class Reads:
             raise
         return StreamingResponse(self._rest(writer, first, key), status_code=status, headers=headers)
 
-    async def _stat(self, key: str, version: uuid.UUID | None, at: datetime | None) -> FileInfo:
+    async def stat(self, key: str, version: uuid.UUID | None = None, at: datetime | None = None) -> FileInfo:
         """The head of ``key`` (or the version ``version``, or its head at ``at``), read without a worker thread."""
         return await answered(partial(self._store.callbacks.stat_async, key, version=version, at=at))
 
-    async def _small_content(self, head: FileInfo) -> bytes:
+    async def small_content(self, head: FileInfo) -> bytes:
         """The whole content of the small file ``head`` names, every block and the file hash checked: from the
         cache, else read on the driver's callbacks, else (any doubt there) on a worker thread; then kept."""
         content = self._cache.get(head.hash)

@@ -1,6 +1,6 @@
 """The S3 face's pure answers (no node): owner-only ACLs, the headers kept with an object, listing encodings,
-CreateBucket's location, ListBuckets' page size, UploadPartCopy's range and which objects a remembered bucket
-row covers."""
+CreateBucket's location, ListBuckets' page size, UploadPartCopy's range, which objects a remembered bucket
+row covers, and the order and grouping of ListMultipartUploads."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from casstor_ops.serve.s3.acl import check_owner_only, policy
 from casstor_ops.serve.s3.buckets import CLOCK_MARGIN_SECONDS, ReadGrant, location_of, max_buckets
 from casstor_ops.serve.s3.errors import S3Error
 from casstor_ops.serve.s3.listing import encoded
-from casstor_ops.serve.s3.multipart import _copy_range
+from casstor_ops.serve.s3.multipart import Upload, _copy_range, _grouped, new_upload_id
 from casstor_ops.serve.s3.objects import kept_headers
 from casstor_ops.serve.s3.xml import parse
 
@@ -81,3 +81,23 @@ def test_a_remembered_bucket_row_covers_only_objects_older_than_its_read_by_the_
     assert grant.covers(older) and grant.covers(older.replace(tzinfo=None))
     for newer in (read_at - timedelta(seconds=CLOCK_MARGIN_SECONDS - 1), read_at + timedelta(seconds=5)):
         assert not grant.covers(newer) and not grant.covers(newer.replace(tzinfo=None))
+
+
+def test_upload_ids_are_32_hex_digits_in_the_order_they_were_made():
+    made = [new_upload_id() for _ in range(200)]
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in made)
+    clocks = [i[:16] for i in made]  # two made in one nanosecond may sort either way: by their random halves
+    assert clocks == sorted(clocks) and len(set(made)) == len(made)
+
+
+def _uploads(*keys: str) -> list[Upload]:
+    return [Upload("b", f"{n:032x}", key, {"content_type": None, "meta": {}}, "") for n, key in enumerate(keys)]
+
+
+def test_list_uploads_rolls_keys_past_the_delimiter_into_common_prefixes_once_and_after_the_marker():
+    uploads = _uploads("a.bin", "d/x", "d/y", "d/y", "e/1/z", "f.bin")
+    shown = [u if isinstance(u, str) else u.key for u in _grouped(uploads, "", "/", "")]
+    assert shown == ["a.bin", "d/", "e/", "f.bin"]
+    assert [u if isinstance(u, str) else u.key for u in _grouped(uploads[2:], "", "/", "d/")] == ["e/", "f.bin"]
+    assert [u if isinstance(u, str) else u.key for u in _grouped(uploads[4:5], "e/", "/", "")] == ["e/1/"]
+    assert [u.key for u in _grouped(uploads, "", "", "")] == ["a.bin", "d/x", "d/y", "d/y", "e/1/z", "f.bin"]
