@@ -122,15 +122,15 @@ def chunk_hash_seconds(paths: list[Path], settings: StoreSettings, rounds: int =
     return best
 
 
-def live_bytes(cluster: LocalCluster, keyspace: str, *tables: str) -> int:
-    """Bytes of the live SSTables of ``tables`` (default: all) of ``keyspace`` on every up node, memtables flushed
-    first."""
+def live_bytes(cluster: LocalCluster, *names: str) -> int:
+    """Bytes of the live SSTables of ``names`` (keyspaces, or ``keyspace.table``) on every up node, memtables
+    flushed first: two nodetool runs a node, whatever the names (a flush of every keyspace, where a flush a
+    keyspace took a nodetool run, ~2 s, each)."""
     total = 0
     for status in cluster.status():
         if status.state == "up":
-            cluster.nodetool("flush", keyspace, *tables, node=status.index)
-            out = cluster.nodetool("tablestats", *([f"{keyspace}.{t}" for t in tables] or [keyspace]),
-                                   node=status.index)
+            cluster.nodetool("flush", node=status.index)
+            out = cluster.nodetool("tablestats", *names, node=status.index)
             total += sum(int(line.split(":")[1]) for line in out.splitlines() if "Space used (live)" in line)
     return total
 

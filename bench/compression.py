@@ -135,7 +135,7 @@ def _casstor(run: _Run, corpus: str, files: list[Path], work: Path, mode: str) -
     _check_restored(files, tree_out, f"casstor ({mode}, tree)")
     run.measure(f"{corpus}_{mode}_store", nbytes, lambda: empty_store(run.session),
                 lambda: run_commands([[CASSTOR, "store", str(f), i, "--quiet"] for f, i in zip(files, ids)]))
-    tables = {f"{keyspace}.{table}": live_bytes(LocalCluster(), keyspace, table) for keyspace, table in TABLES}
+    tables = {f"{keyspace}.{table}": live_bytes(LocalCluster(), f"{keyspace}.{table}") for keyspace, table in TABLES}
     out = work / f"restore-{corpus}-{mode}"
     run.measure(f"{corpus}_{mode}_restore", nbytes, lambda: (shutil.rmtree(out, True), out.mkdir()),
                 lambda: run_commands([[CASSTOR, "restore", i, str(out / f.name), "--quiet"] for f, i in zip(files, ids)]))

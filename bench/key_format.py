@@ -61,7 +61,7 @@ def main() -> None:
     if not os.environ.get("CASSTOR_NODES"):
         cluster = LocalCluster()
         for name in variants:
-            figures[name]["disk_bytes"] = live_bytes(cluster, KS, f"idx_{name}")
+            figures[name]["disk_bytes"] = live_bytes(cluster, f"{KS}.idx_{name}")
     session.execute(f"DROP KEYSPACE {KS}")
     session.cluster.shutdown()
     print(f"{args.rows} index rows, existence checks in IN batches of 100")

@@ -131,7 +131,7 @@ class _Casstor:
         return out
 
     def disk_bytes(self) -> int:
-        return sum(live_bytes(LocalCluster(), keyspace) for keyspace in (DATA_KS, META_KS))
+        return live_bytes(LocalCluster(), DATA_KS, META_KS)
 
 
 class _Restic:
