@@ -61,7 +61,7 @@ def test_a_truncated_version_listing_pages_on_with_the_markers_it_returns(s3):
         if not listed["IsTruncated"]:
             break
         kwargs.update(KeyMarker=listed.get("NextKeyMarker"), VersionIdMarker=listed.get("NextVersionIdMarker"))
-    assert pages == 3 and sorted(seen) == [(k, n) for k in "abc" for n in (1, 2)]
+    assert pages == 2 and sorted(seen) == [(k, n) for k in "abc" for n in (1, 2)]  # pages of 3: a, a, b; b, c, c
 
 
 def test_a_version_listing_of_many_keys_pages_through_its_reads_in_key_order(s3):
@@ -83,6 +83,24 @@ def test_a_version_listing_of_many_keys_pages_through_its_reads_in_key_order(s3)
             break
         kwargs.update(KeyMarker=listed["NextKeyMarker"], VersionIdMarker=listed["NextVersionIdMarker"])
     assert seen == [(key, size, size == 2, ["CRC32"], "FULL_OBJECT") for key in keys for size in (2, 1)]
+
+
+def test_a_key_of_more_versions_than_max_keys_is_listed_a_page_of_max_keys_at_a_time(s3):
+    """What it injects: one key of seven versions and a delete marker, listed three a page. What it checks: no
+    page holds more than MaxKeys, pages go on inside the key from the markers they return, and every version and
+    the marker come once, newest first (before, the first page held all eight)."""
+    s3.create_bucket(Bucket="vers-deep")
+    s3.put_bucket_versioning(Bucket="vers-deep", VersioningConfiguration={"Status": "Enabled"})
+    made = [s3.put_object(Bucket="vers-deep", Key="k", Body=b"x" * n)["VersionId"] for n in range(1, 5)]
+    made.append(s3.delete_object(Bucket="vers-deep", Key="k")["VersionId"])
+    made += [s3.put_object(Bucket="vers-deep", Key="k", Body=b"x" * n)["VersionId"] for n in range(5, 8)]
+    pages = s3.get_paginator("list_object_versions").paginate(Bucket="vers-deep", PaginationConfig={"PageSize": 3})
+    listed = [[v["VersionId"] for v in page.get("Versions", []) + page.get("DeleteMarkers", [])] for page in pages]
+    assert [len(page) for page in listed] == [3, 3, 2]
+    assert [set(page) for page in listed] == [set(made[7:4:-1]), set(made[4:1:-1]), set(made[1::-1])]
+    with pytest.raises(ClientError) as err:
+        s3.list_object_versions(Bucket="vers-deep", VersionIdMarker=made[0])
+    assert error_code(err) == "InvalidArgument"
 
 
 def _listed(s3, bucket: str) -> dict[str, int]:

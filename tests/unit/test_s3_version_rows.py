@@ -1,4 +1,5 @@
-"""The S3 view of a key's version rows (casstor_ops.serve.s3.version_rows): pure functions, no node."""
+"""The S3 view of a key's version rows (casstor_ops.serve.s3.version_rows, and where a version listing goes on): pure
+functions, no node."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from cassandra.util import uuid_from_time
 
 from casstor_ops.serve.s3.errors import S3Error
 from casstor_ops.serve.s3.version_rows import is_null_write, matching, name, replaced, visible
+from casstor_ops.serve.s3.versions import _after_version
 
 
 def _row(at: float, null: bool = False, deleted: bool = False) -> SimpleNamespace:
@@ -37,3 +39,12 @@ def test_a_malformed_version_id_is_no_such_version():
         with pytest.raises(S3Error) as err:
             matching([], text)
         assert err.value.code == "NoSuchVersion"
+
+
+def test_a_version_listing_goes_on_after_its_marker_or_a_dropped_markers_time():
+    rows = [_row(5), _row(4, null=True), _row(3), _row(2)]  # newest first, as shown
+    assert _after_version(rows, str(rows[0].version)) == rows[1:]
+    assert _after_version(rows, "null") == rows[2:]
+    dropped = str(uuid_from_time(3.5))  # a version between rows 1 and 2, dropped since the page that ended on it
+    assert _after_version(rows, dropped) == rows[2:]
+    assert _after_version(rows[2:], "null") == rows[2:]  # a null version dropped: its time is unknown, all of them
