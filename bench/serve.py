@@ -41,8 +41,8 @@ block (``new_bytes == 0``).
 
     .venv/bin/python -m bench.serve [--sizes 4096 65536 1048576] [--connections 20] [--seconds 30] [--warmup 20]
                                     [--workers N] [--access-log] [--cache-mb MIB] [--no-raw] [--smoke]
-                                    [--s3 [--multipart-mb MIB] [--checksum-mb MIB] [--complete-parts N] [--delete-keys N]
-                                          [--list-uploads N]]
+                                    [--s3 [--multipart-mb MIB] [--checksum-mb MIB] [--complete-parts N]
+                                          [--delete-keys N] [--list-uploads N]]
                                     [--output PATH]
 
 The store is the environment's as it was made: one made with ``casstor init

@@ -54,7 +54,7 @@ from functools import partial
 from starlette.requests import Request
 from starlette.responses import Response
 
-from casstor_ops.errors import NotFoundError
+from casstor_ops.errors import FileChangedError, NotFoundError
 from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.s3.buckets import owner_of
 from casstor_ops.serve.s3.checksums import (FULL_OBJECT, Checksum, checksum_type, multipart_checksum,
@@ -189,11 +189,11 @@ class Multipart:
 
     async def _record_under_way(self, bucket: str, upload_id: str) -> Upload | None:
         """The record of an upload not completed, read on the driver's callbacks (no worker thread); None if it is
-        not there (completed or aborted meanwhile)."""
+        not there (completed or aborted meanwhile; or since, and its record's version already reclaimed)."""
         try:
             head = await self._objects.reads.stat(_record_id(bucket, upload_id))
             return _parsed(bucket, upload_id, head, await self._objects.reads.small_content(head))
-        except (NotFoundError, S3Error):
+        except (NotFoundError, FileChangedError, S3Error):
             return None
 
     async def create(self, request: Request, bucket: str, key: str) -> Response:
