@@ -5,14 +5,15 @@ row covers, and the order and grouping of ListMultipartUploads."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from operator import attrgetter
 
 import pytest
 
 from casstor_ops.serve.s3.acl import check_owner_only, policy
 from casstor_ops.serve.s3.buckets import CLOCK_MARGIN_SECONDS, ReadGrant, location_of, max_buckets
 from casstor_ops.serve.s3.errors import S3Error
-from casstor_ops.serve.s3.listing import encoded
-from casstor_ops.serve.s3.multipart import Upload, _copy_range, _grouped, new_upload_id
+from casstor_ops.serve.s3.listing import encoded, rolled_up
+from casstor_ops.serve.s3.multipart import Upload, _copy_range, new_upload_id
 from casstor_ops.serve.s3.objects import kept_headers
 from casstor_ops.serve.s3.xml import parse
 
@@ -96,8 +97,12 @@ def _uploads(*keys: str) -> list[Upload]:
 
 def test_list_uploads_rolls_keys_past_the_delimiter_into_common_prefixes_once_and_after_the_marker():
     uploads = _uploads("a.bin", "d/x", "d/y", "d/y", "e/1/z", "f.bin")
-    shown = [u if isinstance(u, str) else u.key for u in _grouped(uploads, "", "/", "")]
-    assert shown == ["a.bin", "d/", "e/", "f.bin"]
-    assert [u if isinstance(u, str) else u.key for u in _grouped(uploads[2:], "", "/", "d/")] == ["e/", "f.bin"]
-    assert [u if isinstance(u, str) else u.key for u in _grouped(uploads[4:5], "e/", "/", "")] == ["e/1/"]
-    assert [u.key for u in _grouped(uploads, "", "", "")] == ["a.bin", "d/x", "d/y", "d/y", "e/1/z", "f.bin"]
+
+    def shown(items, prefix: str, delimiter: str, marker: str) -> list[str]:
+        return [u if isinstance(u, str) else u.key
+                for u in rolled_up(items, attrgetter("key"), prefix, delimiter, marker)]
+
+    assert shown(uploads, "", "/", "") == ["a.bin", "d/", "e/", "f.bin"]
+    assert shown(uploads[2:], "", "/", "d/") == ["e/", "f.bin"]
+    assert shown(uploads[4:5], "e/", "/", "") == ["e/1/"]
+    assert shown(uploads, "", "", "") == ["a.bin", "d/x", "d/y", "d/y", "e/1/z", "f.bin"]

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 from urllib.parse import quote
 
 from casstor_ops.serve.s3.checksums import Checksum
@@ -35,6 +36,8 @@ from casstor_ops.store.namespace.layout import split_id
 from casstor_ops.store.namespace.listing import WALK_AHEAD, Entry, directory_entries, entries_under
 from casstor_ops.store.row_requests import results
 from casstor_ops.store.statements import Statements
+
+T = TypeVar("T")
 
 MAX_KEYS = 1000
 
@@ -86,6 +89,25 @@ def encoded(key: str, encoding: str | None) -> str:
     return quote(key, safe="/") if encoding == "url" else key
 
 
+def rolled_up(items: Iterable[T], key_of: Callable[[T], str], prefix: str, delimiter: str,
+              after: str) -> Iterator[T | str]:
+    """``items`` (in key order, each key under ``prefix``) as an S3 listing shows them: an item whose key has
+    ``delimiter`` after ``prefix`` is rolled into its common prefix, shown once and only if after ``after`` (a page
+    that ended on it goes on past it). Example: ``list(rolled_up(["a", "d/x", "d/y"], str, "", "/", ""))`` ->
+    ``['a', 'd/']``."""
+    shown = ""
+    for item in items:
+        key = key_of(item)
+        cut = key.find(delimiter, len(prefix)) if delimiter else -1
+        if cut < 0:
+            yield item
+            continue
+        common = key[:cut + len(delimiter)]
+        if common != shown and common > after:
+            shown = common
+            yield common
+
+
 class Listing:
     """The listings of one store's buckets."""
 
@@ -133,18 +155,9 @@ class Listing:
                 yield entry
 
     def _grouped(self, root: str, prefix: str, delimiter: str, after: str, wanted: int) -> Iterator[Entry | str]:
-        shown = ""
-        for entry in entries_under(self._session, self._st, root + prefix, ahead=WALK_AHEAD, after=root + after,
-                                   page=wanted):
-            key = entry.file.id[len(root):]
-            cut = key.find(delimiter, len(prefix)) if delimiter else -1
-            if cut < 0:
-                yield entry
-                continue
-            common = key[:cut + len(delimiter)]
-            if common != shown and common > after:
-                shown = common
-                yield common
+        entries = entries_under(self._session, self._st, root + prefix, ahead=WALK_AHEAD, after=root + after,
+                                page=wanted)
+        return rolled_up(entries, lambda entry: entry.file.id[len(root):], prefix, delimiter, after)
 
     def digests(self, entries: list[Entry]) -> dict[str, VersionDigests]:
         """Each entry's :class:`VersionDigests` by its ID, read by ID and version, many at once

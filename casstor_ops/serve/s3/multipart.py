@@ -48,8 +48,8 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterator
 from functools import partial
+from operator import attrgetter
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -60,7 +60,7 @@ from casstor_ops.serve.s3.buckets import owner_of
 from casstor_ops.serve.s3.checksums import (FULL_OBJECT, Checksum, checksum_type, multipart_checksum,
                                             requested_algorithm, stored_checksum)
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument
-from casstor_ops.serve.s3.listing import Listing, VersionDigests, max_keys
+from casstor_ops.serve.s3.listing import Listing, VersionDigests, max_keys, rolled_up
 from casstor_ops.serve.s3.objects import (Objects, condition_of, kept_headers, part_number, quoted, s3_time,
                                           user_meta, version_headers, xml_response)
 from casstor_ops.serve.s3.sigv4 import Signed
@@ -285,7 +285,7 @@ class Multipart:
         chosen = [u for u in sorted(await self._uploads(bucket), key=lambda u: (u.key, u.id))  # new_upload_id
                   if u.key.startswith(prefix) and (u.key > key_marker or (u.key == key_marker and id_marker
                                                                          and u.id > id_marker))]
-        items = list(itertools.islice(_grouped(chosen, prefix, delimiter, key_marker), limit + 1))
+        items = list(itertools.islice(rolled_up(chosen, attrgetter("key"), prefix, delimiter, key_marker), limit + 1))
         shown = items[:limit]
         last = shown[-1] if shown else None
         owner = owner_of(initiator)  # the bucket's owner: no other user may start an upload in it
@@ -431,22 +431,6 @@ class Multipart:
         upload = await on_pool(self._pool, self._record, bucket, query["uploadId"], key)
         await self._writes.write(partial(self._forget_upload, upload))
         return Response(status_code=204)
-
-
-def _grouped(uploads: list[Upload], prefix: str, delimiter: str, key_marker: str) -> Iterator[Upload | str]:
-    """``uploads`` (by key) as ListMultipartUploads shows them: an upload whose key has ``delimiter`` after
-    ``prefix`` is rolled into its common prefix, shown once and only if after ``key_marker`` (a page that ended on
-    it goes on after it)."""
-    shown = ""
-    for upload in uploads:
-        cut = upload.key.find(delimiter, len(prefix)) if delimiter else -1
-        if cut < 0:
-            yield upload
-            continue
-        common = upload.key[:cut + len(delimiter)]
-        if common != shown and common > key_marker:
-            shown = common
-            yield common
 
 
 def _listed_part(entry: Entry, kept: VersionDigests) -> dict:
