@@ -25,6 +25,7 @@ from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.schema import require_settings
 from casstor_ops.store.statements import Statements
+from casstor_ops.store.upload import source_file_hash
 
 from .s3_support import AWS, aws, error_code
 from .support import SESSION_SETTINGS
@@ -59,11 +60,26 @@ def _etag(data: bytes, part_size: int) -> str:
     return f'"{hashlib.md5(b"".join(md5s)).hexdigest()}-{len(md5s)}"'
 
 
-def test_a_multipart_object_is_its_parts_end_to_end_with_s3s_etag_and_writes_no_block_again(s3, cql):
+def _whole_blocks(data: bytes) -> set[bytes]:
+    """The blocks of ``data`` stored as one file (a PUT, ``casstor store``)."""
+    return {block_hash(block) for block in chunks(io.BytesIO(data), SESSION_SETTINGS)}
+
+
+def test_a_multipart_object_is_its_parts_end_to_end_with_s3s_etag_and_the_blocks_of_one_store_whatever_its_parts(
+        s3, cql):
+    """What it injects: 13 MiB uploaded in 5 MiB parts, again, then in 6 MiB parts, then PUT whole. What it checks:
+    the object is its parts' bytes with S3's ETag, and its block list is the one a store of the whole bytes makes
+    (its file hash is theirs: the blocks around each seam are cut again at Complete), so a second upload with
+    another part size, or a PUT of the same bytes, adds no block to the object; only the new parts' own seam
+    blocks (left to reclaim with the parts) and the upload's record are new. Before the seams were cut again, the
+    object kept its parts' seam blocks: its file hash was not a store's, and each part size moved 6-22 blocks."""
     s3.create_bucket(Bucket="mpu")
     data = random.Random(6).randbytes(13 * MiB)  # fixed: how many blocks a new part size moves depends on the bytes
+    st = Statements.for_session(cql)
+    whole_hash = source_file_hash(io.BytesIO(data), SESSION_SETTINGS)
     done = _upload(s3, "mpu", "big.bin", data, 5 * MiB)
     assert done["ETag"] == _etag(data, 5 * MiB)
+    assert catalog.head(cql, st, "mpu/big.bin").hash == whole_hash
     got = s3.get_object(Bucket="mpu", Key="big.bin")
     assert got["Body"].read() == data
     assert got["ETag"] == done["ETag"] and got["ContentType"] == "application/x-test"
@@ -77,13 +93,16 @@ def test_a_multipart_object_is_its_parts_end_to_end_with_s3s_etag_and_writes_no_
     _upload(s3, "mpu", "big.bin", data, 5 * MiB)  # the upload's record (its key) is the same small block too
     assert _blocks(cql) == before  # the same parts again: every block found, none written
     _upload(s3, "mpu", "big.bin", data, 6 * MiB)
-    # Another part size cuts blocks at other seams: the blocks from a seam to where the content-defined cuts meet
-    # again are new, exactly those (6 of 219 for these bytes; 6-22 for random ones), and the completed upload's
-    # record, which names the new ETag (md5-of-md5s-3 of other parts); the rest are found.
-    moved = _part_blocks(data, 6 * MiB) - _part_blocks(data, 5 * MiB)
+    assert catalog.head(cql, st, "mpu/big.bin").hash == whole_hash
+    # The 6 MiB parts' own blocks at their seams are new, and the completed upload's record, which names the new
+    # ETag (md5-of-md5s-3 of other parts); the object's blocks were all there.
+    moved = _part_blocks(data, 6 * MiB) - _part_blocks(data, 5 * MiB) - _whole_blocks(data)
+    assert 0 < len(moved) < len(_whole_blocks(data)) / 8
     assert _blocks(cql) - before == len(moved) + 1
-    assert len(moved) < len(_part_blocks(data, 6 * MiB)) / 8
     assert s3.get_object(Bucket="mpu", Key="big.bin")["Body"].read() == data
+    blocks = _blocks(cql)
+    s3.put_object(Bucket="mpu", Key="whole.bin", Body=data)
+    assert _blocks(cql) == blocks and catalog.head(cql, st, "mpu/whole.bin").hash == whole_hash
 
 
 def test_a_completed_uploads_parts_are_removed_and_their_versions_left_to_forget(s3, cql):

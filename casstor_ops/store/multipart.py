@@ -4,13 +4,18 @@ An S3 multipart upload's parts are stored like any file (chunked,
 deduplicated), each under a hidden ID below :data:`UPLOADS`
 (``.casstor-uploads/BUCKET/UPLOAD_ID/NNNNN``: no bucket name starts with a
 dot, so no bucket's listing shows them). Completing the upload commits one
-new version of the object whose block list is the parts' lists end to end:
-no byte is read or written again, only the lists are read and one is
-written. The commit is :class:`~casstor_ops.store.commit.Commit`'s, with
-every distinct block checked in ``existing_blocks`` first (so verified within
-the commit bound, as a normal store's), and checked again as the protocol
-asks; a block that vanished cannot be uploaded again (the parts' bytes are
-gone), so the completion fails and commits nothing.
+new version of the object whose block list is the parts' lists end to end,
+but around each seam (where one part ends and the next begins), whose blocks
+are cut again as one store of the whole object cuts them
+(:mod:`casstor_ops.store.seams`: ~800 KiB read a seam, ~2 blocks cut). So the
+object has the blocks a PUT or ``casstor store`` of its bytes has, whatever its
+part size, and an upload of it again with other parts writes no block its list
+keeps. The commit is :class:`~casstor_ops.store.upload.Upload`'s of a known
+list (``run_listed``): every distinct block checked in ``existing_blocks``
+(so verified within the commit bound, as a normal store's), a block the seams
+cut and the store lacks claimed and written, and all checked again as the
+protocol asks; a part's block that vanished cannot be uploaded again (the
+parts' bytes are gone), so the completion fails and commits nothing.
 
 A part is a file kept in blocks, never inline (``Store.put(inline=False)``):
 an inline part has no block to name. An upload left unfinished is forgotten
@@ -23,31 +28,36 @@ Example::
     >>> info = commit_parts(session, settings, parts, "photos/big.iso", fence=lease.fence)   # doctest: +SKIP
 
 Failures: a part whose block list is incomplete, or a block that vanished,
-raises :class:`~casstor_ops.errors.CasstorError` (nothing committed); the
-commit's own failures as :mod:`casstor_ops.store.commit` says.
+raises :class:`~casstor_ops.errors.CasstorError`, and a block read at a seam
+that does not match its hash :class:`~casstor_ops.errors.CorruptionError`
+(nothing committed either way); the commit's own failures as
+:mod:`casstor_ops.store.commit` says.
 """
 
 from __future__ import annotations
 
-import io
+import itertools
 from collections.abc import Callable
 
 from cassandra.cluster import Session
 
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.block_list import ListRow, read_all
-from casstor_ops.store.commit import Commit, VerifiedBlocks
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
-from casstor_ops.store.existence import ExistenceChecks
-from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.records import FileInfo, ObjectMeta
-from casstor_ops.store.request_queue import RequestQueue
+from casstor_ops.store.restore import blocks_read, checked_blocks
+from casstor_ops.store.row_requests import results
 from casstor_ops.store.schema import StoreSettings
+from casstor_ops.store.seams import BlockReader, Recut, seams_of
 from casstor_ops.store.statements import Statements
+from casstor_ops.store.upload import Upload
 
 UPLOADS = ".casstor-uploads/"
 ABANDONED_AFTER_S = 7 * 24 * 3600  # an upload with no part newer than this is forgotten
-CHECK_REQUESTS = 16
+# The seams' runs read ~800 KiB a seam, in blocks of 192 KiB on average: four blocks a request (under chunk_max's
+# 1 MiB of stored content at the default sizes), eight requests in flight.
+READ_GROUP = 4
+READS_AT_ONCE = 8
 
 
 def abandoned(file_id: str, newest_micros: int, now_micros: int) -> bool:
@@ -63,27 +73,36 @@ def block_list(part: FileInfo, rows: list[ListRow]) -> tuple[list[bytes], list[i
     return [digest for _, digest, _ in rows], [size for _, _, size in rows]
 
 
-class _Checked:
-    """The distinct blocks of a concatenation, each verified by an existence check (none re-uploaded)."""
-
-    def __init__(self, session: Session, st: Statements) -> None:
-        self._requests = RequestQueue(session, CHECK_REQUESTS, execution_profile=st.plain_rows)
-        self.verified: dict[bytes, float] = {}
-        self._checks = ExistenceChecks(self._requests, st, on_found=self.verified.__setitem__)
-
-    def check(self, hashes: list[bytes], _read: Callable[[bytes], bytes] | None = None) -> None:
-        self._checks.check(hashes, on_missing=_vanished)
-        self._requests.drain()
-
-
 def _vanished(missing: list[bytes]) -> None:
     raise CasstorError(f"block {missing[0].hex()} of a part is no longer stored (reclaimed?): upload the parts again")
 
 
+def _block_reader(session: Session, st: Statements, file_id: str, hashes: list[bytes],
+                  sizes: list[int]) -> BlockReader:
+    """Reads of the concatenation's blocks for its seams' runs: :data:`READ_GROUP` a request, :data:`READS_AT_ONCE`
+    requests at a time, each block decoded and checked against its hash (CorruptionError naming its offset)."""
+    offsets: dict[bytes, tuple[int, int]] = {}
+    for offset, digest, size in zip(itertools.accumulate(sizes, initial=0), hashes, sizes):
+        offsets.setdefault(digest, (offset, size))
+
+    def read(wanted: list[bytes]) -> dict[bytes, bytes]:
+        groups = [wanted[i:i + READ_GROUP] for i in range(0, len(wanted), READ_GROUP)]
+        found: dict[bytes, bytes] = {}
+        answers = results(session, (blocks_read(st, group) for group in groups), st.plain_rows, READS_AT_ONCE)
+        for group, rows in zip(groups, answers):
+            stored = {digest: (codec, content) for digest, codec, content in rows if content is not None}
+            if missing := [digest for digest in group if digest not in stored]:
+                _vanished(missing)
+            found.update(zip(group, checked_blocks(file_id, [(*stored[d], d, *offsets[d]) for d in group])))
+        return found
+
+    return read
+
+
 def commit_parts(session: Session, settings: StoreSettings, parts: list[FileInfo], file_id: str,
                  fence: Fence = no_fence, object_meta: Callable[[], ObjectMeta] | None = None) -> FileInfo:
-    """Commit under ``file_id`` a version whose content is ``parts`` end to end (their block lists concatenated);
-    its head."""
+    """Commit under ``file_id`` a version whose content is ``parts`` end to end (their block lists concatenated,
+    cut again around each seam); its head."""
     st = Statements.for_session(session)
     hashes: list[bytes] = []
     sizes: list[int] = []
@@ -91,10 +110,13 @@ def commit_parts(session: Session, settings: StoreSettings, parts: list[FileInfo
         part_hashes, part_sizes = block_list(part, rows)
         hashes += part_hashes
         sizes += part_sizes
-    checked = _Checked(session, st)
-    checked.check(list(dict.fromkeys(hashes)))
-    blocks = VerifiedBlocks(hashes, sizes, checked.verified, checked.check)
-    commit = Commit(session, RequestQueue(session, CHECK_REQUESTS, execution_profile=st.plain_rows), st, blocks,
-                    namespace=Namespace.for_session(session, settings.directory_rows), fence=fence,
-                    inline_store=settings.inline_max > 0, object_meta=object_meta)
-    return commit.run(io.BytesIO(), file_id, sum(sizes))
+    cut = Recut(hashes, sizes, seams_of(part.size for part in parts), settings,
+                _block_reader(session, st, file_id, hashes, sizes))
+
+    def content(digest: bytes) -> bytes:
+        data = cut.content(digest)
+        if data is None:
+            _vanished([digest])
+        return data
+
+    return Upload(session, settings, st, fence=fence).run_listed(cut, content, file_id, object_meta)

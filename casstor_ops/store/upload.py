@@ -45,10 +45,11 @@ completes.
 
 from __future__ import annotations
 
+import io
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import BinaryIO
@@ -67,8 +68,9 @@ from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.request_queue import RequestQueue
 from casstor_ops.store.inline import encode, fits, inline_result
 from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult
+from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreResult
 from casstor_ops.store.schema import StoreSettings
+from casstor_ops.store.seams import Cut
 from casstor_ops.store.statements import Statements
 
 MAX_REQUESTS = 32          # concurrent requests (see docs/driver.md)
@@ -156,14 +158,18 @@ class Upload:
                     break
                 self._claims.check_awaited()
 
-    def _reverify(self, hashes: list[bytes], read: Callable[[bytes], bytes]) -> None:
-        """Check ``hashes`` again; upload again those missing, their content from ``read(digest)``."""
+    def _check_or_read(self, hashes: list[bytes], read: Callable[[bytes], bytes]) -> None:
+        """Check ``hashes``; upload those missing, their content from ``read(digest)``."""
         def reupload(missing: list[bytes]) -> None:
             for digest in missing:
                 self._uploads.hold(digest, read(digest))
             self._claims.claim(missing)
 
         self._checks.check(hashes, on_missing=reupload)
+
+    def _reverify(self, hashes: list[bytes], read: Callable[[bytes], bytes]) -> None:
+        """Check ``hashes`` again; upload again those missing, their content from ``read(digest)``."""
+        self._check_or_read(hashes, read)
         self._settle()
 
     def _take(self, segment: Segment, digests: list[bytes]) -> None:
@@ -216,6 +222,13 @@ class Upload:
     def _take_hashed(self, segment: Segment, digests: Future) -> None:
         self._take(segment, digests.result())
 
+    def _commit(self, blocks: VerifiedBlocks, reader: BinaryIO, file_id: str, size: int,
+                attributes: FileAttributes | None, object_meta: Callable[[], ObjectMeta] | None) -> FileInfo:
+        return Commit(self._session, self._requests, self._st, blocks, attributes=attributes, fence=self._fence,
+                      namespace=self._entries or Namespace.for_session(self._session, self._settings.directory_rows),
+                      stored=self._stored, inline_store=self._settings.inline_max > 0,
+                      object_meta=object_meta).run(reader, file_id, size)
+
     def run(self, reader: BinaryIO, file_id: str, attributes: FileAttributes | None = None,
             object_meta: Callable[[], ObjectMeta] | None = None) -> StoreResult:
         """Store everything ``reader`` yields under ``file_id`` (with the source's ``attributes``, when known, and
@@ -225,11 +238,7 @@ class Upload:
             size = self._read(reader)
             self._settle()
             blocks = VerifiedBlocks(self._hashes, self._sizes, self._uploads.verified, self._reverify)
-            committed = Commit(
-                self._session, self._requests, self._st, blocks, attributes=attributes, fence=self._fence,
-                namespace=self._entries or Namespace.for_session(self._session, self._settings.directory_rows),
-                stored=self._stored, inline_store=self._settings.inline_max > 0,
-                object_meta=object_meta).run(reader, file_id, size)
+            committed = self._commit(blocks, reader, file_id, size, attributes, object_meta)
         except BaseException:
             self._claims.release()
             raise
@@ -240,6 +249,41 @@ class Upload:
                                  round(time.perf_counter() - started, 6), self._uploads.new_stored_bytes,
                                  file_hash(self._hashes))
         return replace(result, version=committed.version)
+
+
+    def run_listed(self, blocks: Iterable[Cut], read: Callable[[bytes], bytes], file_id: str,
+                   object_meta: Callable[[], ObjectMeta] | None = None) -> FileInfo:
+        """Commit under ``file_id`` the file of ``blocks``, in order, with no source to read (a multipart Complete's
+        parts end to end, their seams cut again: :mod:`casstor_ops.store.seams`). A block that comes with its
+        content is stored as a read block is (checked, claimed and written when missing); one that comes without
+        it is checked, and when missing uploaded from ``read(digest)``, which raises when it cannot give it (a
+        part's block reclaimed): the store fails and commits nothing. Example:
+        ``Upload(session, settings).run_listed([Cut(h, 3, b"abc")], vanished, "a")``. Failures as :meth:`run`'s;
+        the new head."""
+        listed: list[bytes] = []  # blocks without content, not yet checked
+        seen: set[bytes] = set()
+        try:
+            for block in blocks:
+                if block.content is not None:
+                    self._add(block.content, block.digest)
+                else:
+                    self._hashes.append(block.digest)
+                    self._sizes.append(block.size)
+                    if block.digest not in seen and not self._uploads.known(block.digest):
+                        seen.add(block.digest)
+                        listed.append(block.digest)
+                    if len(listed) >= self._checks.batch:
+                        self._check_or_read(listed, read)
+                        listed = []
+                self._limit_held()
+            self._check_or_read(listed, read)
+            self._settle()
+            verified = VerifiedBlocks(self._hashes, self._sizes, self._uploads.verified,
+                                      lambda again, _: self._reverify(again, read))
+            return self._commit(verified, io.BytesIO(), file_id, sum(self._sizes), None, object_meta)
+        except BaseException:
+            self._claims.release()
+            raise
 
 
 def _block_hashes(blocks: list[memoryview]) -> list[bytes]:

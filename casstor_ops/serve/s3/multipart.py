@@ -5,8 +5,9 @@ An upload is a hidden directory of the store, ``.casstor-uploads/BUCKET/UPLOAD_I
 its record ``upload`` (a small file: the key, Content-Type and
 ``x-amz-meta-*`` as JSON) and one file per part, ``00001`` to ``10000``, each
 chunked and deduplicated like any file and kept with its MD5 as ETag. Complete
-commits the object's new version as the parts' block lists end to end
-(:func:`~casstor_ops.store.multipart.commit_parts`: no byte read again), its
+commits the object's new version as the parts' block lists end to end, the
+blocks around each seam cut again as one store of the object cuts them
+(:func:`~casstor_ops.store.multipart.commit_parts`: ~800 KiB read a seam), its
 ETag ``MD5(part MD5s)-N`` as S3 makes it, then removes the parts and marks the
 record completed: a Complete sent again (a client retrying) answers the object
 again, as S3 and RGW do, until the record is forgotten with the abandoned ones.

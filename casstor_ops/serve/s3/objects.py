@@ -599,8 +599,9 @@ class Objects:
     def commit_blocks(self, parts: list[FileInfo], file_id: str, condition: WritePrecondition | None,
                       meta: ObjectMeta, versioning: str | None, lease: WriterLease) -> FileInfo:
         """Commit under ``file_id`` (a bucket of ``versioning``) the versions ``parts`` end to end, their block
-        lists concatenated (:func:`~casstor_ops.store.multipart.commit_parts`: every block checked as a store's
-        found blocks are, none read or written), under the key's lock and turn; the head."""
+        lists concatenated and cut again at their seams (:func:`~casstor_ops.store.multipart.commit_parts`: every
+        block checked as a store's found blocks are, only those around the seams read), under the key's lock and
+        turn; the head."""
         with self._writes.head_locks.holding(file_id), self.turns.turn(file_id) as turn:
             self.check_condition(file_id, condition, turn)
             head = commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)

@@ -1,0 +1,114 @@
+"""The seams' runs (casstor_ops.store.seams): parts chunked on their own, then cut again, are one file's blocks."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+
+from casstor_ops.store.chunking import chunks
+from casstor_ops.store.hashing import block_hash
+from casstor_ops.store.schema import StoreSettings
+from casstor_ops.store.seams import READ_AHEAD, SEAMS_AT_ONCE, Recut, seams_of
+
+# Small blocks, so that a few hundred KiB hold many seams and blocks.
+SETTINGS = StoreSettings(chunk_min=1024, chunk_avg=4096, chunk_max=16384)
+
+
+def _cut(data: bytes) -> list[bytes]:
+    return [bytes(block) for block in chunks(io.BytesIO(data), SETTINGS)]
+
+
+def _recut(hashes, sizes, parts, read) -> tuple[Recut, list]:
+    cut = Recut(hashes, sizes, seams_of(parts), SETTINGS, read)
+    return cut, list(cut)
+
+
+def _parts(data: bytes, sizes: list[int]) -> tuple[list[bytes], list[int], list[int], dict[bytes, bytes]]:
+    """``data`` in parts of ``sizes`` (the last takes the rest), each chunked as a file: its hashes, block sizes,
+    part sizes, and a store of the blocks by hash."""
+    hashes, block_sizes, part_sizes, stored = [], [], [], {}
+    start = 0
+    for size in sizes + [len(data)]:
+        part = data[start:start + size]
+        start += len(part)
+        part_sizes.append(len(part))
+        for block in _cut(part):
+            stored[block_hash(block)] = block
+            hashes.append(block_hash(block))
+            block_sizes.append(len(block))
+        if start == len(data):
+            break
+    return hashes, block_sizes, part_sizes, stored
+
+
+@pytest.mark.parametrize("data", [random.Random(1).randbytes(600_000), bytes(300_000),
+                                  (random.Random(2).randbytes(5000) * 80)], ids=["random", "zeros", "repeated"])
+@pytest.mark.parametrize("part_sizes", [[50_000] * 11, [20_001, 77_777, 1, 0, 150_000], [3000, 3000, 3000]],
+                         ids=["even", "uneven-with-tiny-and-empty", "parts-smaller-than-a-block"])
+def test_parts_cut_again_at_their_seams_are_one_files_blocks(data, part_sizes):
+    hashes, sizes, parts, stored = _parts(data, part_sizes)
+    cut, blocks = _recut(hashes, sizes, parts, lambda wanted: {digest: stored[digest] for digest in wanted})
+    whole = _cut(data)
+    assert [block.digest for block in blocks] == [block_hash(block) for block in whole]
+    assert [block.size for block in blocks] == [len(block) for block in whole]
+    for block in blocks:  # a block a run cut comes with its content, a part's kept one without
+        if block.content is None:
+            assert cut.content(block.digest) in (None, stored[block.digest])  # a run may cut the same bytes too
+        else:
+            assert block_hash(block.content) == block.digest and cut.content(block.digest) == block.content
+
+
+def test_a_run_reads_only_near_its_seam_and_ends_where_the_cuts_meet_again():
+    data = random.Random(3).randbytes(2_000_000)
+    hashes, sizes, parts, stored = _parts(data, [500_000, 500_000, 500_000])
+    asked = []
+
+    def read(wanted):
+        asked.extend(wanted)
+        return {digest: stored[digest] for digest in wanted}
+
+    cut, blocks = _recut(hashes, sizes, parts, read)
+    assert [block.digest for block in blocks] == [block_hash(block) for block in _cut(data)]
+    assert len(set(asked)) < len(hashes) / 10  # a few blocks around each of three seams, of ~490
+    assert cut.read_bytes < 3 * 8 * SETTINGS.chunk_avg
+    # The parts' blocks from each run's end to the next seam are kept as they were.
+    assert sum(block.content is None for block in blocks) > 0.9 * len(blocks)
+
+
+def test_seams_are_read_a_window_at_a_time_so_a_complete_of_many_parts_holds_little():
+    data = random.Random(5).randbytes(3_000_000)
+    hashes, sizes, parts, stored = _parts(data, [30_000] * 99)
+    reads = []
+
+    def read(wanted):
+        reads.append(len(wanted))
+        return {digest: stored[digest] for digest in wanted}
+
+    cut, blocks = _recut(hashes, sizes, parts, read)
+    assert [block.digest for block in blocks] == [block_hash(block) for block in _cut(data)]
+    assert max(reads) <= SEAMS_AT_ONCE * READ_AHEAD  # 98 seams, so at most a window's first blocks at once
+
+
+def test_one_part_or_none_reads_nothing_and_a_failed_read_propagates():
+    data = random.Random(4).randbytes(100_000)
+    hashes, sizes, parts, stored = _parts(data, [])
+
+    def never(wanted):
+        raise AssertionError(f"read {len(wanted)} blocks")
+
+    assert [block.digest for block in _recut(hashes, sizes, parts, never)[1]] == hashes
+    assert _recut([], [], [0], never)[1] == []
+    hashes, sizes, parts, stored = _parts(data, [40_000])
+
+    def vanished(wanted):
+        raise LookupError("a part's block is gone")
+
+    with pytest.raises(LookupError):
+        _recut(hashes, sizes, parts, vanished)
+
+
+def test_seams_are_where_parts_meet():
+    assert seams_of([5, 5, 2]) == [5, 10]
+    assert seams_of([7]) == []
