@@ -46,7 +46,6 @@ from casstor_ops.store.block_list import ListRow, read_all
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.records import FileInfo, ObjectMeta
 from casstor_ops.store.restore import blocks_read, checked_blocks
-from casstor_ops.store.row_requests import results
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.seams import BlockReader, Recut, seams_of
 from casstor_ops.store.statements import Statements
@@ -54,10 +53,13 @@ from casstor_ops.store.upload import Upload
 
 UPLOADS = ".casstor-uploads/"
 ABANDONED_AFTER_S = 7 * 24 * 3600  # an upload with no part newer than this is forgotten
-# The seams' runs read ~800 KiB a seam, in blocks of 192 KiB on average: four blocks a request (under chunk_max's
-# 1 MiB of stored content at the default sizes), eight requests in flight.
+# The seams' runs read ~900 KiB a seam, in blocks of 192 KiB on average (the default sizes): four blocks a request
+# (~770 KiB, 4 MiB at most); a window of seams' reads (seams.SEAMS_AT_ONCE) is 16 requests, sent at once.
 READ_GROUP = 4
-READS_AT_ONCE = 8
+# How long a Complete cuts seams again, at most (seams.Recut). A seam cost 11-14 ms here (Completes of 200 parts of 5
+# MiB, on a node that had just been written their 1 GB), so ~1,500 seams fit; a Complete of 10,000 parts took ~17 s
+# before this (docs/benchmarks.md), and botocore waits 60 s for its answer.
+SEAMS_BUDGET_S = 20.0
 
 
 def abandoned(file_id: str, newest_micros: int, now_micros: int) -> bool:
@@ -79,22 +81,26 @@ def _vanished(missing: list[bytes]) -> None:
 
 def _block_reader(session: Session, st: Statements, file_id: str, hashes: list[bytes],
                   sizes: list[int]) -> BlockReader:
-    """Reads of the concatenation's blocks for its seams' runs: :data:`READ_GROUP` a request, :data:`READS_AT_ONCE`
-    requests at a time, each block decoded and checked against its hash (CorruptionError naming its offset)."""
+    """Reads of the concatenation's blocks for its seams' runs, :data:`READ_GROUP` a request, all sent at once; each
+    block decoded and checked against its hash (CorruptionError naming its offset) when it is taken."""
     offsets: dict[bytes, tuple[int, int]] = {}
     for offset, digest, size in zip(itertools.accumulate(sizes, initial=0), hashes, sizes):
         offsets.setdefault(digest, (offset, size))
 
-    def read(wanted: list[bytes]) -> dict[bytes, bytes]:
+    def read(wanted: list[bytes]) -> Callable[[], dict[bytes, bytes]]:
         groups = [wanted[i:i + READ_GROUP] for i in range(0, len(wanted), READ_GROUP)]
-        found: dict[bytes, bytes] = {}
-        answers = results(session, (blocks_read(st, group) for group in groups), st.plain_rows, READS_AT_ONCE)
-        for group, rows in zip(groups, answers):
-            stored = {digest: (codec, content) for digest, codec, content in rows if content is not None}
-            if missing := [digest for digest in group if digest not in stored]:
-                _vanished(missing)
-            found.update(zip(group, checked_blocks(file_id, [(*stored[d], d, *offsets[d]) for d in group])))
-        return found
+        sent = [session.execute_async(*blocks_read(st, group), execution_profile=st.plain_rows) for group in groups]
+
+        def answered() -> dict[bytes, bytes]:
+            found: dict[bytes, bytes] = {}
+            for group, future in zip(groups, sent):
+                stored = {digest: (codec, content) for digest, codec, content in future.result() if content is not None}
+                if missing := [digest for digest in group if digest not in stored]:
+                    _vanished(missing)
+                found.update(zip(group, checked_blocks(file_id, [(*stored[d], d, *offsets[d]) for d in group])))
+            return found
+
+        return answered
 
     return read
 
@@ -111,7 +117,7 @@ def commit_parts(session: Session, settings: StoreSettings, parts: list[FileInfo
         hashes += part_hashes
         sizes += part_sizes
     cut = Recut(hashes, sizes, seams_of(part.size for part in parts), settings,
-                _block_reader(session, st, file_id, hashes, sizes))
+                _block_reader(session, st, file_id, hashes, sizes), SEAMS_BUDGET_S)
 
     def content(digest: bytes) -> bytes:
         data = cut.content(digest)
