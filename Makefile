@@ -55,6 +55,7 @@ bench: setup
 	@$(PY) -m bench.row_costs
 	@$(PY) -m bench.listing
 	@$(PY) -m bench.forget
+	@$(PY) -m bench.seams
 
 experiments: setup
 	@$(PY) -m casstor_ops.cli.experiments

@@ -106,9 +106,10 @@ def _block_reader(session: Session, st: Statements, file_id: str, hashes: list[b
 
 
 def commit_parts(session: Session, settings: StoreSettings, parts: list[FileInfo], file_id: str,
-                 fence: Fence = no_fence, object_meta: Callable[[], ObjectMeta] | None = None) -> FileInfo:
+                 fence: Fence = no_fence, object_meta: Callable[[], ObjectMeta] | None = None,
+                 seams_budget_s: float = SEAMS_BUDGET_S) -> FileInfo:
     """Commit under ``file_id`` a version whose content is ``parts`` end to end (their block lists concatenated,
-    cut again around each seam); its head."""
+    cut again around each seam for ``seams_budget_s`` at most: 0 keeps the parts' cuts); its head."""
     st = Statements.for_session(session)
     hashes: list[bytes] = []
     sizes: list[int] = []
@@ -117,7 +118,7 @@ def commit_parts(session: Session, settings: StoreSettings, parts: list[FileInfo
         hashes += part_hashes
         sizes += part_sizes
     cut = Recut(hashes, sizes, seams_of(part.size for part in parts), settings,
-                _block_reader(session, st, file_id, hashes, sizes), SEAMS_BUDGET_S)
+                _block_reader(session, st, file_id, hashes, sizes), seams_budget_s)
 
     def content(digest: bytes) -> bytes:
         data = cut.content(digest)
