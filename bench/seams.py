@@ -102,7 +102,8 @@ def run_benchmark(parts: int, part_mb: int, other_part_mb: int, rounds: int,
             init_store(session, Replication.simple(1), Replication.simple(1))
             store, meter = Store(session), CpuMeter(scratch.node_pids())
             for r in range(rounds):
-                data = random.Random(r).randbytes(parts * part_mb * MiB)
+                rng = random.Random(r)
+                data = b"".join(rng.randbytes(part_mb * MiB) for _ in range(parts))
                 order = list(WAYS) if r % 2 == 0 else list(reversed(WAYS))
                 measured: dict = {}
                 for way in order:

@@ -25,6 +25,16 @@ def _recut(hashes, sizes, parts, read) -> tuple[Recut, list]:
     return cut, list(cut)
 
 
+def _reader(stored: dict[bytes, bytes], asked: list[bytes] | None = None, reads: list[list[bytes]] | None = None):
+    """A BlockReader of ``stored``, noting each hash asked for in ``asked`` and each read's hashes in ``reads``."""
+    def read(wanted: list[bytes]):
+        (asked if asked is not None else []).extend(wanted)
+        (reads if reads is not None else []).append(wanted)
+        return lambda: {digest: stored[digest] for digest in wanted}
+
+    return read
+
+
 def _parts(data: bytes, sizes: list[int]) -> tuple[list[bytes], list[int], list[int], dict[bytes, bytes]]:
     """``data`` in parts of ``sizes`` (the last takes the rest), each chunked as a file: its hashes, block sizes,
     part sizes, and a store of the blocks by hash."""
@@ -49,7 +59,7 @@ def _parts(data: bytes, sizes: list[int]) -> tuple[list[bytes], list[int], list[
                          ids=["even", "uneven-with-tiny-and-empty", "parts-smaller-than-a-block"])
 def test_parts_cut_again_at_their_seams_are_one_files_blocks(data, part_sizes):
     hashes, sizes, parts, stored = _parts(data, part_sizes)
-    cut, blocks = _recut(hashes, sizes, parts, lambda wanted: lambda: {digest: stored[digest] for digest in wanted})
+    cut, blocks = _recut(hashes, sizes, parts, _reader(stored))
     whole = _cut(data)
     assert [block.digest for block in blocks] == [block_hash(block) for block in whole]
     assert [block.size for block in blocks] == [len(block) for block in whole]
@@ -62,13 +72,8 @@ def test_parts_cut_again_at_their_seams_are_one_files_blocks(data, part_sizes):
 def test_a_run_reads_only_near_its_seam_and_ends_where_the_cuts_meet_again():
     data = random.Random(3).randbytes(2_000_000)
     hashes, sizes, parts, stored = _parts(data, [500_000, 500_000, 500_000])
-    asked = []
-
-    def read(wanted):
-        asked.extend(wanted)
-        return lambda: {digest: stored[digest] for digest in wanted}
-
-    cut, blocks = _recut(hashes, sizes, parts, read)
+    asked: list[bytes] = []
+    cut, blocks = _recut(hashes, sizes, parts, _reader(stored, asked))
     assert [block.digest for block in blocks] == [block_hash(block) for block in _cut(data)]
     assert len(set(asked)) < len(hashes) / 10  # a few blocks around each of three seams, of ~490
     assert cut.read_bytes < 3 * 8 * SETTINGS.chunk_avg
@@ -79,28 +84,18 @@ def test_a_run_reads_only_near_its_seam_and_ends_where_the_cuts_meet_again():
 def test_seams_are_read_a_window_at_a_time_so_a_complete_of_many_parts_holds_little():
     data = random.Random(5).randbytes(3_000_000)
     hashes, sizes, parts, stored = _parts(data, [30_000] * 99)
-    reads = []
-
-    def read(wanted):
-        reads.append(len(wanted))
-        return lambda: {digest: stored[digest] for digest in wanted}
-
-    cut, blocks = _recut(hashes, sizes, parts, read)
+    reads: list[list[bytes]] = []
+    cut, blocks = _recut(hashes, sizes, parts, _reader(stored, reads=reads))
     assert [block.digest for block in blocks] == [block_hash(block) for block in _cut(data)]
-    assert max(reads) <= SEAMS_AT_ONCE * READ_AHEAD  # 98 seams, so at most a window's first blocks at once
+    assert max(map(len, reads)) <= SEAMS_AT_ONCE * READ_AHEAD  # 98 seams: at most a window's first blocks at once
 
 
 def test_an_object_of_one_part_sent_again_and_again_reads_one_seam():
     body = random.Random(6).randbytes(30_000)
     data = body * 40
     hashes, sizes, parts, stored = _parts(data, [len(body)] * 39)
-    asked = []
-
-    def read(wanted):
-        asked.extend(wanted)
-        return lambda: {digest: stored[digest] for digest in wanted}
-
-    cut, blocks = _recut(hashes, sizes, parts, read)
+    asked: list[bytes] = []
+    cut, blocks = _recut(hashes, sizes, parts, _reader(stored, asked))
     assert [block.digest for block in blocks] == [block_hash(block) for block in _cut(data)]
     assert len(set(asked)) <= 2 * READ_AHEAD  # the parts' blocks are the same at every seam: one run, remembered
     given = [block for block in blocks if block.content is not None]
