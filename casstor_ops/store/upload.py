@@ -257,16 +257,17 @@ class Upload:
                    object_meta: Callable[[], ObjectMeta] | None = None) -> FileInfo:
         """Commit under ``file_id`` the file of ``blocks``, in order, with no source to read (a multipart Complete's
         parts end to end, their seams cut again: :mod:`casstor_ops.store.seams`). A block that comes with its
-        content is stored as a read block is (checked, claimed and written when missing); one that comes without
+        content is stored as a read block is (checked, and written when missing, unclaimed); one that comes without
         it is checked, and when missing uploaded from ``read(digest)``, which raises when it cannot give it (a
         part's block reclaimed): the store fails and commits nothing. Example:
         ``Upload(session, settings).run_listed([Cut(h, 3, b"abc")], vanished, "a")``. Failures as :meth:`run`'s;
         the new head."""
         listed: list[bytes] = []  # blocks without content, not yet checked
         seen: set[bytes] = set()
-        # The blocks a seam's run cut are uploaded unclaimed, as a lone small block is: a claim (a Paxos round) a
-        # block cost the Complete of 200 parts more than the duplicate writes it could save, which only two
-        # Completes of the same bytes at once would make (docs/benchmarks.md).
+        # The blocks a seam's run cut are uploaded unclaimed, as a lone small block is: a claim is a Paxos round a
+        # block (~440 in a Complete of 200 parts), to save a duplicate write that only two Completes of the same
+        # bytes at once would make. Unclaimed, with a window's reads sent at once, a seam cost 11-12 ms against
+        # 15-18 (the two changed together: docs/benchmarks.md).
         self._claim_missing = False
         try:
             for block in blocks:
