@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -192,7 +193,9 @@ def test_an_upgrade_waits_for_running_schema_4_writers_and_stops_new_ones(schema
         schema_4.write(["w/late.bin"])  # the running writer commits
     out, err = init.communicate(timeout=300)
     assert init.returncode == 0, err
-    assert b"upgrade: waiting for 1 running writer(s) to finish" in err
+    # 1: the running writer. 2 when init's first count fell between the refused lease's row written and deleted
+    # (WriterLease writes its row, then checks the window): CI saw it once, on a loaded machine.
+    assert re.search(rb"upgrade: waiting for [12] running writer\(s\) to finish", err), err
     _all_restore_and_list(schema_4.contents, tmp_path, "w/")
 
 
