@@ -13,7 +13,7 @@ part size, and an upload of it again with other parts writes no block its list
 keeps. The commit is :class:`~casstor_ops.store.upload.Upload`'s of a known
 list (``run_listed``): every distinct block checked in ``existing_blocks``
 (so verified within the commit bound, as a normal store's), a block the seams
-cut and the store lacks claimed and written, and all checked again as the
+cut and the store lacks written (unclaimed), and all checked again as the
 protocol asks; a part's block that vanished cannot be uploaded again (the
 parts' bytes are gone), so the completion fails and commits nothing.
 
@@ -53,8 +53,9 @@ from casstor_ops.store.upload import Upload
 
 UPLOADS = ".casstor-uploads/"
 ABANDONED_AFTER_S = 7 * 24 * 3600  # an upload with no part newer than this is forgotten
-# The seams' runs read ~900 KiB a seam, in blocks of 192 KiB on average (the default sizes): four blocks a request
-# (~770 KiB, 4 MiB at most); a window of seams' reads (seams.SEAMS_AT_ONCE) is 16 requests, sent at once.
+# The seams' runs take ~780 KiB a seam, ~900 KiB with the blocks read ahead (4.7 blocks of 192 KiB on average at
+# the default sizes): four blocks a request (~770 KiB, 4 MiB at most); a window of seams' reads
+# (seams.SEAMS_AT_ONCE) is 16 requests, sent at once.
 READ_GROUP = 4
 # How long a Complete cuts seams again, at most (seams.Recut). A seam cost 11-14 ms here (Completes of 200 parts of 5
 # MiB, on a node that had just been written their 1 GB), so ~1,500 seams fit; a Complete of 10,000 parts took ~17 s

@@ -252,7 +252,6 @@ class Upload:
                                  file_hash(self._hashes))
         return replace(result, version=committed.version)
 
-
     def run_listed(self, blocks: Iterable[Cut], read: Callable[[bytes], bytes], file_id: str,
                    object_meta: Callable[[], ObjectMeta] | None = None) -> FileInfo:
         """Commit under ``file_id`` the file of ``blocks``, in order, with no source to read (a multipart Complete's
