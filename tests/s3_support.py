@@ -2,7 +2,9 @@
 
 A 0600 credentials file (two users), one ``casstor serve --s3`` subprocess per module on the test node, a
 boto3 client of each user on it (path-style, SigV4, no retries), and the aws CLI that ``make setup`` installs
-in a venv of its own (it pins another botocore than s3fs).
+in a venv of its own (it pins another botocore than s3fs); rclone (Debian's package), configured by
+``RCLONE_CONFIG_*`` variables only. Each client takes the server's scheme, and over HTTPS a certificate file to
+trust (``ca``).
 """
 
 from __future__ import annotations
@@ -46,10 +48,16 @@ def server(cql, credentials: Path) -> Iterator[ServerProcess]:
     assert code == 0, log
 
 
-def client(server: ServerProcess, key: str = KEY, secret: str = SECRET):
-    """A boto3 S3 client of the user ``key`` on ``server`` (path-style, SigV4, no retries)."""
-    return boto3.client("s3", region_name="us-east-1", endpoint_url=f"http://{server.host}:{server.port}",
-                        aws_access_key_id=key, aws_secret_access_key=secret,
+def endpoint(server: ServerProcess) -> str:
+    """The server's endpoint URL, ``http://`` or ``https://`` as it serves."""
+    return f"{server.scheme}://{server.host}:{server.port}"
+
+
+def client(server: ServerProcess, key: str = KEY, secret: str = SECRET, ca: Path | None = None):
+    """A boto3 S3 client of the user ``key`` on ``server`` (path-style, SigV4, no retries; over HTTPS it trusts the
+    certificate file ``ca``)."""
+    return boto3.client("s3", region_name="us-east-1", endpoint_url=endpoint(server),
+                        aws_access_key_id=key, aws_secret_access_key=secret, verify=str(ca) if ca else None,
                         config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
                                       retries={"max_attempts": 1}))
 
@@ -69,11 +77,39 @@ def error_code(err: pytest.ExceptionInfo) -> str:
     return err.value.response["Error"]["Code"]
 
 
-def aws(server: ServerProcess, credentials: Path, *args: str) -> subprocess.CompletedProcess:
+def aws(server: ServerProcess, credentials: Path, *args: str, ca: Path | None = None) -> subprocess.CompletedProcess:
+    """The aws CLI as user KEY on ``server`` (over HTTPS trusting the certificate file ``ca``)."""
     env = {**os.environ, "AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_PROFILE": "test",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/dev/null"}
-    return subprocess.run([AWS, "--endpoint-url", f"http://{server.host}:{server.port}", *args], env=env,
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/dev/null", **({"AWS_CA_BUNDLE": str(ca)} if ca else {})}
+    return subprocess.run([AWS, "--endpoint-url", endpoint(server), *args], env=env,
                           capture_output=True, text=True, timeout=300, check=True)
+
+
+RCLONE = shutil.which("rclone")
+
+
+def client_tree(root: Path) -> dict[str, bytes]:
+    """A small tree written under ``root`` (a file above rclone's 5 MiB multipart cutoff, a name with a space, an
+    empty file): its files' contents by relative path."""
+    files = {"a.txt": b"alpha\n", "sub/b.bin": os.urandom(300_000), "sub/deeper/c.bin": os.urandom(12 * 1024 * 1024),
+             "space name.txt": b"spaces", "empty.txt": b""}
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return files
+
+
+def rclone(server, *args: str, ca: Path | None = None) -> subprocess.CompletedProcess:
+    """rclone with the remote ``cas:`` on ``server`` as user KEY (over HTTPS trusting the certificate file ``ca``,
+    by ``--ca-cert``)."""
+    # Without AWS_CA_BUNDLE: rclone's s3 backend refuses one with its own transport (LoadCustomCABundleError).
+    env = {**{k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}, "RCLONE_CONFIG_CAS_TYPE": "s3", "RCLONE_CONFIG_CAS_PROVIDER": "Other",
+           "RCLONE_CONFIG_CAS_ACCESS_KEY_ID": KEY, "RCLONE_CONFIG_CAS_SECRET_ACCESS_KEY": SECRET,
+           "RCLONE_CONFIG_CAS_ENDPOINT": endpoint(server), "RCLONE_CONFIG_CAS_REGION": "us-east-1",
+           "RCLONE_CONFIG": "/dev/null"}
+    return subprocess.run([RCLONE, "--s3-upload-cutoff", "5M", "--s3-chunk-size", "5M",
+                           *(["--ca-cert", str(ca)] if ca else []), *args], env=env,
+                          capture_output=True, text=True, timeout=300)
 
 
 SPARK_JOB = '''

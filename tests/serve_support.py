@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+from pathlib import Path
 from urllib.parse import quote
 
 from casstor_ops.serve.process import ServerProcess
@@ -100,6 +101,17 @@ def at_once(request: Callable[[int], T], count: int) -> list[T]:
     in that order."""
     with ThreadPoolExecutor(count) as pool:
         return list(pool.map(request, range(count)))
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by openssl in ``folder``: what ``--cert``/``--key`` take
+    and what a client trusts by its file (curl ``--cacert``, boto3 ``verify``, ``AWS_CA_BUNDLE``, rclone
+    ``--ca-cert``)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
 
 
 def curl(*args: str) -> subprocess.CompletedProcess:

@@ -10,46 +10,21 @@ pointed at casstor itself with a 0600 ``--storage-options-file``.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 
 from casstor_ops.store.trees.locations import read_storage_options_file, resolve
 
-from .s3_support import KEY, SECRET, spark_s3a_roundtrip
-
-RCLONE = shutil.which("rclone")
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    files = {"a.txt": b"alpha\n", "sub/b.bin": os.urandom(300_000), "sub/deeper/c.bin": os.urandom(12 * 1024 * 1024),
-             "space name.txt": b"spaces", "empty.txt": b""}
-    for name, data in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(data)
-    return files
-
-
-def _rclone(server, *args: str) -> subprocess.CompletedProcess:
-    # rclone's s3 backend cannot use a custom CA bundle with its own transport (LoadCustomCABundleError): plain HTTP.
-    env = {**{k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}, "RCLONE_CONFIG_CAS_TYPE": "s3", "RCLONE_CONFIG_CAS_PROVIDER": "Other",
-           "RCLONE_CONFIG_CAS_ACCESS_KEY_ID": KEY, "RCLONE_CONFIG_CAS_SECRET_ACCESS_KEY": SECRET,
-           "RCLONE_CONFIG_CAS_ENDPOINT": f"http://{server.host}:{server.port}", "RCLONE_CONFIG_CAS_REGION": "us-east-1",
-           "RCLONE_CONFIG": "/dev/null"}
-    return subprocess.run([RCLONE, "--s3-upload-cutoff", "5M", "--s3-chunk-size", "5M", *args], env=env,
-                          capture_output=True, text=True, timeout=300)
+from .s3_support import KEY, RCLONE, SECRET, client_tree, rclone, spark_s3a_roundtrip
 
 
 def test_rclone_syncs_a_tree_in_and_out_and_check_finds_no_difference(server, s3, tmp_path):
     assert RCLONE is not None, "rclone is not installed (Debian's package rclone)"
     s3.create_bucket(Bucket="rclone")
-    files = _tree(tmp_path / "in")
+    files = client_tree(tmp_path / "in")
     for args in (("sync", str(tmp_path / "in"), "cas:rclone/tree"), ("check", str(tmp_path / "in"), "cas:rclone/tree"),
                  ("sync", "cas:rclone/tree", str(tmp_path / "out"))):
-        done = _rclone(server, *args)
+        done = rclone(server, *args)
         assert done.returncode == 0, done.stderr
-    assert "0 differences found" in done.stderr or "0 differences found" in _rclone(
+    assert "0 differences found" in done.stderr or "0 differences found" in rclone(
         server, "check", str(tmp_path / "in"), "cas:rclone/tree").stderr
     for name, data in files.items():
         assert (tmp_path / "out" / name).read_bytes() == data, name
@@ -64,7 +39,7 @@ def test_s3fs_through_casstors_url_layer_round_trips_a_tree(server, s3, tmp_path
     options_file.chmod(0o600)
     location = resolve("s3://fsspec/tree/", read_storage_options_file(str(options_file)))
     root = location.path + "/"
-    files = _tree(tmp_path / "in")
+    files = client_tree(tmp_path / "in")
     for name, data in files.items():
         location.fs.pipe_file(f"{root}{name}", data)
     location.fs.invalidate_cache()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -20,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from .serve_support import PartialPut, Server, at_once, curl, orphan_claims, until_no_writer_but, writer_leases
+from .serve_support import (PartialPut, Server, at_once, curl, orphan_claims, self_signed_certificate,
+                            until_no_writer_but, writer_leases)
 from .support import run_casstor, secret_file
 
 MB = 1_000_000
@@ -158,12 +158,7 @@ def test_metrics_count_what_was_served_and_the_access_log_has_one_line_each(limi
 
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True, timeout=60)
-    return cert, key
+    return self_signed_certificate(tmp_path_factory.mktemp("tls"))
 
 
 def test_tls_workers_and_required_length(cql, certificate: tuple[Path, Path], tmp_path: Path) -> None:
