@@ -80,7 +80,8 @@ def error_code(err: pytest.ExceptionInfo) -> str:
 def aws(server: ServerProcess, credentials: Path, *args: str, ca: Path | None = None) -> subprocess.CompletedProcess:
     """The aws CLI as user KEY on ``server`` (over HTTPS trusting the certificate file ``ca``)."""
     env = {**os.environ, "AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_PROFILE": "test",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/dev/null", **({"AWS_CA_BUNDLE": str(ca)} if ca else {})}
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/dev/null",
+           **({"AWS_CA_BUNDLE": str(ca)} if ca else {})}
     return subprocess.run([AWS, "--endpoint-url", endpoint(server), *args], env=env,
                           capture_output=True, text=True, timeout=300, check=True)
 
@@ -103,7 +104,8 @@ def rclone(server, *args: str, ca: Path | None = None) -> subprocess.CompletedPr
     """rclone with the remote ``cas:`` on ``server`` as user KEY (over HTTPS trusting the certificate file ``ca``,
     by ``--ca-cert``)."""
     # Without AWS_CA_BUNDLE: rclone's s3 backend refuses one with its own transport (LoadCustomCABundleError).
-    env = {**{k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}, "RCLONE_CONFIG_CAS_TYPE": "s3", "RCLONE_CONFIG_CAS_PROVIDER": "Other",
+    env = {**{k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"},
+           "RCLONE_CONFIG_CAS_TYPE": "s3", "RCLONE_CONFIG_CAS_PROVIDER": "Other",
            "RCLONE_CONFIG_CAS_ACCESS_KEY_ID": KEY, "RCLONE_CONFIG_CAS_SECRET_ACCESS_KEY": SECRET,
            "RCLONE_CONFIG_CAS_ENDPOINT": endpoint(server), "RCLONE_CONFIG_CAS_REGION": "us-east-1",
            "RCLONE_CONFIG": "/dev/null"}

@@ -13,8 +13,8 @@ import subprocess
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote
 
 from casstor_ops.serve.process import ServerProcess

@@ -64,8 +64,9 @@ def framings(s3) -> list[tuple[str, tuple]]:
 
     def record(request, event_name: str, **_) -> None:
         headers = request.headers
-        sent.append((event_name.rsplit(".", 1)[1], tuple(
-            (headers.get(name) or b"").decode() for name in ("x-amz-content-sha256", "Content-Encoding", "x-amz-trailer"))))
+        framing = tuple((headers.get(name) or b"").decode()
+                        for name in ("x-amz-content-sha256", "Content-Encoding", "x-amz-trailer"))
+        sent.append((event_name.rsplit(".", 1)[1], framing))
 
     for operation in UPLOADS:
         s3.meta.events.register(f"before-send.s3.{operation}", record)
@@ -125,7 +126,10 @@ def test_a_chunked_body_changed_on_the_way_is_bad_digest_and_the_object_stays_as
     s3_tls.create_bucket(Bucket="tls-flip")
     before, after = os.urandom(300_000), os.urandom(300_000)
     s3_tls.put_object(Bucket="tls-flip", Key="k", Body=before)
-    flip = lambda request, **_: setattr(request, "body", FlipOneByte(request.body))  # noqa: E731
+
+    def flip(request, **_) -> None:
+        request.body = FlipOneByte(request.body)
+
     for operation in UPLOADS:
         s3_tls.meta.events.register(f"before-send.s3.{operation}", flip)
     try:
