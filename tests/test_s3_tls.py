@@ -16,11 +16,12 @@ certificate openssl makes; boto3 (``verify``), the aws CLI
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -58,19 +59,23 @@ def s3_tls(tls_server: ServerProcess, certificate: tuple[Path, Path]):
     return client(tls_server, ca=certificate[0])
 
 
-def framings(s3) -> list[tuple[str, tuple]]:
-    """Filled with each upload request's operation and framing (payload hash, encoding, trailer) as sent."""
-    sent: list[tuple[str, tuple]] = []
-
-    def record(request, event_name: str, **_) -> None:
-        headers = request.headers
-        framing = tuple((headers.get(name) or b"").decode()
-                        for name in ("x-amz-content-sha256", "Content-Encoding", "x-amz-trailer"))
-        sent.append((event_name.rsplit(".", 1)[1], framing))
-
+@contextlib.contextmanager
+def before_each_upload(s3, hook: Callable[..., None]) -> Iterator[None]:
+    """``hook(request, event_name)`` run on each PutObject and UploadPart request of ``s3`` as it is sent, inside
+    the block only."""
     for operation in UPLOADS:
-        s3.meta.events.register(f"before-send.s3.{operation}", record)
-    return sent
+        s3.meta.events.register(f"before-send.s3.{operation}", hook)
+    try:
+        yield
+    finally:
+        for operation in UPLOADS:
+            s3.meta.events.unregister(f"before-send.s3.{operation}", hook)
+
+
+def framing_of(request) -> tuple[str, ...]:
+    """A request's framing as sent: its payload hash, content encoding and trailer."""
+    return tuple((request.headers.get(name) or b"").decode()
+                 for name in ("x-amz-content-sha256", "Content-Encoding", "x-amz-trailer"))
 
 
 def crc32_of(data: bytes) -> str:
@@ -101,14 +106,16 @@ def test_boto3_over_https_sends_aws_chunked_bodies_with_a_crc32_trailer_and_they
     """Injects nothing: boto3's own default framing over HTTPS. Checks each upload was sent aws-chunked with the
     CRC32 trailer, that every object reads back byte-exact, and that the trailer's CRC32 is kept and answered."""
     s3_tls.create_bucket(Bucket="tls")
-    sent = framings(s3_tls)
+    sent: list[tuple[str, tuple[str, ...]]] = []
     whole, streamed = os.urandom(3 * MiB + 7), os.urandom(200_000)
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(12 * MiB + 5))
-    s3_tls.put_object(Bucket="tls", Key="whole", Body=whole)
-    s3_tls.put_object(Bucket="tls", Key="dir/streamed", Body=io.BytesIO(streamed))
-    s3_tls.upload_file(str(big), "tls", "big", Config=TransferConfig(multipart_threshold=5 * MiB,
-                                                                       multipart_chunksize=5 * MiB))
+    with before_each_upload(s3_tls, lambda request, event_name, **_: sent.append(
+            (event_name.rsplit(".", 1)[1], framing_of(request)))):
+        s3_tls.put_object(Bucket="tls", Key="whole", Body=whole)
+        s3_tls.put_object(Bucket="tls", Key="dir/streamed", Body=io.BytesIO(streamed))
+        s3_tls.upload_file(str(big), "tls", "big", Config=TransferConfig(multipart_threshold=5 * MiB,
+                                                                           multipart_chunksize=5 * MiB))
     assert [operation for operation, _ in sent] == ["PutObject", "PutObject"] + ["UploadPart"] * 3
     assert {framing for _, framing in sent} == {CHUNKED}
     for key, data in (("whole", whole), ("dir/streamed", streamed), ("big", big.read_bytes())):
@@ -126,23 +133,18 @@ def test_a_chunked_body_changed_on_the_way_is_bad_digest_and_the_object_stays_as
     s3_tls.create_bucket(Bucket="tls-flip")
     before, after = os.urandom(300_000), os.urandom(300_000)
     s3_tls.put_object(Bucket="tls-flip", Key="k", Body=before)
+    upload = s3_tls.create_multipart_upload(Bucket="tls-flip", Key="parted")["UploadId"]
 
     def flip(request, **_) -> None:
         request.body = FlipOneByte(request.body)
 
-    for operation in UPLOADS:
-        s3_tls.meta.events.register(f"before-send.s3.{operation}", flip)
-    try:
+    with before_each_upload(s3_tls, flip):
         with pytest.raises(ClientError) as refused:
             s3_tls.put_object(Bucket="tls-flip", Key="k", Body=io.BytesIO(after))
         assert error_code(refused) == "BadDigest"
-        upload = s3_tls.create_multipart_upload(Bucket="tls-flip", Key="parted")["UploadId"]
         with pytest.raises(ClientError) as refused_part:
             s3_tls.upload_part(Bucket="tls-flip", Key="parted", UploadId=upload, PartNumber=1, Body=io.BytesIO(after))
         assert error_code(refused_part) == "BadDigest"
-    finally:
-        for operation in UPLOADS:
-            s3_tls.meta.events.unregister(f"before-send.s3.{operation}", flip)
     assert s3_tls.get_object(Bucket="tls-flip", Key="k")["Body"].read() == before
     assert s3_tls.list_parts(Bucket="tls-flip", Key="parted", UploadId=upload).get("Parts", []) == []
     s3_tls.abort_multipart_upload(Bucket="tls-flip", Key="parted", UploadId=upload)
