@@ -20,7 +20,7 @@ from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.api import Store
 
-from .support import block_lists, head_rows, spark_submit, write_head
+from .support import NO_UI, block_lists, head_rows, run_casstor, write_head
 
 ZERO_FILE = 8 << 20   # zeros chunk at the maximum size: 32 identical 256 KiB blocks
 COPIES = 260          # 261 x 8 MiB = 2.04 GiB logical, past 2^31
@@ -220,19 +220,24 @@ def test_prefix_of_depth(spark) -> None:
     assert [r.p for r in ids.select(prefix_of(2).alias("p")).collect()] == ["a/b", "a", ROOT_PREFIX, "/abs"]
 
 
-def test_job_writes_report_that_agrees_with_casstor_stats(empty_store, tmp_path: Path) -> None:
+def test_casstor_report_writes_files_that_agree_with_casstor_stats(empty_store, tmp_path: Path) -> None:
+    """Checks: `casstor report --out DIR --depth 2`, run as a user runs it (a subprocess with its own Spark), prints
+    the summary and writes the JSON (its totals those of `casstor stats`), a CSV per table, the PNGs and the HTML.
+    (`spark-submit jobs/dedup_stats.py` is the same parser and body: tests/unit/test_maintenance_flags.py.)"""
     with Store(empty_store) as store:
         for i in range(3):
             (tmp_path / f"f{i}").write_bytes(os.urandom(200_000) * 2)
             store.put(tmp_path / f"f{i}", f"job/f{i}")
         core = store.stats().as_dict()
-    code, output = spark_submit("jobs/dedup_stats.py", "--out", str(tmp_path / "plots"), "--depth", "2")
-    assert code == 0, output
-    assert "casstor dedup report" in output and "dedup ratio" in output and "Traceback" not in output
+    run = run_casstor("report", "--out", str(tmp_path / "plots"), "--depth", "2", env=NO_UI, timeout=900)
+    output = run.stdout.decode()
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert "casstor dedup report" in output and "dedup ratio" in output and "Traceback" not in run.stderr.decode()
     assert "prefixes (depth 2)" in output and "dedup_report.html" in output
     report = json.loads((tmp_path / "plots" / "dedup_stats.json").read_text())
     assert {k: report["totals"][k] for k in core} == core and report["depth"] == 2
     assert [row["prefix"] for row in report["prefixes"]] == ["job"]
     assert all((tmp_path / "plots" / f"{name}.png").stat().st_size > 0
                for name in ("block_sizes", "prefixes", "sharing", "growth", "new_bytes_by_prefix", "largest_files"))
+    assert list((tmp_path / "plots").glob("*.csv"))
     assert (tmp_path / "plots" / "dedup_report.html").read_text().count("data:image/png;base64,") == 6
