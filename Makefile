@@ -56,6 +56,7 @@ bench: setup
 	@$(PY) -m bench.listing
 	@$(PY) -m bench.forget
 	@$(PY) -m bench.seams
+	@$(PY) -m bench.spark_tasks
 
 experiments: setup
 	@$(PY) -m casstor_ops.cli.experiments

@@ -23,7 +23,8 @@ At the end, checked:
   machine is so slow that the soak's last reclaim planned before most garbage existed.
 
 The figures (operations by kind, reclaims, bytes reclaimed, garbage left, duration) are printed.
-``test_soak[1min]`` runs in ``make test``; ``test_soak[10min]`` is ``slow`` (``make test-all``).
+Both ``test_soak[1min]`` and ``test_soak[10min]`` are ``slow`` (``make test-all``), as the brief puts every soak:
+``make test`` keeps writers beside online reclaims in ``tests/test_reclaim.py::test_online_reclaim_beside_writers``.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def soak_store(empty_store) -> Store:
     set_commit_bound(empty_store, SAFETY.commit_bound_s)
 
 
-@pytest.mark.parametrize("seconds", [pytest.param(60, id="1min", marks=pytest.mark.timeout(1800)),
+@pytest.mark.parametrize("seconds", [pytest.param(60, id="1min", marks=[pytest.mark.slow, pytest.mark.timeout(1800)]),
                                      pytest.param(600, id="10min", marks=[pytest.mark.slow, pytest.mark.timeout(3600)])])
 def test_soak(seconds: int, soak_store: Store, spark, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """Injects concurrency, not a fault: writers racing online reclaims and verifies for ``seconds``. Checks the

@@ -12,7 +12,7 @@ from tests.support import ROOT
 
 JOBS = ["jobs/ingest.py", "jobs/restore.py", "jobs/reclaim.py", "jobs/verify.py", "jobs/dedup_stats.py"]
 MODULES = ["bench.store_restore", "bench.spark_ingest", "bench.jobs_scaling", "bench.key_format",
-           "bench.chunk_sizes", "casstor_ops.cli.experiments", "casstor_ops.cli.main"]
+           "bench.chunk_sizes", "bench.spark_tasks", "casstor_ops.cli.experiments", "casstor_ops.cli.main"]
 
 
 @pytest.mark.parametrize("command", [[job] for job in JOBS] + [["-m", module] for module in MODULES],
