@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from casstor_ops.cli.args import OneLineParser, positive_int
 from casstor_ops.errors import run_reporting_errors
@@ -38,8 +39,16 @@ _REFERENCE: Callable[[int], int] = lambda item: item  # noqa: E731
 _CASSTOR: Callable[[int], int] = lambda item: importlib.import_module("casstor_ops") and item  # noqa: E731
 
 
-def _measure(task: Callable[[int], int], tasks: int) -> tuple[float, float]:
-    """Seconds and CPU seconds of ``tasks`` one-item tasks of ``task`` on a fresh local[2] SparkSession."""
+@dataclass(frozen=True)
+class Run:
+    """One measured job: its wall seconds and the CPU seconds of this process and its descendants."""
+
+    wall_s: float
+    cpu_s: float
+
+
+def _measure(task: Callable[[int], int], tasks: int) -> Run:
+    """``tasks`` one-item tasks of ``task`` on a fresh local[2] SparkSession."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -50,23 +59,24 @@ def _measure(task: Callable[[int], int], tasks: int) -> tuple[float, float]:
         context.parallelize(range(WARMUP_TASKS), WARMUP_TASKS).map(task).count()
         started, cpu = time.monotonic(), tree_s()
         context.parallelize(range(tasks), tasks).map(task).count()
-        return time.monotonic() - started, tree_s() - cpu
+        return Run(time.monotonic() - started, tree_s() - cpu)
     finally:
         spark.stop()
 
 
 def run_benchmark(tasks: int, rounds: int, log: Callable[[str], None] = print) -> dict:
     """Alternated rounds of the reference and the casstor tasks; each one's ms a task, and the median ratios."""
-    runs: dict[str, list[tuple[float, float]]] = {"reference": [], "casstor": []}
+    runs: dict[str, list[Run]] = {"reference": [], "casstor": []}
     for number in range(1, rounds + 1):
         for name, task in (("reference", _REFERENCE), ("casstor", _CASSTOR)):
-            wall, cpu = _measure(task, tasks)
-            runs[name].append((wall, cpu))
-            log(f"round {number} {name:9}: {1000 * wall / tasks:6.1f} ms a task, {1000 * cpu / tasks:6.1f} ms CPU")
-    ratio = [c[0] / r[0] for r, c in zip(runs["reference"], runs["casstor"])]
-    cpu_ratio = [c[1] / r[1] for r, c in zip(runs["reference"], runs["casstor"])]
+            run = _measure(task, tasks)
+            runs[name].append(run)
+            log(f"round {number} {name:9}: {1000 * run.wall_s / tasks:6.1f} ms a task, "
+                f"{1000 * run.cpu_s / tasks:6.1f} ms CPU")
+    pairs = list(zip(runs["reference"], runs["casstor"]))
     return {"tasks": tasks, "rounds": rounds, "runs": runs,
-            "wall_ratio": statistics.median(ratio), "cpu_ratio": statistics.median(cpu_ratio)}
+            "wall_ratio": statistics.median(c.wall_s / r.wall_s for r, c in pairs),
+            "cpu_ratio": statistics.median(c.cpu_s / r.cpu_s for r, c in pairs)}
 
 
 def main(argv: list[str] | None = None) -> int:

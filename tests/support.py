@@ -62,6 +62,13 @@ def run_casstor(*args: str, input: bytes | None = None, env: dict[str, str] | No
                           env={**os.environ, **(env or {})})
 
 
+def casstor_job(*args: str) -> tuple[int, str, str]:
+    """Run a maintenance command (``casstor verify``, ``reclaim``, ``report``: it starts its own JVM); exit status,
+    stdout, stderr."""
+    run = run_casstor(*args, env=NO_UI, timeout=900)
+    return run.returncode, run.stdout.decode(), run.stderr.decode()
+
+
 def past_the_grace(cql) -> None:
     """Shorten the commit bound to 1 s and wait past forget's grace (2 x the bound): every superseded version and
     delete marker written so far is forgettable, so the next forget (reclaim's own, run first) drops it."""

@@ -20,7 +20,7 @@ from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.api import Store
 
-from .support import NO_UI, block_lists, head_rows, run_casstor, write_head
+from .support import block_lists, casstor_job, head_rows, write_head
 
 ZERO_FILE = 8 << 20   # zeros chunk at the maximum size: 32 identical 256 KiB blocks
 COPIES = 260          # 261 x 8 MiB = 2.04 GiB logical, past 2^31
@@ -229,10 +229,9 @@ def test_casstor_report_writes_files_that_agree_with_casstor_stats(empty_store, 
             (tmp_path / f"f{i}").write_bytes(os.urandom(200_000) * 2)
             store.put(tmp_path / f"f{i}", f"job/f{i}")
         core = store.stats().as_dict()
-    run = run_casstor("report", "--out", str(tmp_path / "plots"), "--depth", "2", env=NO_UI, timeout=900)
-    output = run.stdout.decode()
-    assert run.returncode == 0, run.stderr.decode()[-2000:]
-    assert "casstor dedup report" in output and "dedup ratio" in output and "Traceback" not in run.stderr.decode()
+    code, output, err = casstor_job("report", "--out", str(tmp_path / "plots"), "--depth", "2")
+    assert code == 0, err[-2000:]
+    assert "casstor dedup report" in output and "dedup ratio" in output and "Traceback" not in err
     assert "prefixes (depth 2)" in output and "dedup_report.html" in output
     report = json.loads((tmp_path / "plots" / "dedup_stats.json").read_text())
     assert {k: report["totals"][k] for k in core} == core and report["depth"] == 2

@@ -20,14 +20,8 @@ from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.keyspaces import DATA_KS
 
-from .support import NO_UI, flip_block, put, restored, run_casstor
+from .support import casstor_job, flip_block, put, restored, run_casstor
 
-
-
-def casstor_job(*args: str) -> tuple[int, str, str]:
-    """Run a maintenance command (it starts its own JVM); exit status, stdout, stderr."""
-    run = run_casstor(*args, env=NO_UI, timeout=900)
-    return run.returncode, run.stdout.decode(), run.stderr.decode()
 
 
 def index_rows(cql) -> set[bytes]:

@@ -28,7 +28,8 @@ import os
 import sys
 import zipimport
 
-_MARK = "_casstor_rereads_changed_only"
+_MARK = "_casstor_rereads_changed_only"  # on the replacement method: applied already
+_READ = "_casstor_archive_read"  # on a zipimporter: its archive's (mtime, size) when it last read it
 
 
 def reread_changed_archives_only() -> bool:
@@ -42,9 +43,9 @@ def reread_changed_archives_only() -> bool:
 
     def invalidate_caches(self: zipimport.zipimporter) -> None:
         signature = _signature(self.archive)
-        if signature is None or signature != getattr(self, _MARK, None):
+        if signature is None or signature != getattr(self, _READ, None):
             original(self)
-            setattr(self, _MARK, signature)
+            setattr(self, _READ, signature)
 
     setattr(invalidate_caches, _MARK, True)
     zipimport.zipimporter.invalidate_caches = invalidate_caches
