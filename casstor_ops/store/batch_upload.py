@@ -71,7 +71,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
 from typing import BinaryIO
 
 from cassandra import DriverException
@@ -88,7 +87,7 @@ from casstor_ops.store.hashing import block_hash, file_hash
 from casstor_ops.store.inline import encode, fits, head_columns, inline_result
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult, VersionRow
-from casstor_ops.store.request_queue import RETRYABLE, row_batches, unlogged_batch
+from casstor_ops.store.request_queue import RETRYABLE, query_batches, row_batches, unlogged_batch
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.statements import Statements
 from casstor_ops.store.upload import MAX_REQUESTS, Upload
@@ -280,8 +279,8 @@ class BatchUpload(Upload):
         """Write the heads of ``items`` (batched) unless the bound has passed since ``started`` or the oldest check;
         each file whose head was acknowledged is committed (the others, once the bound passed, need new versions).
         When the last head was acknowledged, or None if none was."""
-        heads = [version_write(self._st, item.row, item.meta) for item in items]  # (statement, values) each
-        groups = row_batches(heads, values=itemgetter(1))
+        heads = [version_write(self._st, item.row, item.meta) for item in items]
+        groups = query_batches(heads)
         by_id = {item.id: item for item in items}
 
         def send(groups: list[list[tuple]]) -> list[list[tuple]]:

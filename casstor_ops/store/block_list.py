@@ -42,7 +42,7 @@ from cassandra.cluster import Session
 from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.records import InlineContent
 from casstor_ops.store.row_requests import results
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.statements import Query, Statements
 
 class ListRow(NamedTuple):
     """One block of a list, as ``file_blocks`` has it: where it starts in the file, its hash, its size."""
@@ -105,7 +105,8 @@ def read_all(session: Session, st: Statements, heads: Sequence[Version]) -> list
     ~20 s)."""
     lists = [carried(head) for head in heads]
     unread = [(i, head) for i, head in enumerate(heads) if lists[i] is None]
-    answers = results(session, [(st.file_blocks, (head.id, head.version)) for _, head in unread], st.plain_rows)
+    answers = results(session, [Query(st.file_blocks, (head.id, head.version)) for _, head in unread],
+                      st.plain_rows)
     for (i, _), rows in zip(unread, answers):
         lists[i] = [ListRow(*r) for r in rows]
     return lists

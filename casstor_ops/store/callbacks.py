@@ -87,7 +87,7 @@ class StoreCallbacks:
 
         Raises at once what ``Store.stat`` raises before reading (a bad ID).
         """
-        statement, values, when = catalog.lookup(self._st, check_id(file_id), version, at)
+        read, when = catalog.lookup(self._st, check_id(file_id), version, at)
 
         def answered(rows: list) -> None:
             try:
@@ -97,7 +97,7 @@ class StoreCallbacks:
                 return
             done(head, None)
 
-        future = self._session.execute_async(statement, values, execution_profile=self._st.named_rows)
+        future = self._session.execute_async(*read, execution_profile=self._st.named_rows)
         future.add_callbacks(answered, partial(done, None))
 
     def read_small_async(self, head: FileInfo, done: Answer) -> None:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from cassandra.cluster import Session
-from cassandra.query import PreparedStatement
 from cassandra.util import max_uuid_from_time, uuid_from_time
 
 from casstor_ops.errors import NotFoundError
@@ -35,7 +35,7 @@ from casstor_ops.store.commit import version_write, write_version
 from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
                                       VersionRow, inline_head)
 from casstor_ops.store.row_requests import results, write_all
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.statements import Query, Statements
 
 SCAN_PAGE_ROWS = 5000
 
@@ -51,22 +51,28 @@ def head(session: Session, st: Statements, file_id: str) -> FileInfo:
     return head_of(file_id, session.execute(st.head, (file_id,), execution_profile=st.named_rows).one())
 
 
-def lookup(st: Statements, file_id: str, version: uuid.UUID | None = None, at: datetime | None = None
-           ) -> tuple[PreparedStatement, tuple, str]:
+class Lookup(NamedTuple):
+    """The read of one version of a file, and the words (``when``) a NotFoundError adds to its ID."""
+
+    read: Query
+    when: str
+
+
+def lookup(st: Statements, file_id: str, version: uuid.UUID | None = None, at: datetime | None = None) -> Lookup:
     """The read of ``file_id``'s version ``version``, or of the version that was its head at ``at`` (a version's
-    time is when its block list began), or of its head: statement, values, and the words a NotFoundError adds."""
+    time is when its block list began), or of its head."""
     if version is not None:
-        return st.one_version, (file_id, version), f" version {version}"
+        return Lookup(Query(st.one_version, (file_id, version)), f" version {version}")
     if at is not None:
-        return st.head_at, (file_id, max_uuid_from_time(at.timestamp())), f" at {at.isoformat()}"
-    return st.head, (file_id,), ""
+        return Lookup(Query(st.head_at, (file_id, max_uuid_from_time(at.timestamp()))), f" at {at.isoformat()}")
+    return Lookup(Query(st.head, (file_id,)), "")
 
 
 def stat(session: Session, st: Statements, file_id: str, version: uuid.UUID | None = None,
          at: datetime | None = None) -> FileInfo:
     """The version :func:`lookup` names; NotFoundError if there is none (or it is a delete marker)."""
-    statement, values, when = lookup(st, file_id, version, at)
-    return head_of(file_id, session.execute(statement, values, execution_profile=st.named_rows).one(), when)
+    read, when = lookup(st, file_id, version, at)
+    return head_of(file_id, session.execute(*read, execution_profile=st.named_rows).one(), when)
 
 
 def head_of(file_id: str, row, when: str = "") -> FileInfo:
@@ -101,7 +107,7 @@ def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Ite
     """
     bound = max_uuid_from_time(at.timestamp())
     names = (entry.file.id for entry in entries_under(session, st, prefix, include_deleted=True, ahead=WALK_AHEAD))
-    for rows in results(session, ((st.head_at, (name, bound)) for name in names), st.named_rows):
+    for rows in results(session, (Query(st.head_at, (name, bound)) for name in names), st.named_rows):
         row = rows.one()
         if row is not None and not row.deleted:
             yield head_of(row.id, row)

@@ -68,7 +68,7 @@ from functools import partial
 from typing import BinaryIO
 
 from cassandra.cluster import Session
-from cassandra.query import UNSET_VALUE, PreparedStatement
+from cassandra.query import UNSET_VALUE
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError
@@ -82,7 +82,7 @@ from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, O
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace, version_micros
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.statements import Query, Statements
 
 COMMIT_ATTEMPTS = 3        # versions tried before the commit gives up
 HEAD_WRITE_ATTEMPTS = 5    # a timed-out head write is retried (the same upsert), within the bound
@@ -328,13 +328,13 @@ def write_version(session: Session, st: Statements, row: VersionRow, meta: Objec
     session.execute(*version_write(st, row, meta))
 
 
-def version_write(st: Statements, row: VersionRow, meta: ObjectMeta | None) -> tuple[PreparedStatement, tuple]:
-    """The statement and values that write the version row ``row`` with ``meta`` (:func:`write_version`; a batch
+def version_write(st: Statements, row: VersionRow, meta: ObjectMeta | None) -> Query:
+    """The write of the version row ``row`` with ``meta`` (:func:`write_version`; a batch
     of heads writes each this way)."""
     row = row._replace(hash=hash_column(row.hash, row.lone_block))
     if meta is None:
-        return st.insert_version, fresh_row(row)
-    return st.insert_version_meta, fresh_row((*row[:-1], *meta.columns(), row.written_at))
+        return Query(st.insert_version, fresh_row(row))
+    return Query(st.insert_version_meta, fresh_row((*row[:-1], *meta.columns(), row.written_at)))
 
 
 def fresh_row(values: tuple) -> tuple:

@@ -1,10 +1,10 @@
-"""A requests of concurrent driver requests, with retries, driven by the caller's thread.
+"""A queue of concurrent driver requests, with retries, driven by the caller's thread.
 
 The driver completes requests on its event-loop thread; this module only
 queues completions there and runs every result handler in the caller's
 thread, so pipeline state needs no locks and a handler may submit more
 requests without re-entering the event loop. ``submit`` never blocks: past
-the requests, requests wait in a backlog that completions drain. Callers bound
+``max_requests`` in flight, requests wait in a backlog that completions drain. Callers bound
 their own memory (e.g. bytes held for upload) by calling :meth:`poll`.
 
 Timeouts and unavailability are retried with exponential backoff (the
@@ -14,9 +14,9 @@ other errors, or a request that keeps failing, raise from :meth:`poll` /
 
 A caller that fails gives up its requests: :meth:`~RequestQueue.cancel` forgets
 what was not sent, and :meth:`~RequestQueue.settle` waits (bounded) for what
-was, running no handler, so nothing submits more work; the requests can then
+was, running no handler, so nothing submits more work; the queue can then
 carry the caller's clean-up requests (e.g. releasing claims), settled the same
-way. The parts of the store pipeline see a requests only through :class:`Requests`,
+way. The parts of the store pipeline see a queue only through :class:`Requests`,
 so unit tests can give them a fake one.
 
 Example::
@@ -37,6 +37,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 from cassandra import OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, WriteTimeout
@@ -47,6 +48,7 @@ from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStat
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.store.runs import runs
+from casstor_ops.store.statements import Query
 
 # ReadFailure: an overloaded node drops queued reads and reports a failure (seen at load average 15);
 # a read is always safe to repeat.
@@ -85,7 +87,7 @@ class Requests(Protocol):
     @property
     def busy(self) -> bool: ...
 
-    def submit(self, statement: Any, params: Any, on_result: Callable[[Any], None]) -> None: ...
+    def submit(self, statement: Any, values: Any, on_result: Callable[[Any], None]) -> None: ...
 
     def submit_batch(self, statement: Any, rows: list[tuple], on_result: Callable[[Any], None]) -> None: ...
 
@@ -97,11 +99,13 @@ class Requests(Protocol):
 
 
 @dataclass(order=True)
-class _Request:
+class _Queued:
+    """A request in the queue: sent, waiting in the backlog, or waiting for its retry (ordered by ``due``)."""
+
     due: float
     seq: int
     statement: Any = field(compare=False)
-    params: Any = field(compare=False)
+    values: Any = field(compare=False)
     on_result: Callable[[Any], None] = field(compare=False)
     attempt: int = field(default=0, compare=False)
     busy_retries: int = field(default=0, compare=False)
@@ -122,8 +126,8 @@ class RequestQueue:
         self._timeout = timeout_s
         self._attempts = attempts
         self._done: queue.SimpleQueue = queue.SimpleQueue()
-        self._backlog: deque[_Request] = deque()
-        self._retries: list[_Request] = []  # heap by due time
+        self._backlog: deque[_Queued] = deque()
+        self._retries: list[_Queued] = []  # heap by due time
         self._seq = itertools.count()
         self.in_flight = 0
 
@@ -132,9 +136,10 @@ class RequestQueue:
         """Anything sent, waiting for a retry, or in the backlog."""
         return bool(self.in_flight or self._retries or self._backlog)
 
-    def submit(self, statement: Any, params: Any, on_result: Callable[[Any], None]) -> None:
-        """Send now if the requests has room, else queue; ``on_result(rows)`` runs in a later poll."""
-        request = _Request(0.0, next(self._seq), statement, params, on_result)
+    def submit(self, statement: Any, values: Any, on_result: Callable[[Any], None]) -> None:
+        """Send now if fewer than ``max_requests`` are in flight, else queue; ``on_result(rows)`` runs in a later
+        poll."""
+        request = _Queued(0.0, next(self._seq), statement, values, on_result)
         if self.in_flight < self.max_requests and not self._backlog:
             self._send(request)
         else:
@@ -142,10 +147,10 @@ class RequestQueue:
 
     def submit_batch(self, statement: Any, rows: list[tuple], on_result: Callable[[Any], None]) -> None:
         """:meth:`submit` of ``statement`` bound to each of ``rows`` as one request (:func:`unlogged_batch`)."""
-        self.submit(unlogged_batch([(statement, row) for row in rows]), None, on_result)
+        self.submit(unlogged_batch([Query(statement, row) for row in rows]), None, on_result)
 
-    def _send(self, request: _Request) -> None:
-        future = self._session.execute_async(request.statement, request.params, timeout=self._timeout,
+    def _send(self, request: _Queued) -> None:
+        future = self._session.execute_async(request.statement, request.values, timeout=self._timeout,
                                              execution_profile=self._profile)
         self.in_flight += 1
         done = self._done
@@ -227,15 +232,15 @@ class RequestQueue:
         return settled
 
 
-def unlogged_batch(writes: Sequence[tuple[Any, tuple]]) -> BatchStatement:
-    """Each ``(statement, values)`` of ``writes`` as one request (an unlogged batch: no batch log, no atomicity).
+def unlogged_batch(writes: Sequence[Query]) -> BatchStatement:
+    """Each query of ``writes`` as one request (an unlogged batch: no batch log, no atomicity).
 
     The rows are the batch the driver's ``BatchStatement.add`` makes of them; those after the first are serialized
     here (:func:`_serialized`).
 
     Example::
 
-        >>> session.execute_async(unlogged_batch([(insert_version, row) for row in rows]))   # doctest: +SKIP
+        >>> session.execute_async(unlogged_batch([Query(insert_version, row) for row in rows]))   # doctest: +SKIP
 
     Failures: the driver's own, from ``add``: for a value it cannot bind, a ``TypeError`` naming the column (or the
     column type's own error: ``AttributeError`` for a number in a text column); ``ValueError`` for an unset routing
@@ -281,8 +286,8 @@ def _serialized(statement: Any, values: Sequence, serializers: dict[int, list]) 
 def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: int = UNLOGGED_BATCH_BYTES,
                 values: Callable[[Row], tuple] = lambda row: row) -> list[list[Row]]:
     """``rows`` in order, cut into groups of at most ``max_rows`` rows and about ``max_bytes`` bytes of values (a
-    row larger than that goes alone); ``values``: a row's values, when a row carries more than them (a head is its
-    statement and its values).
+    row larger than that goes alone); ``values``: a row's values, when a row carries more than them (a head is a
+    :class:`Query`).
 
     Example::
 
@@ -290,10 +295,16 @@ def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: 
         [2, 2, 1]
         >>> [len(g) for g in row_batches([(b"x" * 600,)] * 3, max_bytes=1000)]
         [1, 1, 1]
-        >>> [len(g) for g in row_batches([("stmt", (b"x" * 600,))] * 3, max_bytes=1000, values=itemgetter(1))]
+        >>> [len(g) for g in query_batches([Query("stmt", (b"x" * 600,))] * 3, max_bytes=1000)]
         [1, 1, 1]
     """
     return list(runs(rows, lambda row: sum(_value_bytes(value) for value in values(row)), max_rows, max_bytes))
+
+
+def query_batches(queries: Sequence[Query], max_rows: int = ROW_BATCH_ROWS,
+                  max_bytes: int = UNLOGGED_BATCH_BYTES) -> list[list[Query]]:
+    """:func:`row_batches` of ``queries`` (heads, directory entries), by the bytes of their values."""
+    return row_batches(queries, max_rows, max_bytes, values=attrgetter("values"))
 
 
 def _value_bytes(value) -> int:

@@ -59,7 +59,6 @@ from functools import partial
 from typing import BinaryIO
 
 from cassandra.cluster import Session
-from cassandra.query import PreparedStatement
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.errors import CasstorError, CorruptionError, FileChangedError
@@ -70,7 +69,7 @@ from casstor_ops.store.hashing import block_hash, file_hasher
 from casstor_ops.store.request_queue import RequestQueue
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, RestoreResult
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.statements import Query, Statements
 
 READ_CONCURRENCY = 8        # concurrent block reads (see docs/driver.md)
 BLOCKS_PER_READ = 16   # distinct blocks per read, at most (IN ? of 16: a third less client CPU per MB than 4)
@@ -144,13 +143,13 @@ def _with_offsets(digests: list[bytes], sizes: array) -> Iterator[tuple[int, byt
         offset += size
 
 
-def blocks_read(st: Statements, hashes: list[bytes]) -> tuple[PreparedStatement, tuple]:
-    """The statement and parameters that read the distinct blocks ``hashes``: by key for one (a single-key read
+def blocks_read(st: Statements, hashes: list[bytes]) -> Query:
+    """The read of the distinct blocks ``hashes``: by key for one (a single-key read
     is routed to a replica, token aware), ``IN ?`` for several. Example: ``blocks_read(st, [h])`` is
-    ``(st.read_block, (h,))``."""
+    ``Query(st.read_block, (h,))``."""
     if len(hashes) == 1:
-        return st.read_block, (hashes[0],)
-    return st.read_blocks, (hashes, len(hashes))
+        return Query(st.read_block, (hashes[0],))
+    return Query(st.read_blocks, (hashes, len(hashes)))
 
 
 def default_blocks_per_read(head: FileInfo) -> int:
@@ -258,8 +257,7 @@ class Restore:
     def _send_group(self) -> None:
         group, self._group = self._group, []
         if group:
-            statement, params = blocks_read(self._st, [g[0] for g in group])
-            self._requests.submit(statement, params, partial(self._fetched, group))
+            self._requests.submit(*blocks_read(self._st, [g[0] for g in group]), partial(self._fetched, group))
 
     def _request(self, index: int, digest: bytes, offset: int, size: int) -> None:
         if digest in self._recent:

@@ -14,9 +14,9 @@ answers in order, then sends the next window.
 
 Example::
 
-    >>> pairs = [(st.object_digests, (head.id, head.version)) for head in heads]  # doctest: +SKIP
-    >>> [rows.one() for rows in results(session, pairs, st.named_rows)]        # doctest: +SKIP
-    >>> write_all(session, [(st.insert_version, row) for row in rows])           # doctest: +SKIP
+    >>> reads = [Query(st.object_digests, (head.id, head.version)) for head in heads]  # doctest: +SKIP
+    >>> [rows.one() for rows in results(session, reads, st.named_rows)]               # doctest: +SKIP
+    >>> write_all(session, [Query(st.insert_version, row) for row in rows])            # doctest: +SKIP
 
 Failure behaviour: the first failed request's error is raised where its
 result is awaited (the driver has retried it by its policy); the other
@@ -34,14 +34,16 @@ from typing import Any
 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, ResultSet, Session
 
+from casstor_ops.store.statements import Query
+
 # Requests sent before the first answer is awaited: a page of a listing (1,000 keys) goes at once; a Complete of
 # 10,000 parts sends ten windows. Small rows only (under 1 KB a request), so a window holds under a megabyte.
 ROWS_AT_ONCE = 1000
 
 
-def results(session: Session, requests: Iterable[tuple[Any, tuple]], execution_profile: Any = EXEC_PROFILE_DEFAULT,
+def results(session: Session, requests: Iterable[Query], execution_profile: Any = EXEC_PROFILE_DEFAULT,
             window: int = ROWS_AT_ONCE) -> Iterator[ResultSet]:
-    """The result of each ``(statement, values)`` of ``requests``, in order, ``window`` requests sent at a time.
+    """The result of each query of ``requests``, in order, ``window`` requests sent at a time.
     ``requests`` is read in the caller's thread, a window ahead of the results (never in the driver's callbacks,
     where a read that blocks would wait for its own thread)."""
     requests = iter(requests)
@@ -52,7 +54,7 @@ def results(session: Session, requests: Iterable[tuple[Any, tuple]], execution_p
             yield future.result()
 
 
-def write_all(session: Session, requests: Iterable[tuple[Any, tuple]]) -> None:
+def write_all(session: Session, requests: Iterable[Query]) -> None:
     """Send every write of ``requests`` as :func:`results` does; return once each is acknowledged (the first
     failure raises, as there)."""
     for _ in results(session, requests):

@@ -40,7 +40,7 @@ from casstor_ops.store.hashing import file_hash
 from casstor_ops.store.inline import plaintext
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.restore import BLOCKS_PER_READ, blocks_read, checked_blocks
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.statements import Query, Statements
 
 MAX_BLOCKS = BLOCKS_PER_READ  # a version read this way has at most this many blocks: its blocks are one read
 
@@ -73,11 +73,11 @@ class SmallRead:
             return
         rows = carried(head)
         if rows is None:
-            self._send(self._st.file_blocks, (head.id, head.version), self._listed)
+            self._send(Query(self._st.file_blocks, (head.id, head.version)), self._listed)
         elif self._listed(rows) is not _SENT:
             self._done(None)
 
-    def _send(self, statement: object, params: tuple, handler: Callable[[list], object]) -> None:
+    def _send(self, read: Query, handler: Callable[[list], object]) -> None:
         """Send a read; its rows go to ``handler``, which returns the answer, or ``_SENT`` when it sent the next
         read."""
         def answered(rows: list) -> None:
@@ -88,7 +88,7 @@ class SmallRead:
             if result is not _SENT:
                 self._done(result)
 
-        future = self._session.execute_async(statement, params, execution_profile=self._st.plain_rows)
+        future = self._session.execute_async(*read, execution_profile=self._st.plain_rows)
         future.add_callbacks(answered, lambda _error: self._done(None))
 
     def _listed(self, rows: list) -> object:
@@ -96,8 +96,8 @@ class SmallRead:
         head = self._head
         if len(rows) != head.blocks or sum(size for _, _, size in rows) != head.size:
             return None
-        statement, params = blocks_read(self._st, list(dict.fromkeys(digest for _, digest, _ in rows)))
-        self._send(statement, params, lambda found: self._fetched(rows, found))
+        read = blocks_read(self._st, list(dict.fromkeys(digest for _, digest, _ in rows)))
+        self._send(read, lambda found: self._fetched(rows, found))
         return _SENT
 
     def _fetched(self, rows: list, found: list) -> bytes | None:

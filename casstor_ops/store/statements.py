@@ -16,10 +16,14 @@ are set here, once.
 named tuples without the default factory's cost per result
 (:mod:`casstor_ops.cluster.row_types`; for the head reads, never for an LWT).
 
+A :class:`Query` is one of them with the values it is sent with: what a
+request sends, or a row of an unlogged batch.
+
 Example::
 
     >>> st = Statements.for_session(session)                    # doctest: +SKIP
     >>> session.execute(st.head, ("photos/a.jpg",)).one()       # doctest: +SKIP
+    >>> session.execute(*Query(st.head, ("photos/a.jpg",))).one()  # doctest: +SKIP
 
 Failures: preparing raises the driver's error (e.g. ``InvalidRequest`` for a
 table that does not exist yet) at the first use of that statement, and is
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import NamedTuple
 
 from cassandra import ConsistencyLevel
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Session
@@ -38,6 +43,16 @@ from cassandra.query import PreparedStatement, tuple_factory
 
 from casstor_ops.cluster.row_types import named_rows
 from casstor_ops.store.keyspaces import DATA_KS, META_KS
+
+
+class Query(NamedTuple):
+    """A prepared statement and the values it is sent with: one request (``session.execute(*query)``), or one row
+    of an unlogged batch (:func:`~casstor_ops.store.request_queue.unlogged_batch`). A named tuple: it unpacks as
+    the pair did, and costs 0.3 us more to make (timeit: 328 against 35 ns), ~4 ms of the 3.3 s of client CPU of a
+    tree store of 5,626 small files, which makes ~14,000 (heads, entries, directories and their markers)."""
+
+    statement: PreparedStatement
+    values: tuple
 
 
 class _Prepared:

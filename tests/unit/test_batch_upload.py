@@ -18,7 +18,8 @@ from casstor_ops.store import block_uploads, existence, request_queue
 from casstor_ops.store import commit as commit_module
 from casstor_ops.store.batch_upload import BatchUpload, SmallFile, block_owners
 from casstor_ops.store.bulk.tree import small_batches
-from casstor_ops.store.request_queue import UNLOGGED_BATCH_BYTES, row_batches
+from casstor_ops.store.request_queue import UNLOGGED_BATCH_BYTES, query_batches, row_batches
+from casstor_ops.store.statements import Query
 from casstor_ops.store.records import StoreResult
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.trees.source_listing import SourceFile
@@ -210,6 +211,12 @@ def test_rows_are_cut_by_count_and_by_bytes() -> None:
     assert [len(g) for g in row_batches(rows)] == [128, 128, 44]
     assert [len(g) for g in row_batches(rows, max_bytes=1_000)] == [8] * 37 + [4]
     assert row_batches([(b"x" * 50_000,), (b"y",)]) == [[(b"x" * 50_000,)], [(b"y",)]]
+
+
+def test_queries_are_cut_by_their_values_bytes_not_their_statements() -> None:
+    queries = [Query("a statement whose text is long" * 100, (b"v" * 100, n)) for n in range(20)]
+    assert [len(g) for g in query_batches(queries, max_bytes=1_000)] == [8, 8, 4]
+    assert query_batches(queries[:2]) == [queries[:2]]
 
 
 def test_lone_small_blocks_are_told_apart() -> None:

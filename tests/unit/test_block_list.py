@@ -89,7 +89,7 @@ def test_a_one_block_row_and_entry_are_written_without_a_file_hash_and_read_with
     st = SimpleNamespace(insert_version="insert_version")
     one = head_row("f", VERSION, 300, [ONE], None, None, (None, None, None))
     two = head_row("f", VERSION, 500, [ONE, TWO], None, None, (None, None, None))
-    assert version_write(st, one, None)[1][3] is UNSET_VALUE and version_write(st, two, None)[1][3] == two.hash
+    assert version_write(st, one, None).values[3] is UNSET_VALUE and version_write(st, two, None).values[3] == two.hash
     assert entry_row(one.head(None), None, False)[2] is UNSET_VALUE
     assert entry_row(two.head(None), None, False)[2] == file_hash([ONE, TWO])
     stale = SimpleNamespace(hash=two.hash, lone_block=ONE)

@@ -84,7 +84,7 @@ from casstor_ops.store.ids import check_id
 from casstor_ops.store.multipart import commit_parts
 from casstor_ops.store.records import ObjectMeta
 from casstor_ops.store.row_requests import results
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.statements import Query, Statements
 
 MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit of one PutObject
 MAX_PARTS = 10_000
@@ -256,9 +256,9 @@ class Objects:
         if version == NULL:
             row = await on_pool(self.reads.pool, self._null_row, file_id)
         else:
-            statement, values = ((self._st.object_head, (file_id,)) if version is None
-                                 else (self._st.object_version, (file_id, version_id(version))))
-            row = await answered(partial(one_row, self._store.session, statement, values, self._st.named_rows))
+            read = (Query(self._st.object_head, (file_id,)) if version is None
+                    else Query(self._st.object_version, (file_id, version_id(version))))
+            row = await answered(partial(one_row, self._store.session, *read, self._st.named_rows))
         try:
             info = head_of(file_id, row)
         except NotFoundError:
@@ -289,7 +289,7 @@ class Objects:
     def rows_of(self, file_ids: list[str]) -> list[list]:
         """:meth:`rows` of each of ``file_ids``, in order, read many at once
         (:func:`~casstor_ops.store.row_requests.results`)."""
-        return [list(rows) for rows in results(self._store.session, [(self._st.object_versions, (file_id,))
+        return [list(rows) for rows in results(self._store.session, [Query(self._st.object_versions, (file_id,))
                                                                      for file_id in file_ids], self._st.named_rows)]
 
     def parts(self, info: FileInfo) -> list[tuple[int, str | None]] | None:

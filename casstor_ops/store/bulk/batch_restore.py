@@ -166,8 +166,7 @@ class BatchRestore:
             requests.drain()
             sizes = {digest: size for file in files for _, digest, size in file.rows}
             for group in read_groups(sizes):
-                statement, params = blocks_read(self._st, group)
-                requests.submit(statement, params, self._keep)
+                requests.submit(*blocks_read(self._st, group), self._keep)
             requests.drain()
         except BaseException:
             requests.cancel()

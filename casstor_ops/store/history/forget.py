@@ -66,7 +66,7 @@ from casstor_ops.store.multipart import abandoned
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.records import inline_head
 from casstor_ops.store.row_requests import ROWS_AT_ONCE, results, write_all
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.statements import Query, Statements
 
 DROPS_SHOWN = 20  # versions listed by the report's table; --json lists every one
 
@@ -114,8 +114,8 @@ class _Delete:
     key: tuple
     not_before: int = 0
 
-    def request(self, now: int) -> tuple[Any, tuple]:
-        return self.statement, (max(now, self.not_before), *self.key)
+    def request(self, now: int) -> Query:
+        return Query(self.statement, (max(now, self.not_before), *self.key))
 
 
 @dataclass
@@ -170,7 +170,7 @@ def _groups(session: Session, st: Statements, prefix: str | None, at_once: int) 
         return
     entries = (entry.file for entry in entries_under(session, st, prefix, include_deleted=True))
     while chunk := list(itertools.islice(entries, at_once)):
-        answers = results(session, [(st.file_versions, (file.id,)) for file in chunk], st.named_rows)
+        answers = results(session, [Query(st.file_versions, (file.id,)) for file in chunk], st.named_rows)
         yield [History(file.id, list(rows), file.version) for file, rows in zip(chunk, answers)]
 
 

@@ -50,8 +50,6 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from operator import itemgetter
-from typing import Any
 
 from cassandra.cluster import Session
 from cassandra.query import UNSET_VALUE
@@ -60,8 +58,8 @@ from casstor_ops.store.block_list import hash_column
 from casstor_ops.store.namespace.layout import MAX_GENERATION, bucket_of, directory_key, markers, split_id
 from casstor_ops.store.namespace.listing import recorded_generation, recorded_generations
 from casstor_ops.store.records import FileInfo
-from casstor_ops.store.request_queue import row_batches, unlogged_batch
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.request_queue import query_batches, unlogged_batch
+from casstor_ops.store.statements import Query, Statements
 
 GENERATION_CACHE_S = 60.0
 # Entries of one directory written together by a tree store (BatchedEntries): ~150 bytes a row, one
@@ -200,9 +198,9 @@ class Namespace:
         wait(parents)
         claimed = self._claim(directories)
         try:
-            rows = [(self._st.make_directory, (directory_key(d),)) for d in claimed]
+            rows = [Query(self._st.make_directory, (directory_key(d),)) for d in claimed]
             for writes in (self._markers_of(claimed), rows):  # every marker acknowledged before any row
-                self._write_all(row_batches(writes, values=itemgetter(1)))
+                self._write_all(query_batches(writes))
             for directory, made in claimed.items():
                 self._remember(directory, 0)
                 made.set_result(0)
@@ -236,14 +234,14 @@ class Namespace:
                         self._unmade.discard(taken)
         return claimed
 
-    def _markers_of(self, claimed: dict[str, Future]) -> list[tuple]:
+    def _markers_of(self, claimed: dict[str, Future]) -> list[Query]:
         """The marker writes of the directories ``claimed``: a parent taken with them is new (generation 0), any
         other is made (its generation as cached)."""
         return [self._marker(d, lambda parent: 0 if parent in claimed else self.generation(parent))
                 for d in claimed if d]
 
-    def _write_all(self, batches: list[list[tuple]]) -> None:
-        """Send every batch of ``(statement, values)`` writes at once (an unlogged batch each, a lone write as
+    def _write_all(self, batches: list[list[Query]]) -> None:
+        """Send every batch of writes at once (an unlogged batch each, a lone write as
         itself), then wait for all of them; the first error is raised."""
         sent = [self._session.execute_async(*writes[0]) if len(writes) == 1 else
                 self._session.execute_async(unlogged_batch(writes)) for writes in batches]
@@ -273,10 +271,10 @@ class Namespace:
             self._session.execute(*self._marker(directory, self.generation))
         self._session.execute(self._st.make_directory, (directory_key(directory),))
 
-    def _marker(self, directory: str, generation: Callable[[str], int]) -> tuple:
-        """The write (statement, values) of ``directory``'s marker in its parent, of the parent's ``generation``."""
+    def _marker(self, directory: str, generation: Callable[[str], int]) -> Query:
+        """The write of ``directory``'s marker in its parent, of the parent's ``generation``."""
         parent, name = markers(directory)[-1]
-        return self._st.insert_marker, (directory_key(parent), bucket_of(name, generation(parent)), name)
+        return Query(self._st.insert_marker, (directory_key(parent), bucket_of(name, generation(parent)), name))
 
     def publish(self, info: FileInfo, stored_size: int | None = None, deleted: bool = False) -> None:
         """Write the entry of the version ``info`` (a delete marker when ``deleted``), stamped with its time."""
@@ -320,25 +318,25 @@ class Namespace:
     def publish_many(self, infos: dict[str, list[tuple[FileInfo, int | None]]], deleted: bool = False) -> None:
         """Write the entries of the versions ``infos`` holds by directory (each with its stored size; delete markers
         when ``deleted``), each stamped with its own version's time: many directories' entries to an unlogged batch
-        (:func:`~casstor_ops.store.request_queue.row_batches`), every batch sent at once."""
-        writes: list[tuple] = []
+        (:func:`~casstor_ops.store.request_queue.query_batches`), every batch sent at once."""
+        writes: list[Query] = []
         written: Counter[tuple[str, int, int]] = Counter()
         for directory, files in infos.items():
             generation = self.generation(directory)
             for info, stored_size in files:
                 bucket, values = _entry(info, generation, stored_size, deleted)
-                writes.append((self._st.insert_entry, values))
+                writes.append(Query(self._st.insert_entry, values))
                 written[directory, bucket, generation] += 1
-        self._write_all(row_batches(writes, values=itemgetter(1)))
+        self._write_all(query_batches(writes))
         for (directory, bucket, generation), count in written.items():
             self._maybe_split(directory, bucket, generation, count)
 
-    def withdrawal(self, file_id: str, micros: int) -> tuple[Any, tuple]:
-        """The request (statement, values) that deletes the ID's entry from every bucket it may be in, as of
+    def withdrawal(self, file_id: str, micros: int) -> Query:
+        """The request that deletes the ID's entry from every bucket it may be in, as of
         ``micros`` (a newer entry survives)."""
         directory, name = split_id(file_id)
         generation = self.generation(directory)
-        return self._st.delete_entry_at, (micros, directory_key(directory), _buckets_of(name, generation), name)
+        return Query(self._st.delete_entry_at, (micros, directory_key(directory), _buckets_of(name, generation), name))
 
     def supersede(self, file_id: str, dropped: uuid.UUID, head: FileInfo | None, deleted: bool = False,
                   stored_size: int | None = None) -> None:

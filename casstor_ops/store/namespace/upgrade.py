@@ -55,7 +55,7 @@ from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.records import FileAttributes, VersionRow
 from casstor_ops.store.row_requests import write_all
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.statements import Query, Statements
 
 COPY_PAGE_ROWS = 500
 PUBLISH_THREADS = 8     # entries are written by Namespace.publish, one request (and a cached generation) each
@@ -136,7 +136,7 @@ def _copy_page(session: Session, st: Statements, namespace: Namespace, pool: Thr
     versions = [VersionRow(r.id, r.version, r.size, r.hash, r.blocks, r.committed_at, *_attributes(r), ino=None,
                            ctime_ns=None, content=r.content, codec=r.codec, stored_size=r.stored_size, deleted=False,
                            lone_block=None, written_at=version_micros(r.version)) for r in rows]
-    write_all(session, [(st.insert_version, version) for version in versions])
+    write_all(session, [Query(st.insert_version, version) for version in versions])
     heads = [(v.head(FileAttributes(v.mode, v.mtime_ns) if v.mode is not None else None), v.stored_size)
              for v in versions]
     for _ in pool.map(lambda head: namespace.publish(*head), heads):  # raises the first failure
