@@ -89,7 +89,7 @@ from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult, VersionRow
 from casstor_ops.store.request_queue import RETRYABLE, query_batches, row_batches, unlogged_batch
 from casstor_ops.store.schema import StoreSettings
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.statements import Query, Statements
 from casstor_ops.store.upload import MAX_REQUESTS, Upload
 
 # A small file, stored in a batch: read whole into memory. 1 MiB is the default chunk_max, so such a file is one
@@ -283,7 +283,7 @@ class BatchUpload(Upload):
         groups = query_batches(heads)
         by_id = {item.id: item for item in items}
 
-        def send(groups: list[list[tuple]]) -> list[list[tuple]]:
+        def send(groups: list[list[Query]]) -> list[list[Query]]:
             failed = []
             for group, future in [(g, self._session.execute_async(unlogged_batch(g))) for g in groups]:
                 try:
@@ -291,8 +291,8 @@ class BatchUpload(Upload):
                 except RETRYABLE:
                     failed.append(group)
                     continue
-                for _, row in group:
-                    by_id[row[0]].committed = True
+                for head in group:
+                    by_id[head.values[0]].committed = True
             return failed
 
         written = write_heads(groups, send, lambda: in_time(started, self._oldest_check, bound),

@@ -286,8 +286,8 @@ def _serialized(statement: Any, values: Sequence, serializers: dict[int, list]) 
 def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: int = UNLOGGED_BATCH_BYTES,
                 values: Callable[[Row], tuple] = lambda row: row) -> list[list[Row]]:
     """``rows`` in order, cut into groups of at most ``max_rows`` rows and about ``max_bytes`` bytes of values (a
-    row larger than that goes alone); ``values``: a row's values, when a row carries more than them (a head is a
-    :class:`Query`).
+    row larger than that goes alone); ``values``: a row's values, when a row carries more than them (a
+    :class:`Query`: :func:`query_batches`).
 
     Example::
 
@@ -295,15 +295,20 @@ def row_batches(rows: Sequence[Row], max_rows: int = ROW_BATCH_ROWS, max_bytes: 
         [2, 2, 1]
         >>> [len(g) for g in row_batches([(b"x" * 600,)] * 3, max_bytes=1000)]
         [1, 1, 1]
-        >>> [len(g) for g in query_batches([Query("stmt", (b"x" * 600,))] * 3, max_bytes=1000)]
-        [1, 1, 1]
     """
     return list(runs(rows, lambda row: sum(_value_bytes(value) for value in values(row)), max_rows, max_bytes))
 
 
 def query_batches(queries: Sequence[Query], max_rows: int = ROW_BATCH_ROWS,
                   max_bytes: int = UNLOGGED_BATCH_BYTES) -> list[list[Query]]:
-    """:func:`row_batches` of ``queries`` (heads, directory entries), by the bytes of their values."""
+    """:func:`row_batches` of ``queries`` (heads, directory entries), by the bytes of their values, not their
+    statements.
+
+    Example::
+
+        >>> [len(g) for g in query_batches([Query("stmt", (b"x" * 600,))] * 3, max_bytes=1000)]
+        [1, 1, 1]
+    """
     return row_batches(queries, max_rows, max_bytes, values=attrgetter("values"))
 
 

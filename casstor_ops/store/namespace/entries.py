@@ -198,7 +198,7 @@ class Namespace:
         wait(parents)
         claimed = self._claim(directories)
         try:
-            rows = [Query(self._st.make_directory, (directory_key(d),)) for d in claimed]
+            rows = [self._directory_row(d) for d in claimed]
             for writes in (self._markers_of(claimed), rows):  # every marker acknowledged before any row
                 self._write_all(query_batches(writes))
             for directory, made in claimed.items():
@@ -269,7 +269,11 @@ class Namespace:
         """Markers from the parent down, then the directory's row: a row found means its markers are there."""
         if directory:
             self._session.execute(*self._marker(directory, self.generation))
-        self._session.execute(self._st.make_directory, (directory_key(directory),))
+        self._session.execute(*self._directory_row(directory))
+
+    def _directory_row(self, directory: str) -> Query:
+        """The write of ``directory``'s own row (written after its markers: a row found means they are there)."""
+        return Query(self._st.make_directory, (directory_key(directory),))
 
     def _marker(self, directory: str, generation: Callable[[str], int]) -> Query:
         """The write of ``directory``'s marker in its parent, of the parent's ``generation``."""
