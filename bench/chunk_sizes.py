@@ -2,7 +2,7 @@
 
 The source corpus (:mod:`bench.source_corpus`: consecutive Django 5.0.x
 release tars, un-gzipped) is cut with the store's own chunker
-(:func:`casstor_ops.store.chunking.chunks`, FastCDC 2020, as a store cuts
+(:func:`casstor_ops.store.blocks.chunking.chunks`, FastCDC 2020, as a store cuts
 blocks) at several averages, each with the default's proportions (min =
 avg / 3, max = avg x 16 / 3, normalised chunking 2: 16/48/256 KiB is the
 default), and every block is hashed with the store's block hash. Per
@@ -38,9 +38,9 @@ from pathlib import Path
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.paths import project_root
 from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.store.chunking import chunks
-from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.hashing import block_hash
+from casstor_ops.store.blocks.chunking import chunks
+from casstor_ops.store.blocks.codec import BlockCodec
+from casstor_ops.store.blocks.hashing import block_hash
 from casstor_ops.store.schema import StoreSettings
 
 from bench.common import MB, publish

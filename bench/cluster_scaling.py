@@ -57,7 +57,7 @@ from casstor_ops.spark.bulk_report import totals
 from casstor_ops.spark.bulk_restore import restore_many
 from casstor_ops.spark.session import spark_session
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import Replication, init_store
 
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "cluster_scaling.json"

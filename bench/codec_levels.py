@@ -30,7 +30,7 @@ import zstandard
 
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.errors import run_reporting_errors
-from casstor_ops.store.chunking import chunks
+from casstor_ops.store.blocks.chunking import chunks
 from casstor_ops.store.schema import StoreSettings
 
 from bench.common import MB

@@ -46,8 +46,8 @@ from cassandra.cluster import Session
 from casstor_ops.cluster.connection import Endpoint, connect, endpoint_from_env
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.store.chunking import chunks
-from casstor_ops.store.hashing import block_hash
+from casstor_ops.store.blocks.chunking import chunks
+from casstor_ops.store.blocks.hashing import block_hash
 from casstor_ops.store.schema import StoreSettings, init_store, read_settings
 
 MB = 1_000_000

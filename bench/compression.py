@@ -60,8 +60,8 @@ import casstor_ops
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.store.codec import DEFAULT_COMPRESSION, BlockCodec
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.blocks.codec import DEFAULT_COMPRESSION, BlockCodec
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import set_compression
 
 from bench.common import MB, bench_session, live_bytes, own_node, publish, wait_for_quiet_nodes

@@ -13,7 +13,7 @@ too), the two in alternate order by round (after a warm-up of both on a prefix o
 their own):
 
 * **together**: :func:`~casstor_ops.store.history.forget.forget` as the store
-  runs it, :data:`~casstor_ops.store.row_requests.ROWS_AT_ONCE` IDs together;
+  runs it, :data:`~casstor_ops.store.cql.row_requests.ROWS_AT_ONCE` IDs together;
 * **one**: the same with ``at_once=1``, one request after the other: the
   reference, what forget did before it took IDs together.
 
@@ -53,10 +53,10 @@ from casstor_ops.cluster.paths import project_root
 from casstor_ops.errors import CasstorError
 from casstor_ops.lab.scratch_cluster import scratch_cluster
 from casstor_ops.store.api import Store
-from casstor_ops.store.batch_upload import SmallFile
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.row_requests import ROWS_AT_ONCE
+from casstor_ops.store.engine.batch_upload import SmallFile
 from casstor_ops.store.history.forget import forget
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.row_requests import ROWS_AT_ONCE
 from casstor_ops.store.schema import Replication, init_store
 
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "forget.json"

@@ -47,22 +47,22 @@ from cassandra.cluster import Session
 
 from bench.common import bench_session, publish, wait_for_quiet_nodes
 from casstor_ops.cli.args import OneLineParser
-from casstor_ops.ops.dedup_stats import compute
+from casstor_ops.cluster.paths import project_root
 from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.store.commit import version_row
-from casstor_ops.store.hashing import block_hash, file_hash
-from casstor_ops.store.inline import head_columns
+from casstor_ops.ops.dedup_stats import compute
+from casstor_ops.ops.reclaim import execute, make_plan
+from casstor_ops.ops.verify import verify
+from casstor_ops.spark.session import spark_session
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
+from casstor_ops.store.coordination.reclaim_window import ReclaimWindow, WindowMode
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.request_queue import RequestQueue
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine.commit import version_row
+from casstor_ops.store.engine.inline import head_columns
 from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.schema import require_settings
-from casstor_ops.store.request_queue import RequestQueue
-from casstor_ops.cluster.paths import project_root
-from casstor_ops.store.coordination.reclaim_window import ReclaimWindow, WindowMode
-from casstor_ops.ops.reclaim import execute, make_plan
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.spark.session import spark_session
-from casstor_ops.store.statements import Statements
-from casstor_ops.ops.verify import verify
 
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "jobs_scaling.json"
 DEFAULT_BLOCKS = 20_000

@@ -58,13 +58,13 @@ from casstor_ops.cluster.connection import connect
 from casstor_ops.cluster.paths import project_root
 from casstor_ops.errors import CasstorError
 from casstor_ops.lab.scratch_cluster import scratch_cluster
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.cql.keyspaces import META_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.namespace.entries import Namespace, entry_row, version_micros
 from casstor_ops.store.namespace.layout import buckets, directory_key
 from casstor_ops.store.namespace.listing import directory_entries, recorded_generation
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.schema import Replication, init_store
-from casstor_ops.store.statements import Statements
 
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "listing.json"
 PER_DIRECTORY = 100

@@ -31,8 +31,8 @@ from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.request_queue import RequestQueue
-from casstor_ops.store.keyspaces import DATA_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS
+from casstor_ops.store.cql.request_queue import RequestQueue
 
 SCRATCH_KS = "casstor_bench_scratch"
 SCRATCH_TABLE = "raw_blocks"
@@ -87,7 +87,7 @@ class ScratchTable:
     def write(self, blocks: Sequence[Block], concurrency: int, retry_busy: bool = False) -> float:
         """Write every block with ``concurrency`` requests in flight; returns the seconds taken.
 
-        ``retry_busy``: send through the store's :class:`~casstor_ops.store.request_queue.RequestQueue`, which waits
+        ``retry_busy``: send through the store's :class:`~casstor_ops.store.cql.request_queue.RequestQueue`, which waits
         and retries when libev's connection is full (``ConnectionBusy``: 20 x 1 MB in flight on a slow node),
         where ``execute_concurrent`` fails.
         """

@@ -37,7 +37,7 @@ from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.cluster.paths import project_root
 from casstor_ops.errors import CasstorError
 from casstor_ops.lab.scratch_cluster import scratch_cluster
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import Replication, init_store
 
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "row_costs.json"

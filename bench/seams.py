@@ -3,7 +3,7 @@
 On a scratch node of its own (RF 1), each round stores ``--parts`` parts of
 ``--part-mb`` MiB of random bytes twice, as UploadPart stores them (files of
 their own, in blocks), and completes each on quiet nodes
-(:func:`~casstor_ops.store.multipart.commit_parts`), the two ways in
+(:func:`~casstor_ops.store.engine.multipart.commit_parts`), the two ways in
 alternate order by round:
 
 * **cut**: the seams cut again, as a Complete does (``SEAMS_BUDGET_S``);
@@ -46,14 +46,14 @@ from casstor_ops.cluster.connection import connect
 from casstor_ops.cluster.paths import project_root
 from casstor_ops.errors import CasstorError
 from casstor_ops.lab.scratch_cluster import scratch_cluster
-from casstor_ops.store import catalog
 from casstor_ops.store.api import Store
-from casstor_ops.store.block_list import read
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.multipart import SEAMS_BUDGET_S, UPLOADS, commit_parts
+from casstor_ops.store.blocks.block_list import read
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import catalog
+from casstor_ops.store.engine.multipart import SEAMS_BUDGET_S, UPLOADS, commit_parts
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.schema import Replication, init_store
-from casstor_ops.store.statements import Statements
 
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "seams.json"
 WAYS = {"cut": SEAMS_BUDGET_S, "kept": 0.0}

@@ -75,7 +75,7 @@ from pathlib import Path
 from casstor_ops.cli.args import OneLineParser, positive_int
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 
 from bench.borg import BorgRepo
 from bench.common import (MB, bench_session, ClientRequests, live_bytes, own_node, publish, same_tree,

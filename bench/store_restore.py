@@ -78,16 +78,16 @@ from bench.cpu import CpuMeter
 from bench.raw_driver import ScratchTable
 from bench.restic import ResticRepo
 from bench.store_restore_report import compute_ratios, format_report
-from casstor_ops.lab import corpus
-from casstor_ops.store.chunking import chunks
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.cluster.connection import Endpoint
-from casstor_ops.errors import CasstorError, run_reporting_errors
-from casstor_ops.store.hashing import block_hash
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.cluster.paths import project_root
-from casstor_ops.store.schema import StoreSettings
+from casstor_ops.errors import CasstorError, run_reporting_errors
+from casstor_ops.lab import corpus
 from casstor_ops.store.api import Store
+from casstor_ops.store.blocks.chunking import chunks
+from casstor_ops.store.blocks.hashing import block_hash
+from casstor_ops.store.schema import StoreSettings
 
 T = TypeVar("T")
 DEFAULT_OUTPUT = project_root() / "bench" / "results" / "store_restore.json"

@@ -3,7 +3,7 @@
 Run as ``python -m tests.batch_kill_writer N DIR PREFIX`` (from the project
 root, with the test node's ``CASSTOR_*`` environment): the store of the tree
 runs as the CLI runs it, one worker, and the N-th batch of small files
-(:class:`~casstor_ops.store.batch_upload.BatchUpload`) to finish the first of
+(:class:`~casstor_ops.store.engine.batch_upload.BatchUpload`) to finish the first of
 its two commit writes (block lists, heads) SIGKILLs the process right after
 that write is acknowledged, before the other one is sent. With the commit
 order, that is after its block lists and before its heads.
@@ -16,7 +16,7 @@ import signal
 import sys
 
 from casstor_ops.cli.main import main
-from casstor_ops.store.batch_upload import BatchUpload
+from casstor_ops.store.engine.batch_upload import BatchUpload
 
 finished = {"batches": 0}
 

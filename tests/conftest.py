@@ -18,9 +18,9 @@ import pytest
 
 from casstor_ops.cluster.connection import connect
 from casstor_ops.cluster.launcher import LocalCluster
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.schema import init_store
-from casstor_ops.store.statements import Statements
 
 from .support import INLINE_MAX, SESSION_SETTINGS, TEST_PORTS, THREE_NODE_PORTS
 

@@ -18,10 +18,10 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from casstor_ops.serve.process import ServerProcess
-from casstor_ops.store.chunking import chunks
-from casstor_ops.store.hashing import block_hash
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.blocks.chunking import chunks
+from casstor_ops.store.blocks.hashing import block_hash
 from casstor_ops.store.coordination.leases import active_writers
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import read_settings
 
 T = TypeVar("T")

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Iterator, Protocol, TypeVar
 
 from casstor_ops.cluster.launcher import ClusterPorts
-from casstor_ops.store.commit import version_row
 from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.inline import head_columns
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine.commit import version_row
+from casstor_ops.store.engine.inline import head_columns
 from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.schema import StoreSettings
-from casstor_ops.store.statements import Statements
 
 # CASSTOR_TEST_PORT_OFFSET lets several test sessions run side by side on one machine.
 _OFFSET = int(os.environ.get("CASSTOR_TEST_PORT_OFFSET", "0"))
@@ -199,7 +199,7 @@ def head_rows(cql, columns: str = "id, version") -> list:
 def block_lists(cql) -> dict[tuple[str, uuid.UUID], list[tuple[bytes, int]]]:
     """Every version's block list as ``(hash, size)`` rows in order, read with the driver apart from the code under
     test: its ``file_blocks`` rows, or a one-block version's ``lone_block`` (schema 6:
-    :mod:`casstor_ops.store.block_list`)."""
+    :mod:`casstor_ops.store.blocks.block_list`)."""
     lists: dict[tuple[str, uuid.UUID], list[tuple[bytes, int]]] = {}
     for r in cql.execute(f"SELECT id, version, hash, size FROM {META_KS}.file_blocks"):
         lists.setdefault((r.id, r.version), []).append((r.hash, r.size))

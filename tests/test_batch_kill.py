@@ -1,6 +1,6 @@
 """A tree store killed inside a batch's commit: every file old or new, and reclaim keeps what the heads name.
 
-:class:`~casstor_ops.store.batch_upload.BatchUpload` writes a batch's block
+:class:`~casstor_ops.store.engine.batch_upload.BatchUpload` writes a batch's block
 lists, then (once they are acknowledged) its heads. A client killed between
 the two must leave each file of that batch at its old version, with the new
 lists orphans that reclaim may free, and every file of the batches before it

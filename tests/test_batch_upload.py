@@ -1,4 +1,4 @@
-"""Small files stored in batches on the real node (`casstor_ops.store.batch_upload`): a tree, the API, a bad file."""
+"""Small files stored in batches on the real node (`casstor_ops.store.engine.batch_upload`): a tree, the API, a bad file."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from casstor_ops.store.api import SmallFile, Store
 from casstor_ops.store.bulk.tree import _row
 from casstor_ops.store.bulk.tree_files import STORED, VANISHED, ListedHeads, store_small_files
 from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.engine.upload import source_file_hash
 from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.trees.source_listing import list_source
-from casstor_ops.store.upload import source_file_hash
 
 from .support import SESSION_SETTINGS, run_casstor, write_tree
 

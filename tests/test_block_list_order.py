@@ -23,12 +23,12 @@ import pytest
 from casstor_ops.errors import EXIT_CORRUPT, CorruptionError, FileChangedError
 from casstor_ops.spark.bulk_report import exit_code
 from casstor_ops.spark.bulk_restore import restore_many
-from casstor_ops.store import restore as restore_module
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.cql.keyspaces import META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import restore as restore_module
+from casstor_ops.store.engine.restore import Restore
 from casstor_ops.store.namespace.entries import version_micros
-from casstor_ops.store.restore import Restore
-from casstor_ops.store.statements import Statements
 
 from .serve_support import Server
 from .support import restored, run_casstor

@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.api import Store
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 
 
 def test_stats_are_exact_past_two_to_the_31(empty_store):
@@ -49,9 +49,9 @@ def test_a_walk_that_reads_subdirectories_ahead_lists_what_a_walk_one_at_a_time_
     """Store.list reads a directory's next subdirectories ahead on threads (their generations in one request):
     the same files in the same ID order as the walk that reads each directory when it gets there, with
     look-aheads smaller than a directory's subdirectories (several rounds), prefixes inside names and none."""
-    from casstor_ops.store.batch_upload import SmallFile
+    from casstor_ops.store.cql.statements import Statements
+    from casstor_ops.store.engine.batch_upload import SmallFile
     from casstor_ops.store.namespace.listing import files_under
-    from casstor_ops.store.statements import Statements
 
     ids = [f"w/{a}/{b}/f{c}" for a in range(12) for b in range(3) for c in range(2)]
     ids += ["w/1.txt", "w/1-a", "w/top", "w/5/deep/er/est/x", "w/5/0/a/b"]
@@ -72,7 +72,7 @@ def test_a_one_block_version_is_stored_without_a_file_hash_and_every_reader_give
     as stored, and that stat, the listing, the history and a read give each version's own file hash."""
     import os
 
-    from casstor_ops.store.hashing import file_hash
+    from casstor_ops.store.blocks.hashing import file_hash
     from casstor_ops.store.namespace.layout import directory_key
 
     store = Store(empty_store)

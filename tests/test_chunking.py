@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from casstor_ops.store.chunking import chunks, make_chunker, segments
+from casstor_ops.store.blocks.chunking import chunks, make_chunker, segments
 from casstor_ops.store.schema import StoreSettings
 
 from .support import SESSION_SETTINGS

@@ -12,9 +12,9 @@ import pytest
 
 from casstor_ops.cluster.connection import connect, endpoint_from_env
 from casstor_ops.cluster.launcher import LocalCluster
-from casstor_ops.store.keyspaces import DATA_KS
-from casstor_ops.store.schema import init_store
 from casstor_ops.store.api import Store
+from casstor_ops.store.cql.keyspaces import DATA_KS
+from casstor_ops.store.schema import init_store
 
 from .support import THREE_NODE_PORTS as PORTS
 

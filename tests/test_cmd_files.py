@@ -11,7 +11,7 @@ import pytest
 
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_MAINTENANCE, EXIT_USAGE
 from casstor_ops.store.coordination.reclaim_window import WindowMode, close_window, open_window
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 
 from .support import CASSTOR, run_casstor
 

@@ -14,10 +14,10 @@ import zstandard
 
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_NOT_INITIALISED, CasstorError, CorruptionError
 from casstor_ops.store.api import Store
-from casstor_ops.store.codec import DEFAULT_COMPRESSION
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.blocks.codec import DEFAULT_COMPRESSION
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.schema import SCHEMA_VERSION, init_store, require_settings, set_compression
-from casstor_ops.store.statements import Statements
 
 from .support import restored, run_casstor
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from casstor_ops.store.chunking import chunks
-from casstor_ops.lab.corpus import tree_files, write_new_data, write_versioned_tree
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.hashing import block_hash
+from casstor_ops.lab.corpus import tree_files, write_new_data, write_versioned_tree
+from casstor_ops.store.blocks.chunking import chunks
+from casstor_ops.store.blocks.hashing import block_hash
 from casstor_ops.store.schema import StoreSettings
 
 MIB = 1 << 20

@@ -8,10 +8,10 @@ import time
 from casstor_ops.ops.dedup_forgetting import ALL, NO_POLICY, read_rules
 from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.store.api import Store
+from casstor_ops.store.cql.keyspaces import DATA_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.history.forget import forget
 from casstor_ops.store.history.policy import Policy
-from casstor_ops.store.keyspaces import DATA_KS
-from casstor_ops.store.statements import Statements
 
 from .support import put
 

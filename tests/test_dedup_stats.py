@@ -17,8 +17,8 @@ from casstor_ops.ops.dedup_blocks import ROOT_PREFIX, prefix_of
 from casstor_ops.ops.dedup_growth import bin_width_ms
 from casstor_ops.ops.dedup_output import format_table, render
 from casstor_ops.ops.dedup_stats import compute
-from casstor_ops.store.statements import Statements
 from casstor_ops.store.api import Store
+from casstor_ops.store.cql.statements import Statements
 
 from .support import block_lists, casstor_job, head_rows, write_head
 

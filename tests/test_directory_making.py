@@ -10,10 +10,10 @@ from pathlib import Path
 
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree import store_tree
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.namespace.layout import bucket_of, directory_key, markers
 from casstor_ops.store.namespace.listing import recorded_generation
-from casstor_ops.store.statements import Statements
 
 from .support import restored, write_tree
 

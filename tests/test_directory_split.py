@@ -11,14 +11,14 @@ import pytest
 
 from casstor_ops.cluster.connection import connect
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import META_KS
-from casstor_ops.store.namespace.entries import BatchedEntries
-from casstor_ops.store.namespace.layout import buckets, directory_key
 from casstor_ops.store.bulk.tree import store_tree
 from casstor_ops.store.bulk.tree_files import SKIPPED, STORED, ListedHeads
+from casstor_ops.store.cql.keyspaces import META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.namespace.entries import BatchedEntries
+from casstor_ops.store.namespace.layout import buckets, directory_key
 from casstor_ops.store.namespace.listing import (all_files_under, directory_entries, files_under,
                                                    recorded_generation, unsplit_entries)
-from casstor_ops.store.statements import Statements
 
 from .support import restored, run_casstor, write_tree
 

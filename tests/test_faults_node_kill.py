@@ -24,10 +24,10 @@ from casstor_ops.cluster.connection import connect, endpoint_from_env
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.lab.corpus import tree_files, write_versioned_tree
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS
-from casstor_ops.store.schema import init_store
 from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.cql.keyspaces import DATA_KS
+from casstor_ops.store.schema import init_store
 
 from .faults import BackgroundJob, assert_one_line_failure, kill_node_during, sha256, submit, three_node_env
 from .support import past_the_grace

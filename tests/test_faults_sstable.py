@@ -32,7 +32,7 @@ from casstor_ops.cluster.connection import connect, endpoint_from_env
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS
 from casstor_ops.store.schema import init_store
 
 from .faults import sha256, submit, three_node_env

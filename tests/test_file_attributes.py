@@ -15,12 +15,12 @@ from cassandra.util import uuid_from_time
 
 from casstor_ops.spark.bulk_ingest import ingest
 from casstor_ops.spark.bulk_restore import restore_many
-from casstor_ops.store import block_list
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.blocks import block_list
+from casstor_ops.store.cql.keyspaces import META_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.records import FileAttributes
 from casstor_ops.store.schema import init_store
-from casstor_ops.store.statements import Statements
 
 from .support import run_casstor
 

@@ -17,16 +17,16 @@ import pytest
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError, NotFoundError
-from casstor_ops.store import catalog, commit as commit_module
 from casstor_ops.store.api import Store
+from casstor_ops.store.cql.keyspaces import META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import catalog, commit as commit_module
 from casstor_ops.store.history import forget as forget_module
-from casstor_ops.store.history.forget import forget
 from casstor_ops.store.history import snapshots as snapshots_module
+from casstor_ops.store.history.forget import forget
 from casstor_ops.store.history.policy import Policy
-from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace import entries as entries_module
 from casstor_ops.store.namespace.listing import entries_under
-from casstor_ops.store.statements import Statements
 
 from .support import put, run_casstor
 

@@ -3,7 +3,7 @@
 import hashlib
 import os
 
-from casstor_ops.store.hashing import block_hash, file_hash, file_hasher
+from casstor_ops.store.blocks.hashing import block_hash, file_hash, file_hasher
 
 
 def test_block_hash_is_blake2b_256():

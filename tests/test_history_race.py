@@ -14,8 +14,8 @@ from casstor_ops.ops.reclaim import reclaim
 from casstor_ops.store.api import Store
 from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.history.policy import Policy, Version, kept, policy_for
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.namespace.entries import version_micros
 
 from .support import past_the_grace, put

@@ -16,10 +16,10 @@ import pytest
 
 from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError, CorruptionError, FileChangedError
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine.upload import source_file_hash
 from casstor_ops.store.schema import SCHEMA_VERSION, init_store, require_settings
-from casstor_ops.store.statements import Statements
-from casstor_ops.store.upload import source_file_hash
 
 from .support import INLINE_MAX, flip_inline, restored, run_casstor, write_tree
 

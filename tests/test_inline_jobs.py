@@ -20,10 +20,10 @@ from casstor_ops.ops.dedup_stats import compute
 from casstor_ops.ops.reclaim import reclaim
 from casstor_ops.ops.verify import INDEX, _Checks, verify
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
 
 from .support import INLINE_MAX, block_lists, flip_inline, head_rows, put, restored
 from .test_dedup_stats import _ms, _prefix, brute_force

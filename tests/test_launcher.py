@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from casstor_ops.errors import EXIT_UNREACHABLE, CasstorError
 from casstor_ops.cluster.launcher import ClusterPorts, LocalCluster, Node
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.errors import EXIT_UNREACHABLE, CasstorError
+from casstor_ops.store.cql.keyspaces import META_KS
 
 from .support import TEST_PORTS, run_casstor
 

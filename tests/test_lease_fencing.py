@@ -20,13 +20,13 @@ from casstor_ops.errors import EXIT_LEASE_LAPSED, LeaseLapsedError
 from casstor_ops.ops import reclaim as reclaim_module
 from casstor_ops.ops.reclaim import reclaim
 from casstor_ops.store.api import Store
-from casstor_ops.store.chunking import chunks
-from casstor_ops.store.hashing import block_hash
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.blocks.chunking import chunks
+from casstor_ops.store.blocks.hashing import block_hash
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.leases import active_writers
 from casstor_ops.store.coordination.reclaim_window import ReclaimWindow, current_window, holder_alive
-from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 
 from .support import CASSTOR
 from .test_reclaim import (KiB, content_keys, forget_superseded, index_rows, make_garbage, put, restored,

@@ -18,7 +18,7 @@ from casstor_ops.errors import EXIT_CORRUPT, EXIT_USAGE
 from casstor_ops.store.api import Store
 from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.keyspaces import DATA_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS
 
 from .support import casstor_job, flip_block, put, restored, run_casstor
 

@@ -9,13 +9,13 @@ import random
 import pytest
 
 from casstor_ops.errors import CasstorError, NotFoundError
-from casstor_ops.store import catalog
 from casstor_ops.store.api import Store
-from casstor_ops.store.block_list import read_all
-from casstor_ops.store.keyspaces import DATA_KS
-from casstor_ops.store.multipart import UPLOADS, commit_parts
-from casstor_ops.store.statements import Statements
-from casstor_ops.store.upload import source_file_hash
+from casstor_ops.store.blocks.block_list import read_all
+from casstor_ops.store.cql.keyspaces import DATA_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import catalog
+from casstor_ops.store.engine.multipart import UPLOADS, commit_parts
+from casstor_ops.store.engine.upload import source_file_hash
 
 from .support import SESSION_SETTINGS
 

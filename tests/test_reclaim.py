@@ -13,21 +13,21 @@ from dataclasses import replace
 import pytest
 from cassandra.util import uuid_from_time
 
-from casstor_ops.ops import reclaim as reclaim_module
-from casstor_ops.ops.verify import verify
 from casstor_ops.errors import EXIT_CORRUPT, CasstorError, CorruptionError, MaintenanceError
-from casstor_ops.store.coordination.reclaim_window import WindowMode, current_window
+from casstor_ops.ops import reclaim as reclaim_module
 from casstor_ops.ops.reclaim import reclaim
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.coordination.commit_bound import set_commit_bound
-from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.ops.verify import verify
 from casstor_ops.store.api import Store
-from casstor_ops.store.hashing import block_hash
-from casstor_ops.store import commit as commit_module
+from casstor_ops.store.blocks.hashing import block_hash
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.reclaim_window import WindowMode, current_window
+from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import commit as commit_module
 from casstor_ops.store.history.forget import forget
 from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.namespace.entries import Namespace, version_micros
-from casstor_ops.store.statements import Statements
 
 from .support import (SESSION_SETTINGS, block_lists, head_rows, past_the_grace, put, restored, run_casstor,
                       spark_submit)

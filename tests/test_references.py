@@ -9,7 +9,7 @@ from cassandra.util import uuid_from_time
 
 from casstor_ops.spark.references import (garbage_blocks, head_block_lists, missing_blocks, referenced_blocks,
                                     stale_block_lists, stored_blocks, unindexed_blocks, version_millis)
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 
 from .support import write_head
 

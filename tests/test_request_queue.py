@@ -5,7 +5,7 @@ import threading
 import pytest
 from cassandra import InvalidRequest
 
-from casstor_ops.store.request_queue import RequestQueue
+from casstor_ops.store.cql.request_queue import RequestQueue
 
 
 def test_handlers_run_in_the_callers_thread_and_window_is_bounded(cql):

@@ -8,9 +8,9 @@ import os
 import pytest
 
 from casstor_ops.errors import EXIT_CHANGED, CasstorError, CorruptionError, FileChangedError
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.api import Store
-from casstor_ops.store.restore import Restore
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.engine.restore import Restore
 from casstor_ops.store.trees.destinations import restore_to_path
 
 from .support import flip_block

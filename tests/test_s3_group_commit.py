@@ -14,7 +14,7 @@ import hashlib
 import os
 import zlib
 
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.cql.keyspaces import META_KS
 
 from .serve_support import at_once
 from .test_s3_costs import table_ops

@@ -16,16 +16,16 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 
-from casstor_ops.store import catalog
-from casstor_ops.store.chunking import chunks
-from casstor_ops.store.hashing import block_hash
+from casstor_ops.store.blocks.chunking import chunks
+from casstor_ops.store.blocks.hashing import block_hash
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import catalog
+from casstor_ops.store.engine.multipart import ABANDONED_AFTER_S, UPLOADS
+from casstor_ops.store.engine.upload import source_file_hash
 from casstor_ops.store.history.forget import forget
-from casstor_ops.store.multipart import ABANDONED_AFTER_S, UPLOADS
 from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.schema import require_settings
-from casstor_ops.store.statements import Statements
-from casstor_ops.store.upload import source_file_hash
 
 from .s3_support import AWS, aws, error_code
 from .support import SESSION_SETTINGS

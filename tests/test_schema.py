@@ -9,11 +9,11 @@ import pytest
 
 from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.schema import SCHEMA_VERSION, Replication, StoreSettings, init_store, read_settings
 from casstor_ops.store.coordination.commit_bound import commit_bound_s, set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.schema import SCHEMA_VERSION, Replication, StoreSettings, init_store, read_settings
 
 from .support import SESSION_SETTINGS, run_casstor
 

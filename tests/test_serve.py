@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.leases import active_writers
 from casstor_ops.store.coordination.reclaim_window import WindowMode, clear_window, open_window
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import read_settings
 
 from .serve_support import PartialPut, Server, at_once, block_hashes, curl, orphan_claims, until, until_no_writer

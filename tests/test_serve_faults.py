@@ -28,8 +28,8 @@ import pytest
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S, connect
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.serve.validators import etag
-from casstor_ops.store.hashing import block_hash, file_hash
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
+from casstor_ops.store.cql.keyspaces import META_KS
 
 from .serve_support import Server, at_once, until
 from .support import INLINE_MAX, SERVE_FAULT_PORTS, run_casstor

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from casstor_ops.store.api import Store
-from casstor_ops.store.inline import inline_hash
+from casstor_ops.store.engine.inline import inline_hash
 
 from .serve_support import Server, at_once
 from .support import INLINE_MAX, flip_inline

@@ -14,11 +14,12 @@ import threading
 import pytest
 
 from casstor_ops.errors import CorruptionError
-from casstor_ops.store import block_list, small_read
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.blocks import block_list
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import small_read
 from casstor_ops.store.records import FileInfo
-from casstor_ops.store.statements import Statements
 
 from .support import flip_block
 

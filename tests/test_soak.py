@@ -42,9 +42,9 @@ import pytest
 from casstor_ops.ops.reclaim import reclaim
 from casstor_ops.ops.verify import verify
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.commit_bound import set_commit_bound
 from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 
 from .faults import BackgroundJob, sha256
 from .soak_writer import BATCH_WRITER

@@ -39,9 +39,9 @@ import pytest
 from casstor_ops.cluster.connection import connect, endpoint_from_env
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.lab.corpus import tree_files, write_versioned_tree
-from casstor_ops.store.keyspaces import DATA_KS
-from casstor_ops.store.schema import init_store
 from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.cql.keyspaces import DATA_KS
+from casstor_ops.store.schema import init_store
 
 from .support import (SPARK_MASTER_PORT, SPARK_SUBMIT, SPARK_WEBUI_PORT, THREE_NODE_PORTS, run_casstor, running,
                       spark_submit, stop_process)

@@ -7,12 +7,12 @@ import threading
 
 import pytest
 
-from casstor_ops.store import block_uploads, claims
-from casstor_ops.store.chunking import chunks
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.hashing import block_hash
 from casstor_ops.store.api import Store
-from casstor_ops.store.upload import source_file_hash
+from casstor_ops.store.blocks import block_uploads, claims
+from casstor_ops.store.blocks.chunking import chunks
+from casstor_ops.store.blocks.hashing import block_hash
+from casstor_ops.store.engine.upload import source_file_hash
 
 from .support import SESSION_SETTINGS
 

@@ -9,9 +9,9 @@ import pytest
 
 from casstor_ops.cluster.connection import Endpoint
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.keyspaces import DATA_KS
 from casstor_ops.lab.stress import (PROFILE_DIR, PROFILES, STRESS_KS, drop_stress_keyspace, flush_local, row_cache_enabled,
                                 run_stress, set_row_cache)
+from casstor_ops.store.cql.keyspaces import DATA_KS
 
 KEYS = 600
 QUERIES = {"exists_one": 1, "exists_five": 1, "exists_count": 1}

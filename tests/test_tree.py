@@ -8,8 +8,8 @@ import random
 from pathlib import Path
 
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_PARTIAL, EXIT_USAGE
-from casstor_ops.store.keyspaces import DATA_KS
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.keyspaces import DATA_KS
+from casstor_ops.store.cql.statements import Statements
 
 from .support import run_casstor, write_tree
 

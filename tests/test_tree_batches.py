@@ -10,10 +10,10 @@ import random
 from pathlib import Path
 
 from casstor_ops.errors import EXIT_CORRUPT
-from casstor_ops.store import block_list
 from casstor_ops.store.api import Store
-from casstor_ops.store.keyspaces import DATA_KS
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.blocks import block_list
+from casstor_ops.store.cql.keyspaces import DATA_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.trees.temporary import owner_of
 
 from bench.common import ClientRequests
@@ -55,7 +55,7 @@ def test_a_tree_of_small_files_is_restored_in_batches_byte_exact(cql, tmp_path: 
     sent = requests() - before - 1
     report = json.loads(proc.stdout)
     # A few block reads a batch, the command's start and listing included: a one-block file's entry names its
-    # block (casstor_ops.store.block_list); with its list read it was ~1.5 a file. Alone, a file takes two.
+    # block (casstor_ops.store.blocks.block_list); with its list read it was ~1.5 a file. Alone, a file takes two.
     assert sent <= 0.5 * len(files), sent
     assert proc.returncode == 0 and {r["status"] for r in report["files"]} == {"restored"}, proc.stderr
     assert len(report["files"]) == len(files) and sum(r["bytes"] for r in report["files"]) == sum(map(len, files.values()))

@@ -24,7 +24,7 @@ from casstor_ops.store.api import Store
 from casstor_ops.store.bulk import tree, tree_processes
 from casstor_ops.store.bulk.tree import restore_tree, store_tree
 from casstor_ops.store.bulk.tree_files import SKIPPED, STORED
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.trees.source_listing import SYMLINK_NOT_FOLLOWED
 
 from .faults import BackgroundJob

@@ -24,13 +24,13 @@ import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 
 from casstor_ops.errors import EXIT_NOT_INITIALISED, MaintenanceError
-from casstor_ops.store import block_list
 from casstor_ops.store.api import Store
+from casstor_ops.store.blocks import block_list
 from casstor_ops.store.coordination.leases import WriterLease, active_writers
 from casstor_ops.store.coordination.reclaim_window import WindowState, current_window
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.cql.keyspaces import META_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.schema import SCHEMA_VERSION, read_settings
-from casstor_ops.store.statements import Statements
 
 from .conftest import _truncate_all
 from .support import CASSTOR, NO_UI, SESSION_SETTINGS, put, run_casstor

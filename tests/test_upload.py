@@ -11,12 +11,16 @@ import pytest
 from cassandra import InvalidRequest
 from cassandra.query import BatchStatement, BatchType
 
-from casstor_ops.store import block_uploads, commit, request_queue
-from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.blocks import block_uploads
+
+from casstor_ops.store.cql import request_queue
+
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.statements import Statements
 from casstor_ops.store.api import Store
+from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import commit
 
 
 def test_a_block_list_batch_is_one_partition_exempt_from_the_batch_thresholds(cql):

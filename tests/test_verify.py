@@ -14,13 +14,13 @@ import pytest
 from casstor_ops.errors import EXIT_CORRUPT, EXIT_MAINTENANCE, MaintenanceError
 from casstor_ops.ops import verify as verify_module
 from casstor_ops.ops.reclaim import reclaim
-from casstor_ops.store.coordination.reclaim_window import WindowMode, close_window, current_window, open_window
-from casstor_ops.store.coordination.commit_bound import set_commit_bound
-from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.statements import Statements
-from casstor_ops.store.api import Store
 from casstor_ops.ops.verify import INDEX, _Checks, verify
+from casstor_ops.store.api import Store
+from casstor_ops.store.coordination.commit_bound import set_commit_bound
+from casstor_ops.store.coordination.reclaim_window import WindowMode, close_window, current_window, open_window
+from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.history.forget import forget
 from casstor_ops.store.history.policy import Policy
 

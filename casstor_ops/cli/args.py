@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, Sequence, TypeVar
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.store.points_in_time import parse_time, parse_version
+from casstor_ops.store.history.points_in_time import parse_time, parse_version
 from casstor_ops.store.trees.locations import parse_storage_options, read_storage_options_file, secret_keys
 
 
@@ -128,7 +128,10 @@ def positive_int(text: str) -> int:
 
 
 def time_argument(text: str) -> datetime:
-    """An argparse ``type``: an ISO 8601 time (no zone: UTC; :func:`~casstor_ops.store.points_in_time.parse_time`)."""
+    """An argparse ``type``: an ISO 8601 time (no zone: UTC).
+
+    As :func:`~casstor_ops.store.history.points_in_time.parse_time` reads it.
+    """
     try:
         return parse_time(text)
     except CasstorError as err:

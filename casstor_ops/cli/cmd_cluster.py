@@ -27,7 +27,7 @@ import sys
 
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.cluster.roles import set_up_roles
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import ensure_keyspaces
 
 

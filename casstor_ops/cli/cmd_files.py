@@ -1,6 +1,6 @@
 """``casstor store | restore | rm | ls | stat | stats | diff``: thin commands over
 :class:`~casstor_ops.store.api.Store` and, for whole trees, :mod:`casstor_ops.store.bulk.tree`; history through
-:mod:`casstor_ops.store.points_in_time`.
+:mod:`casstor_ops.store.history.points_in_time`.
 
 Example::
 
@@ -24,13 +24,13 @@ import sys
 from casstor_ops.cli.args import bounded, time_argument, version_argument
 from casstor_ops.cli.output import print_json, print_listing
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.store.progress import progress_bar
-from casstor_ops.store.records import FileInfo, VersionInfo
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree import (MIN_PROCESS_FILES, TREE_PROCESSES, TREE_WORKERS, TreeReport, restore_tree,
                                         store_tree)
 from casstor_ops.store.bulk.tree_processes import Standby
-from casstor_ops.store.points_in_time import compare
+from casstor_ops.store.history.points_in_time import compare
+from casstor_ops.store.progress import progress_bar
+from casstor_ops.store.records import FileInfo, VersionInfo
 
 
 def _size_of(path: str) -> int | None:

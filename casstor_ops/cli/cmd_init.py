@@ -8,8 +8,8 @@ import sys
 from cassandra.cluster import Session
 
 from casstor_ops.cluster.connection import connect
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
-from casstor_ops.store.codec import DEFAULT_COMPRESSION, BlockCodec
+from casstor_ops.store.blocks.codec import DEFAULT_COMPRESSION, BlockCodec
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import (CHUNK_LIMITS, Replication, StoreSettings, init_store, replication_map,
                                       set_compression)
 

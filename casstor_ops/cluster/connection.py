@@ -76,7 +76,7 @@ def open_cluster(endpoint: Endpoint, schema_metadata: bool = True) -> Cluster:
     # libev costs half the client CPU per MB of asyncio; protocol v4 avoids v5's per-frame CRC cost and
     # driver 3.30.1's v5 "CRC mismatch on header" failures with varied blob sizes (docs/driver.md).
     # The driver's libev connection refuses requests as busy until its whole send queue has drained; ours only
-    # while 128 MiB wait (casstor_ops.cluster.libev_connection), and casstor_ops.store.request_queue bounds what is
+    # while 128 MiB wait (casstor_ops.cluster.libev_connection), and casstor_ops.store.cql.request_queue bounds what is
     # in flight.
     profile = ExecutionProfile(
         load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=endpoint.local_dc)),

@@ -22,7 +22,7 @@ lease heartbeat, head reads and writes) never meet it: an 8 MiB limit was
 tried and failed a one-file store of raw 1 MiB blocks that way. It bounds
 what a head write can wait behind when several uploads share a connection
 (``casstor serve``); a head write acknowledged that late checks its blocks
-again (step 4 of :mod:`casstor_ops.store.commit`), so online reclaim's
+again (step 4 of :mod:`casstor_ops.store.engine.commit`), so online reclaim's
 safety does not rest on the limit. (The driver's own flag
 bounded nothing there: with the node stopped, 56 MiB queued while it still
 read "writable", since it changes only when a send meets a full socket.)

@@ -121,8 +121,8 @@ disk_access_mode: mmap_index_only
 auto_snapshot: false
 # The row-cache experiment (notebook 03) toggles caching per table; the cache itself must exist.
 row_cache_size: 64MiB
-# A tree store batches many files' block lists and heads (casstor_ops.store.batch_upload: at most 128 rows, ~24 KiB
-# of values, ~34 KiB as the node counts them): under the fail threshold (50 KiB, kept), but each one over the
+# A tree store batches many files' block lists and heads (casstor_ops.store.engine.batch_upload: at most 128 rows,
+# ~24 KiB of values, ~34 KiB as the node counts them): under the fail threshold (50 KiB, kept), but each one over the
 # default warning's 5 KiB logged a line (94 in a minute of a tree store); the partition count warns once a minute.
 batch_size_warn_threshold: 40KiB
 unlogged_batch_across_partitions_warn_threshold: 128

@@ -19,7 +19,7 @@ Example::
 
 Not for a lightweight transaction: the driver's ``was_applied`` only knows
 its own factories (:attr:`Statements.named_rows
-<casstor_ops.store.statements.Statements.named_rows>` is the profile for
+<casstor_ops.store.cql.statements.Statements.named_rows>` is the profile for
 reads).
 
 Failures: those of the driver's factory (a column list no row class can be

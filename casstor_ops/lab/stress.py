@@ -54,12 +54,12 @@ from cassandra.cluster import Session
 from casstor_ops.cluster import paths as layout
 from casstor_ops.cluster.connection import PASSWORD_FILE_SETTING, Endpoint, endpoint_from_env, ensure_running
 from casstor_ops.cluster.java_tls import CIPHER_SUITES, TRUSTSTORE_PASSWORD, truststore_for
-from casstor_ops.errors import CasstorError
 from casstor_ops.cluster.jvm import java17_home
 from casstor_ops.cluster.launcher import LocalCluster
-from casstor_ops.store.keyspaces import DATA_KS
-from casstor_ops.store.schema import Replication
+from casstor_ops.errors import CasstorError
 from casstor_ops.lab.stress_results import INTERVAL_COLUMNS, SUMMARY_COLUMNS, failure_reason, parse_output
+from casstor_ops.store.cql.keyspaces import DATA_KS
+from casstor_ops.store.schema import Replication
 
 STRESS_KS = "casstor_stress"
 PROFILE_DIR = layout.project_root() / "stress-yaml"

@@ -20,7 +20,7 @@ Columns of :func:`block_facts` (one row per block stored or referenced):
   (its raw size for an index row without a stored size; 0 when not stored);
 * ``blocks``: 1 (a block).
 
-Inline files (:mod:`casstor_ops.store.inline`) name no block, but their
+Inline files (:mod:`casstor_ops.store.engine.inline`) name no block, but their
 content is stored bytes all the same. :func:`inline_facts` gives each one a
 row of the same shape with ``blocks`` 0: content stored once (``indexed``,
 its ``stored_size``) and named once, by its own file alone (``refs`` 1,

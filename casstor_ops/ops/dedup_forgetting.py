@@ -58,12 +58,12 @@ from casstor_ops.spark.references import (head_block_lists, is_inline, reference
                                           stored_blocks)
 from casstor_ops.spark.session import read_table
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
+from casstor_ops.store.cql.keyspaces import META_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.history.policy import Policy, Version, kept
 from casstor_ops.store.history.retention import policies
 from casstor_ops.store.history.snapshots import Snapshot, snapshots
-from casstor_ops.store.keyspaces import META_KS
 from casstor_ops.store.namespace.entries import version_micros
-from casstor_ops.store.statements import Statements
 
 ALL, NO_POLICY = "(all)", "(no policy)"
 _GROUPS = T.ArrayType(T.StructType([T.StructField("version", T.StringType()), T.StructField("group", T.IntegerType())]))

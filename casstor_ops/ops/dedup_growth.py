@@ -12,7 +12,7 @@ first store), and each block it names at the earliest head that names it
 * ``unique_blocks``, ``unique_bytes``, ``stored_bytes``: the distinct blocks
   those heads name (raw, and as stored after compression).
 
-An inline file's content (:mod:`casstor_ops.store.inline`) counts as data
+An inline file's content (:mod:`casstor_ops.store.engine.inline`) counts as data
 its own head brought: in ``unique_bytes`` and ``stored_bytes`` at its
 commit, in its prefix's ``new_bytes`` and ``new_stored_bytes``; it is no
 block, so never in ``unique_blocks`` or ``new_blocks``.

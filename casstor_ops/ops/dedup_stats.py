@@ -9,7 +9,7 @@ Every byte total is summed as a 64-bit integer: ``existing_blocks`` and
 ``file_blocks`` keep sizes in ``int`` columns, and a sum in that type
 overflows past 2 GiB (the first prototype printed a negative total).
 
-Inline files (:mod:`casstor_ops.store.inline`: a small file's content in its
+Inline files (:mod:`casstor_ops.store.engine.inline`: a small file's content in its
 head row, no block list) follow one rule everywhere: **an inline file's
 content is stored bytes exclusive to that file**, never shared (every
 version of every ID keeps its own copy) and **never a block**. So it counts,

@@ -16,7 +16,7 @@ the newest of an ID or an older one forget left.
 * *candidates* = stored blocks (index rows; with ``scan_blocks`` also content
   rows without one) that no retained version's block list names. A
   one-block version's list is its row's ``lone_block``
-  (:mod:`casstor_ops.store.block_list`): the lists read are ``file_blocks``
+  (:mod:`casstor_ops.store.blocks.block_list`): the lists read are ``file_blocks``
   and that column of the retained rows
   (:func:`~casstor_ops.spark.references.head_block_lists`), so a block a
   version row names directly is referenced like any other; its row is
@@ -37,7 +37,7 @@ the newest of an ID or an older one forget left.
 
 Deletes run on the executors through the Python driver (the connector has
 no DataFrame delete): prepared statements, a bounded window of requests
-per task with retries (:class:`~casstor_ops.store.request_queue.RequestQueue`), one
+per task with retries (:class:`~casstor_ops.store.cql.request_queue.RequestQueue`), one
 session per Python worker (:mod:`casstor_ops.spark.executor_store`). Index rows
 are deleted before content, so a crash never leaves an index row vouching
 for a deleted block; it can leave content without an index row, which a
@@ -84,7 +84,7 @@ Why no committed head can lose a block b in C:
   its content is not deleted and its index row is rewritten. If it is
   acknowledged later (queued behind other requests, a stalled node), the
   store checks b again after the acknowledgement (step 4 of
-  :mod:`casstor_ops.store.commit`): b's index row is gone only if step 3
+  :mod:`casstor_ops.store.engine.commit`): b's index row is gone only if step 3
   ran, and then the store uploads b again, as in the next case.
 * A store that checks b *after* its index row was deleted does not find
   it and uploads it again, content then index row. It does so after
@@ -118,7 +118,7 @@ heads, step 4 sees it and the list is not in L. If it is applied after,
 it is acknowledged more than (tp + 2ε + B + margin) - (tp - B + ε) =
 2B + ε + margin after it was sent, and later still after the store's
 oldest check, so the store's late-head step (step 4 of
-:mod:`casstor_ops.store.commit`, durations on its monotonic clock) writes
+:mod:`casstor_ops.store.engine.commit`, durations on its monotonic clock) writes
 the list again; it does so after step 4 read, so after reclaim's clock read
 T + ε: its rows carry a timestamp above T and survive step 5's delete,
 whichever lands first. The list's own rows were written before its head
@@ -188,23 +188,23 @@ from pyspark.sql import types as T
 from cassandra.cluster import Session
 
 from casstor_ops.cluster.connection import Endpoint, endpoint_from_env
-from casstor_ops.ops.units import human_bytes
 from casstor_ops.errors import EXIT_CORRUPT, CorruptionError, LeaseLapsedError
+from casstor_ops.ops.units import human_bytes
 from casstor_ops.spark.executor_store import store_for
-from casstor_ops.store.coordination.clocks import check_clock_skew
-from casstor_ops.store.request_queue import RequestQueue
-from casstor_ops.store.coordination.leases import wait_for_writers
-from casstor_ops.store.coordination.reclaim_window import (RESUME_HINT, ReclaimWindow, WindowHold, WindowMode,
-                                                         WindowState)
 from casstor_ops.spark.references import (block_inventory, head_block_lists, is_garbage, is_missing,
                                           referenced_blocks, retained_versions, stale_block_lists, stored_blocks,
                                           unindexed_blocks)
+from casstor_ops.store.coordination.clocks import check_clock_skew
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
+from casstor_ops.store.coordination.leases import wait_for_writers
+from casstor_ops.store.coordination.reclaim_window import (RESUME_HINT, ReclaimWindow, WindowHold, WindowMode,
+                                                         WindowState)
 from casstor_ops.store.coordination.safety import SAFETY
+from casstor_ops.store.cql.request_queue import RequestQueue
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.history.forget import forget
 from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.schema import require_settings
-from casstor_ops.store.statements import Statements
 
 REQUESTS_PER_TASK = 32    # deletes in flight per Spark task
 MISSING_SHOWN = 5
@@ -291,7 +291,7 @@ def _run_writes(endpoint: Endpoint, statement_name: str, params: Callable[[objec
                 ) -> Callable[[Iterable], Iterator[int]]:
     """A ``mapPartitions`` function: one prepared write per row, a bounded window in flight; yields the count.
 
-    ``statement_name`` names a :class:`~casstor_ops.store.statements.Statements` attribute (a name, not the
+    ``statement_name`` names a :class:`~casstor_ops.store.cql.statements.Statements` attribute (a name, not the
     statement: prepared statements belong to a session, and each executor has its own).
     """
 

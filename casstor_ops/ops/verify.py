@@ -15,7 +15,7 @@ Problem kinds (:class:`Problem`, the keys of ``VerifyReport.problems``):
 Corruption (exit :data:`~casstor_ops.errors.EXIT_CORRUPT`, never repaired here):
 
 * ``corrupt_blocks``: content that does not decode (by its codec,
-  :mod:`casstor_ops.store.codec`) to exactly its ``size`` bytes, or whose
+  :mod:`casstor_ops.store.blocks.codec`) to exactly its ``size`` bytes, or whose
   plaintext's BLAKE2b-256 is not its key (bit rot, a torn write);
 Every *retained* version is checked, not only heads: each version row that is
 not a delete marker (:func:`~casstor_ops.spark.references.retained_versions`:
@@ -25,11 +25,11 @@ they must be intact too). A version is named ``ID@VERSION`` in the examples.
 * ``missing_blocks``: blocks a retained version names that have no content row;
 * ``broken_block_lists``: retained versions whose block list does not add
   up to the version row's block count and size, or does not hash to its
-  file hash (:func:`~casstor_ops.store.hashing.file_hash`: a row altered, lost
+  file hash (:func:`~casstor_ops.store.blocks.hashing.file_hash`: a row altered, lost
   or reordered), checked without reading a block. A version's list is
   gathered in one executor (~40 bytes a block: 25 MB for a 30 GB file).
   An inline version (``blocks`` 0, a size over 0) has no list: it is checked as below;
-* ``corrupt_inline_files``: inline versions (:mod:`casstor_ops.store.inline`)
+* ``corrupt_inline_files``: inline versions (:mod:`casstor_ops.store.engine.inline`)
   whose content is absent, does not decode to the version's size, or does not
   hash to its file hash. The content is in the version row and nowhere else:
   there is no other copy in the store to repair it from.
@@ -97,16 +97,16 @@ from pyspark.sql import types as T
 from casstor_ops.cluster.connection import Endpoint, connect, endpoint_from_env
 from casstor_ops.errors import EXIT_CORRUPT
 from casstor_ops.spark.executor_store import store_for
-from casstor_ops.store.block_list import file_hash_of, read
-from casstor_ops.store.codec import DamagedBlock, decode
-from casstor_ops.store.hashing import block_hash, file_hash
-from casstor_ops.store.inline import plaintext
-from casstor_ops.store.coordination.reclaim_window import RepairWindow
-from casstor_ops.store.records import InlineContent
 from casstor_ops.spark.references import (block_rows, head_block_lists, is_inline, missing_blocks, referenced_blocks,
                                           retained_versions, retained_with_content, stored_blocks)
+from casstor_ops.store.blocks.block_list import file_hash_of, read
+from casstor_ops.store.blocks.codec import DamagedBlock, decode
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
+from casstor_ops.store.coordination.reclaim_window import RepairWindow
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine.inline import plaintext
+from casstor_ops.store.records import InlineContent
 from casstor_ops.store.schema import require_settings
-from casstor_ops.store.statements import Statements
 
 
 
@@ -196,7 +196,7 @@ def is_intact(key: bytes, size: int | None, codec: str | None, content: bytes | 
 
 
 def inline_problem(size: int | None, digest: bytes | None, codec: str | None, content: bytes | None) -> str | None:
-    """What is wrong with an inline version's content (:func:`casstor_ops.store.inline.plaintext`); None: intact.
+    """What is wrong with an inline version's content (:func:`casstor_ops.store.engine.inline.plaintext`); None: intact.
 
     Run in the executors twice: over the scanned versions (a Python UDF) and on the point re-read that confirms one.
     """

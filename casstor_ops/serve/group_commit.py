@@ -9,7 +9,7 @@ whole body was read on the event loop (at most ``SMALL_BODY_BYTES``) with no
 (the plain PUT's, and the S3 PutObject's with their object attributes:
 :mod:`.s3.objects`),
 and stores them together with one :meth:`~casstor_ops.store.api.Store.put_many`
-(:mod:`casstor_ops.store.batch_upload`: each step once for the whole batch,
+(:mod:`casstor_ops.store.engine.batch_upload`: each step once for the whole batch,
 in the commit order of ``docs/safety.md``) on its own thread, then answers
 each request with its own result (its JSON and ETag as a lone store gives).
 

@@ -8,7 +8,7 @@ HEAD     the headers of GET, no body
 
 A GET or HEAD reads the file's head without a thread: the driver's answer
 resolves a future of the event loop (:meth:`Store.callbacks.stat_async
-<casstor_ops.store.callbacks.StoreCallbacks.stat_async>`, :mod:`.bridge`).
+<casstor_ops.store.engine.callbacks.StoreCallbacks.stat_async>`, :mod:`.bridge`).
 Reading content blocks (it drives the driver's futures on its own thread),
 so it runs on a bounded worker pool (``READ_THREADS``), and the body is
 streamed (:mod:`.streams`), except a small one (at most ``SMALL_BODY_BYTES``):
@@ -57,7 +57,7 @@ from casstor_ops.serve.status import one_line, status_of
 from casstor_ops.serve.streams import SMALL_BODY_BYTES, BodyWriter
 from casstor_ops.serve.validators import file_headers, not_modified
 from casstor_ops.store.api import FileInfo, Store
-from casstor_ops.store.points_in_time import parse_time, parse_version
+from casstor_ops.store.history.points_in_time import parse_time, parse_version
 
 log = logging.getLogger("casstor.serve")
 

@@ -2,7 +2,7 @@
 
 The store's ``put`` reads a file object and its ``read`` writes one, on the
 calling thread, driving the driver's futures themselves
-(:class:`~casstor_ops.store.request_queue.RequestQueue`); the server runs each
+(:class:`~casstor_ops.store.cql.request_queue.RequestQueue`); the server runs each
 such call on a worker thread and bridges its file object to the ASGI body:
 
 * :class:`BodyReader` (PUT): a non-seekable raw reader whose ``readinto``

@@ -24,7 +24,7 @@ re-read a block that vanished meanwhile (online reclaim) where a stream
 cannot be.
 An unconditional PUT of such a body (one the store does not keep inline) is
 stored in a batch with the others waiting (:mod:`.group_commit`).
-In a store that keeps small files inline (:mod:`casstor_ops.store.inline`),
+In a store that keeps small files inline (:mod:`casstor_ops.store.engine.inline`),
 an unconditional PUT of one is committed on the driver's callbacks: one
 head write, no worker thread (``Store.callbacks.put_inline_async``), when
 the lease and the key's lock can be had without waiting; else, or when that

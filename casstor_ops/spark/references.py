@@ -7,7 +7,7 @@ small pages (a full-page scan of 64 KiB blobs ran a node out of memory).
 
 * a *head* is a file's committed version: the newest row of its ``versions``
   partition, unless that is a delete marker;
-* an *inline* head (``blocks`` 0, a size over 0: :mod:`casstor_ops.store.inline`)
+* an *inline* head (``blocks`` 0, a size over 0: :mod:`casstor_ops.store.engine.inline`)
   keeps its content in its head row: it has no block list and names no
   block, so it makes no block referenced, missing or kept, and no list of
   it is ever stale (reclaim neither frees nor needs anything of it);
@@ -45,9 +45,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
-from casstor_ops.store.block_list import file_hash_of
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.spark.session import read_table
+from casstor_ops.store.blocks.block_list import file_hash_of
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 
 # A blob page of this many rows is at most 64 MiB of the default chunker's
 # 1 MiB blocks, and ~20 MiB of typical ones, on the node that serves it.
@@ -122,7 +122,7 @@ _file_hash_of = F.udf(file_hash_of, T.BinaryType())
 
 
 def _file_hash() -> F.Column:
-    """A version row's file hash, by :func:`casstor_ops.store.block_list.file_hash_of` (a one-block file's row
+    """A version row's file hash, by :func:`casstor_ops.store.blocks.block_list.file_hash_of` (a one-block file's row
     holds none) on its ``hash`` and ``lone_block``."""
     return _file_hash_of(F.struct("hash", "lone_block"))
 
@@ -148,7 +148,7 @@ def head_block_lists(spark: SparkSession, *head_columns: str, head_rows: DataFra
 
 def lone_block_lists(spark: SparkSession, list_schema: T.StructType) -> DataFrame:
     """``(id, version, block_offset, hash, size)`` in ``file_blocks``' types: the one-row block list each version
-    row that names its only block carries (:mod:`casstor_ops.store.block_list`); such a version has no
+    row that names its only block carries (:mod:`casstor_ops.store.blocks.block_list`); such a version has no
     ``file_blocks`` partition."""
     return (read_table(spark, META_KS, "versions").where(F.col("lone_block").isNotNull())
             .select("id", "version", F.lit(0).cast(list_schema["block_offset"].dataType).alias("block_offset"),

@@ -15,37 +15,36 @@ Vocabulary (used with one meaning everywhere in casstor):
   (:mod:`.namespace`, which defines its words).
 * **inline file**: in a store made with ``inline_max`` > 0, a file of 1 to
   ``inline_max`` bytes whose content is in its head row: no block, no block
-  list, no dedup (:mod:`.inline`).
+  list, no dedup (:mod:`.engine.inline`).
 * **claim**: a TTL row saying "this store is uploading this missing block",
-  so concurrent stores upload a shared new block once (:mod:`.claims`).
+  so concurrent stores upload a shared new block once (:mod:`.blocks.claims`).
 * **lease**, **window**, **commit bound**: what keeps writers and reclaims
   apart, in :mod:`.coordination` (its docstring defines them).
 * **batch**: small files (at most ``SMALL_FILE_BYTES``) stored together,
   each step of the commit order for all of them in few requests
-  (:mod:`.batch_upload`, ``Store.put_many``; cut into *runs* by :mod:`.runs`).
+  (:mod:`.engine.batch_upload`, ``Store.put_many``; cut into *runs* by :mod:`.cql.runs`).
 * **request queue**: a store's or restore's concurrent driver requests,
-  with retries (:mod:`.request_queue`); "window" means only the reclaim window.
-
+  with retries (:mod:`.cql.request_queue`); "window" means only the reclaim window.
 * **codec**: how a block's content is kept (zstd or raw); the hash is always
-  the plaintext's (:mod:`.codec`). *Logical* bytes are files' sizes,
+  the plaintext's (:mod:`.blocks.codec`). *Logical* bytes are files' sizes,
   *unique* bytes their blocks once each, *stored* bytes those blocks as kept.
 * **tree**: the files below a directory, or under an ID *prefix* ending in
   ``/``, stored or restored with one command (:mod:`.bulk`; where its files
   come from and go to is :mod:`.trees`).
 
-Modules: :mod:`.api` (the ``Store`` facade), :mod:`.upload` / :mod:`.restore`
-(the two pipelines; the store's parts are :mod:`.existence`, :mod:`.claims`,
-:mod:`.block_uploads` and :mod:`.commit`), :mod:`.callbacks` (the
-facade's non-blocking calls, answered on the driver's thread; :mod:`.small_read` reads a small version so),
-:mod:`.ids` (which IDs can name a file), :mod:`.history` (``--at``, ``--version`` and diffs), :mod:`.inline`, :mod:`.codec`, :mod:`.statements`
-(every prepared CQL statement), :mod:`.schema` (tables and recorded
-settings), and their helpers. Three rooms of their own: :mod:`.coordination`
-(leases, the reclaim window, clocks, the safety parameters) and
-:mod:`.trees` (listings, path IDs, URLs, path destinations) below the
-engine, :mod:`.bulk` (whole trees through the ``Store`` facade) above it; :mod:`.history` (retention
-policies, snapshots, forget) beside the engine, on :mod:`.namespace`.
-Lower layer: :mod:`casstor_ops.cluster` (connections); nothing here imports
-Spark, the lab or the CLI.
+Rooms, lowest first (``tests/unit/test_layering.py`` holds each to its
+floor): :mod:`.cql` (keyspaces, every prepared statement, the request queue)
+with :mod:`.records` (what operations return), :mod:`.ids` and
+:mod:`.progress`; :mod:`.coordination` (leases, the reclaim window, clocks,
+the safety parameters) and :mod:`.trees` (listings, path IDs, URLs, path
+destinations); :mod:`.blocks` (chunking, hashes, the codec, index rows,
+claims, block lists); :mod:`.namespace` (directories and their entries);
+:mod:`.schema` (tables and recorded settings); :mod:`.engine` (the store
+and restore pipelines, the commit, inline files, multipart objects);
+:mod:`.history` (``--at``, retention policies, snapshots, forget); the
+``Store`` facade, :mod:`.api`; and :mod:`.bulk` (whole trees through the
+facade) above it. Lower layer: :mod:`casstor_ops.cluster` (connections);
+nothing here imports Spark, the lab or the CLI.
 
 Example::
 

@@ -12,7 +12,7 @@ Example::
 :mod:`casstor_ops.store.progress`).
 
 Every call blocks its thread until the driver answered; ``store.callbacks``
-(:mod:`casstor_ops.store.callbacks`) has the calls that answer on the
+(:mod:`casstor_ops.store.engine.callbacks`) has the calls that answer on the
 driver's thread instead (``casstor serve``'s). Which IDs can name a file:
 :func:`~casstor_ops.store.ids.check_id`.
 
@@ -46,30 +46,30 @@ from typing import BinaryIO
 
 from cassandra.cluster import Session
 
-from casstor_ops.store import catalog
 from casstor_ops.cluster.connection import Endpoint, connect
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.batch_upload import BatchUpload, SmallFile
-from casstor_ops.store.callbacks import StoreCallbacks
-from casstor_ops.store.codec import BlockCodec
+from casstor_ops.store.blocks.codec import BlockCodec
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
-from casstor_ops.store.ids import check_id
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.coordination.leases import WriterLease
-from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
-from casstor_ops.store.namespace.listing import all_files_under
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import catalog
+from casstor_ops.store.engine.batch_upload import BatchUpload, SmallFile
+from casstor_ops.store.engine.callbacks import StoreCallbacks
+from casstor_ops.store.engine.restore import Restore
+from casstor_ops.store.engine.upload import Upload
 from casstor_ops.store.history import retention, snapshots
 from casstor_ops.store.history.forget import ForgetReport, forget
 from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.history.snapshots import Snapshot
+from casstor_ops.store.ids import check_id
+from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
+from casstor_ops.store.namespace.listing import all_files_under
+from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import (FileAttributes, FileInfo, ObjectMeta, RestoreResult, StoreResult, StoreStats,
                                       VersionInfo)
-from casstor_ops.store.restore import Restore
-from casstor_ops.store.trees.destinations import restore_to_path
 from casstor_ops.store.schema import StoreSettings, require_settings
-from casstor_ops.store.statements import Statements
-from casstor_ops.store.upload import Upload
+from casstor_ops.store.trees.destinations import restore_to_path
 
 __all__ = ["Store", "SmallFile", "StoreResult", "RestoreResult", "FileInfo", "FileAttributes", "StoreStats", "VersionInfo"]
 
@@ -220,7 +220,7 @@ class Store:
         written (after the lease's fence): an error it raises propagates and nothing is committed (an HTTP
         server's ``If-Match`` check, made as late as the store allows). ``object_meta``, when given, is called at
         the head write (after ``before_commit``) for the S3 attributes to keep in the version row. ``inline=False``
-        keeps even a small file in blocks (a multipart upload's part: :mod:`~casstor_ops.store.multipart`).
+        keeps even a small file in blocks (a multipart upload's part: :mod:`~casstor_ops.store.engine.multipart`).
         """
         check_id(file_id, storing=True)
         with open_source(src) as (reader, own), self._lease("store", lease) as fence:
@@ -237,9 +237,10 @@ class Store:
                                    f"{err.strerror or err}") from None
 
     def put_many(self, files: Sequence[SmallFile], lease: WriterLease | bool = True) -> list[StoreResult | Exception]:
-        """Store small files (each held in memory, at most :data:`~casstor_ops.store.batch_upload.SMALL_FILE_BYTES`
-        by convention) as one batch (:mod:`~casstor_ops.store.batch_upload`): for each, in order, its result or
-        the error that failed it (an invalid ID, an unreadable source, a failed write); the others are stored.
+        """Store small files (each held in memory, at most
+        :data:`~casstor_ops.store.engine.batch_upload.SMALL_FILE_BYTES` by convention) as one batch
+        (:mod:`~casstor_ops.store.engine.batch_upload`): for each, in order, its result or the error that failed it
+        (an invalid ID, an unreadable source, a failed write); the others are stored.
         ``lease``: as :meth:`put`'s."""
         results: list[StoreResult | Exception | None] = [None] * len(files)
         valid = []
@@ -304,7 +305,7 @@ class Store:
 
     def list(self, prefix: str = "", at: datetime | None = None) -> Iterator[FileInfo]:
         """The files whose ID starts with ``prefix``, in ID order (read from the directories under it only); ``at``:
-        as they were then (one version read per name: :func:`~casstor_ops.store.catalog.files_at`)."""
+        as they were then (one version read per name: :func:`~casstor_ops.store.engine.catalog.files_at`)."""
         if at is not None:
             return catalog.files_at(self.session, self._st, prefix, at)
         return catalog.list_files(self.session, self._st, prefix)

@@ -93,7 +93,10 @@ class FileAttributes:
 
 def inline_head(blocks: int | None, size: int | None) -> bool:
     """Whether a head of ``blocks`` blocks and ``size`` bytes is an inline file's: content in its head row, no
-    blocks (:mod:`casstor_ops.store.inline`). Example: ``inline_head(0, 5)`` is True, ``inline_head(0, 0)`` False."""
+    blocks (:mod:`casstor_ops.store.engine.inline`).
+
+    Example: ``inline_head(0, 5)`` is True, ``inline_head(0, 0)`` False.
+    """
     return blocks == 0 and size is not None and size > 0
 
 
@@ -101,7 +104,7 @@ def inline_head(blocks: int | None, size: int | None) -> bool:
 class InlineContent:
     """An inline file's content as its head row keeps it: ``payload`` encoded by ``codec`` (None: raw).
 
-    See :mod:`casstor_ops.store.inline`.
+    See :mod:`casstor_ops.store.engine.inline`.
     """
 
     codec: str | None
@@ -126,11 +129,14 @@ class FileInfo:
     committed_at: datetime | None
     attributes: FileAttributes | None = None
     inline: InlineContent | None = field(default=None, repr=False, compare=False)
-    lone_block: bytes | None = field(default=None, repr=False, compare=False)  # casstor_ops.store.block_list
+    lone_block: bytes | None = field(default=None, repr=False, compare=False)  # casstor_ops.store.blocks.block_list
 
     @property
     def is_inline(self) -> bool:
-        """Whether the file's content is in its head row (no blocks, no block list): :mod:`casstor_ops.store.inline`."""
+        """Whether the file's content is in its head row (no blocks, no block list).
+
+        See :mod:`casstor_ops.store.engine.inline`.
+        """
         return inline_head(self.blocks, self.size)
 
     def as_dict(self) -> dict[str, Any]:
@@ -214,7 +220,7 @@ class StoreStats:
 class VersionRow(NamedTuple):
     """The values of ``insert_version``, in its order: a version row as it is written (the last, ``written_at``,
     its ``USING TIMESTAMP``: the version's own time). ``content``, ``codec``, ``stored_size``: an inline file's
-    (:func:`~casstor_ops.store.inline.head_columns`: null or unset for one in blocks)."""
+    (:func:`~casstor_ops.store.engine.inline.head_columns`: null or unset for one in blocks)."""
 
     id: str
     version: uuid.UUID

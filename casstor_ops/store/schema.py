@@ -11,7 +11,7 @@ small, precious rows (files, block lists, settings, the reclaim window).
   partition per block, keyed by its 32-byte BLAKE2b digest of the
   plaintext; ``size`` is the plaintext's, ``content`` what is stored
   (compressed when ``codec`` is ``zstd``, raw when null:
-  :mod:`casstor_ops.store.codec`). A hash is uniformly
+  :mod:`casstor_ops.store.blocks.codec`). A hash is uniformly
   distributed, so the key spreads load evenly over the ring; one block a
   partition keeps reads and deletes of a block single-partition.
 * ``existing_blocks (hash blob PK, size int, stored_size int)``: the light index the store
@@ -25,9 +25,10 @@ small, precious rows (files, block lists, settings, the reclaim window).
 * ``block_claims ((bucket) PK, hash CK, writer uuid)``: which store is
   uploading a missing block, taken with ``IF NOT EXISTS`` and a TTL, so
   concurrent stores of shared new blocks upload each once
-  (:mod:`casstor_ops.store.upload`). ``CLAIM_PARTITIONS`` partitions (the
-  column ``bucket`` is the partition's number: :func:`claim_partition`, not
-  a directory's bucket nor an S3 bucket), chosen by the
+  (:mod:`casstor_ops.store.blocks.claims`). ``CLAIM_PARTITIONS`` partitions (the
+  column ``bucket`` is the partition's number:
+  :func:`~casstor_ops.store.blocks.claims.claim_partition`, not a directory's
+  bucket nor an S3 bucket), chosen by the
   hash, so one conditional batch (one Paxos round) claims many blocks:
   measured here, 4,356 claims cost the node 0.8-1.2 CPU-seconds in
   batches of ~16 against 5.5-9 one LWT each; per claim, in batches of the
@@ -53,7 +54,7 @@ small, precious rows (files, block lists, settings, the reclaim window).
   ``content, codec, stored_size`` hold an *inline* file's content, in a store
   initialised with ``inline_max`` > 0: a file of 1 to ``inline_max`` bytes is
   kept in its version row, encoded as a block is (``codec``), with ``blocks``
-  0 and no block list (:mod:`casstor_ops.store.inline`).
+  0 and no block list (:mod:`casstor_ops.store.engine.inline`).
 * ``dir_entries ((dir text, bucket int) PK, name text CK, ...)`` and
   ``directories (dir text PK, generation int)`` (schema 5): the directory
   index listings read, a row per name of a directory (its newest version
@@ -67,7 +68,7 @@ small, precious rows (files, block lists, settings, the reclaim window).
   one readers may still be reading; superseded and never-committed lists
   are garbage that reclaim removes after a grace period.
 * ``settings (name text PK, value text)``: the chunker, its sizes, the block
-  and file hash functions (:mod:`casstor_ops.store.hashing`) and the schema
+  and file hash functions (:mod:`casstor_ops.store.blocks.hashing`) and the schema
   version, written once with ``IF NOT EXISTS``, the version last (it
   vouches for the rest: without it the store is not initialised); and the
   compression of new blocks, the one setting a later ``casstor init
@@ -83,7 +84,7 @@ path (measured: see ``docs/schema.md``).
 DDL cannot be prepared; the only variable parts of it (replication factors
 and data-centre names) are validated here against ``[A-Za-z0-9_.-]`` and
 integers before they go into a statement. Everything else is prepared
-(:mod:`casstor_ops.store.statements`).
+(:mod:`casstor_ops.store.cql.statements`).
 
 Example::
 
@@ -108,11 +109,11 @@ from cassandra.query import SimpleStatement
 
 from casstor_ops.cluster.connection import endpoint_of, reported_as_user_errors
 from casstor_ops.errors import EXIT_NOT_INITIALISED, CasstorError
-from casstor_ops.store.codec import DEFAULT_COMPRESSION, NONE, BlockCodec
-from casstor_ops.store.hashing import BLOCK_HASH, FILE_HASH
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.blocks.codec import DEFAULT_COMPRESSION, NONE, BlockCodec
+from casstor_ops.store.blocks.hashing import BLOCK_HASH, FILE_HASH
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.namespace.upgrade import SCHEMA_4_COLUMNS, HeadCopier, copy_heads, upgrade_window
-from casstor_ops.store.statements import Statements
 
 # 2: file hashes are BLAKE2b of the block hashes (1 hashed the whole content again).
 # 3: blocks record their codec and may be compressed; index rows their stored size. A casstor that reads
@@ -195,7 +196,7 @@ _TABLES = [
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS ctime_ns bigint",
     f"ALTER TABLE {META_KS}.dir_entries ADD IF NOT EXISTS ino bigint",
     f"ALTER TABLE {META_KS}.dir_entries ADD IF NOT EXISTS ctime_ns bigint",
-    # The hash of a one-block file's only block (casstor_ops.store.block_list): its block list, read with the row
+    # The hash of a one-block file's only block (casstor_ops.store.blocks.block_list): its block list, read with the row
     # (a tree restore reads no list for it). Null: the list is in file_blocks (every row written before schema 6).
     f"ALTER TABLE {META_KS}.versions ADD IF NOT EXISTS lone_block blob",
     f"ALTER TABLE {META_KS}.dir_entries ADD IF NOT EXISTS lone_block blob",
@@ -218,16 +219,6 @@ _TABLES = [
     f"""CREATE TABLE IF NOT EXISTS {META_KS}.writer_leases (
         writer uuid PRIMARY KEY, kind text, host text, started_at timestamp)""",
 ]
-
-# Every writer must agree: a block's claim lives in one partition. (16 until the lean write path: a casstor of
-# before and one of after, storing the same new block at the same moment, may both upload it.)
-CLAIM_PARTITIONS = 4
-
-
-def claim_partition(digest: bytes) -> int:
-    """The ``block_claims`` partition of a block."""
-    return digest[0] % CLAIM_PARTITIONS
-
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -289,7 +280,7 @@ class StoreSettings:
     normalized_chunking: int = 2
     schema_version: int = SCHEMA_VERSION
     compression: str = DEFAULT_COMPRESSION  # new blocks only; the one setting that may change (set_compression)
-    # Files of 1 to inline_max bytes are kept in their head row, not deduplicated (casstor_ops.store.inline);
+    # Files of 1 to inline_max bytes are kept in their head row, not deduplicated (casstor_ops.store.engine.inline);
     # 0: none. At most chunk_min: such a file is one block either way.
     inline_max: int = 0
     # Entries a directory bucket holds before the directory splits (casstor_ops.store.namespace.layout): at ~120
@@ -541,7 +532,7 @@ def set_compression(session: Session, spec: str) -> StoreSettings:
 
     Example: ``set_compression(session, "zstd:6").compression`` -> ``'zstd:6'``.
     Failures: a bad spec, or a store this casstor cannot use, as
-    :meth:`BlockCodec.parse <casstor_ops.store.codec.BlockCodec.parse>` and :func:`require_settings`.
+    :meth:`BlockCodec.parse <casstor_ops.store.blocks.codec.BlockCodec.parse>` and :func:`require_settings`.
     """
     spec = BlockCodec.parse(spec).spec
     require_settings(session)

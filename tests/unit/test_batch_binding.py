@@ -13,8 +13,8 @@ from cassandra.cqltypes import BytesType, Int32Type, LongType, UTF8Type
 from cassandra.protocol import ColumnMetadata
 from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
 
-from casstor_ops.store import request_queue
-from casstor_ops.store.request_queue import unlogged_batch
+from casstor_ops.store.cql import request_queue
+from casstor_ops.store.cql.request_queue import unlogged_batch
 
 
 def _prepared(query_id: bytes, columns: list[tuple[str, type]], routing: list[int]) -> PreparedStatement:

@@ -1,4 +1,4 @@
-"""Small files in batches (`casstor_ops.store.batch_upload`): the grouping, and the order of a batch's requests.
+"""Small files in batches (`casstor_ops.store.engine.batch_upload`): the grouping, and the order of a batch's requests.
 
 A fake session answers every request at once and records it (statement, rows); a fake batch statement records
 the rows added to it; the fence records its call among the requests.
@@ -13,13 +13,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from casstor_ops.store import batch_upload as batch_module
-from casstor_ops.store import block_uploads, existence, request_queue
-from casstor_ops.store import commit as commit_module
-from casstor_ops.store.batch_upload import BatchUpload, SmallFile, block_owners
+from casstor_ops.store.blocks import block_uploads, existence
 from casstor_ops.store.bulk.tree import small_batches
-from casstor_ops.store.request_queue import UNLOGGED_BATCH_BYTES, query_batches, row_batches
-from casstor_ops.store.statements import Query
+from casstor_ops.store.cql import request_queue
+from casstor_ops.store.cql.request_queue import UNLOGGED_BATCH_BYTES, query_batches, row_batches
+from casstor_ops.store.cql.statements import Query
+from casstor_ops.store.engine import batch_upload as batch_module
+from casstor_ops.store.engine import commit as commit_module
+from casstor_ops.store.engine.batch_upload import BatchUpload, SmallFile, block_owners
 from casstor_ops.store.records import StoreResult
 from casstor_ops.store.schema import StoreSettings
 from casstor_ops.store.trees.source_listing import SourceFile
@@ -132,7 +133,7 @@ def test_blocks_found_are_not_uploaded_and_a_failing_reader_fails_only_itself() 
     _run(first, files)
     again = FakeSession(stored={row for row in _all_hashes(files)})
     results, entries = _run(again, [*files[:3], SmallFile("d/eio", Failing()), files[3]])
-    # the four are one-block files: their heads carry their lists (casstor_ops.store.block_list), none is written
+    # the four are one-block files: their heads carry their lists (casstor_ops.store.blocks.block_list), none is written
     assert {s for s, _ in again.requests} == {"existing", "fence", "insert_version"}
     assert isinstance(results[3], OSError) and [r.new_blocks for r in results if isinstance(r, StoreResult)] == [0] * 4
     assert entries.published == [f.id for f in files[:4]]

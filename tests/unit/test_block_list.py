@@ -1,4 +1,4 @@
-"""``casstor_ops.store.block_list``: where a version's block list lives, without a node (the real node's paths:
+"""``casstor_ops.store.blocks.block_list``: where a version's block list lives, without a node (the real node's paths:
 ``tests/test_tree_batches.py``, ``tests/test_reclaim.py``)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 from cassandra.query import UNSET_VALUE
 
-from casstor_ops.store.block_list import carried, file_hash_of, lone_block, read
-from casstor_ops.store.commit import block_list_rows, head_row, version_write
-from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.blocks.block_list import carried, file_hash_of, lone_block, read
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
+from casstor_ops.store.engine.commit import block_list_rows, head_row, version_write
 from casstor_ops.store.namespace.entries import entry_row
 from casstor_ops.store.records import FileInfo, InlineContent
 
@@ -66,8 +66,8 @@ def test_a_one_block_commit_writes_its_head_and_entry_naming_the_block_and_no_li
     (a tree restore takes the list from the entry)."""
     from types import SimpleNamespace
 
-    from casstor_ops.store import commit as commit_module
-    from casstor_ops.store.commit import Commit, VerifiedBlocks
+    from casstor_ops.store.engine import commit as commit_module
+    from casstor_ops.store.engine.commit import Commit, VerifiedBlocks
 
     sent, published = [], []
     requests = SimpleNamespace(submit_batch=lambda statement, rows, done: sent.append(statement), drain=lambda: None)

@@ -8,9 +8,9 @@ import uuid
 import pytest
 
 from casstor_ops.errors import CorruptionError
-from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
+from casstor_ops.store.engine.restore import ShortList, checked_list
 from casstor_ops.store.records import FileInfo
-from casstor_ops.store.restore import ShortList, checked_list
 
 BLOCKS = [b"a" * 300, b"b" * 200, b"c" * 100]
 

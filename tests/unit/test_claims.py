@@ -1,4 +1,4 @@
-"""The claims protocol against a fake request requests over an in-memory block_claims / existing_blocks."""
+"""The claims protocol against a fake request queue over an in-memory block_claims / existing_blocks."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from casstor_ops.store import claims as claims_module
-from casstor_ops.store.claims import AWAIT_FIRST_S, Claims
+from casstor_ops.store.blocks import claims as claims_module
+from casstor_ops.store.blocks.claims import AWAIT_FIRST_S, CLAIM_PARTITIONS, Claims
+from casstor_ops.store.blocks.existence import ExistenceChecks
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.existence import ExistenceChecks
-from casstor_ops.store.schema import CLAIM_PARTITIONS
 from tests.support import SleepingClock
 
 STATEMENTS = SimpleNamespace(existing="existing", claim_block="claim_block", release_claim="release_claim")

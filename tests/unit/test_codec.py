@@ -11,8 +11,8 @@ import pytest
 import zstandard
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.codec import (MAX_BLOCK_BYTES, MIN_SAVING, SMALL_BLOCK_BYTES, ZSTD, BlockCodec, DamagedBlock,
-                                    decode)
+from casstor_ops.store.blocks.codec import (MAX_BLOCK_BYTES, MIN_SAVING, SMALL_BLOCK_BYTES, ZSTD, BlockCodec,
+                                            DamagedBlock, decode)
 
 TEXT = b"".join(b"line %d of a source file, mostly the same\n" % (i % 50) for i in range(2000))
 

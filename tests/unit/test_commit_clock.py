@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from casstor_ops.store import commit as commit_module
-from casstor_ops.store.commit import Commit, VerifiedBlocks
+from casstor_ops.store.engine import commit as commit_module
+from casstor_ops.store.engine.commit import Commit, VerifiedBlocks
 
 HOUR_S = 3600.0
 BOUND_S = 300

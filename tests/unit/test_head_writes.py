@@ -1,4 +1,4 @@
-"""The head writes' retry rule (``store/commit.py`` ``write_heads``), shared by a lone store and a batch.
+"""The head writes' retry rule (``store/engine/commit.py`` ``write_heads``), shared by a lone store and a batch.
 
 A fake clock stands in for the commit module's ``time`` (its sleeps move it); ``send`` fakes the node: it answers
 the groups that failed with a retryable error.
@@ -6,8 +6,8 @@ the groups that failed with a retryable error.
 
 from __future__ import annotations
 
-from casstor_ops.store import commit as commit_module
-from casstor_ops.store.commit import HEAD_WRITE_ATTEMPTS, write_heads
+from casstor_ops.store.engine import commit as commit_module
+from casstor_ops.store.engine.commit import HEAD_WRITE_ATTEMPTS, write_heads
 from tests.support import SleepingClock
 
 

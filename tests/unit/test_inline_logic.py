@@ -9,9 +9,9 @@ import pytest
 from cassandra.query import UNSET_VALUE
 
 from casstor_ops.errors import CasstorError, CorruptionError
-from casstor_ops.store import inline
-from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.blocks.codec import BlockCodec
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
+from casstor_ops.store.engine import inline
 from casstor_ops.store.records import FileInfo, InlineContent
 from casstor_ops.store.schema import StoreSettings
 

@@ -69,10 +69,17 @@ def test_no_import_cycles() -> None:
         visit(module, ())
 
 
-# Inside the store: coordination/ and trees/ lie below the engine, bulk/ (the tree runners) above its Store facade
-# (the __init__.py of each says why).
+# Inside the store, its rooms lowest first (the __init__.py of each says why it stands where it does): a module
+# imports rooms on its own floor or below, and of its own floor only its own room. bulk/ (the tree runners) stands
+# above the Store facade, which everything outside the store goes through.
 STORE = "casstor_ops.store"
-STORE_BASE = {f"{STORE}.statements", f"{STORE}.keyspaces", f"{STORE}.records"}
+STORE_FLOORS = {"cql": 0, "records": 0, "ids": 0, "progress": 0, "gc_thresholds": 0, "coordination": 1, "trees": 1,
+                "blocks": 2, "namespace": 3, "schema": 4, "engine": 5, "history": 6, "api": 7, "bulk": 8}
+STORE_BASE = {f"{STORE}.cql.statements", f"{STORE}.cql.keyspaces", f"{STORE}.records"}
+
+
+def _room(module: str) -> str:
+    return module.split(".")[2]
 
 
 def _store_imports(prefix: str) -> dict[str, set[str]]:
@@ -96,3 +103,14 @@ def test_trees_import_no_engine_module() -> None:
 def test_nothing_in_the_store_imports_bulk_but_bulk() -> None:
     below = {m: t for m, t in _store_imports(STORE).items() if not m.startswith(f"{STORE}.bulk.")}
     assert sorted((m, t) for m, targets in below.items() for t in targets if t.startswith(f"{STORE}.bulk.")) == []
+
+
+def test_every_store_module_stands_in_a_room_of_a_known_floor() -> None:
+    assert {_room(m) for m in _store_imports(STORE)} == set(STORE_FLOORS)
+
+
+def test_no_store_room_imports_a_room_above_it_or_beside_it() -> None:
+    wrong = sorted((m, t) for m, targets in _store_imports(STORE).items() for t in targets
+                   if STORE_FLOORS[_room(t)] > STORE_FLOORS[_room(m)]
+                   or (STORE_FLOORS[_room(t)] == STORE_FLOORS[_room(m)] and _room(t) != _room(m)))
+    assert wrong == []

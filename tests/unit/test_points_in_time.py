@@ -7,7 +7,7 @@ import pytest
 
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.serve.reads import wanted_version
-from casstor_ops.store.points_in_time import compare, parse_time, parse_version
+from casstor_ops.store.history.points_in_time import compare, parse_time, parse_version
 from casstor_ops.store.records import FileInfo
 
 

@@ -8,8 +8,8 @@ from cassandra.cluster import NoHostAvailable
 from cassandra.connection import ConnectionBusy
 from cassandra.query import BatchStatement
 
-from casstor_ops.store import request_queue
-from casstor_ops.store.request_queue import RequestQueue
+from casstor_ops.store.cql import request_queue
+from casstor_ops.store.cql.request_queue import RequestQueue
 
 NEVER = object()  # an outcome: the request stays in flight until answered by hand
 

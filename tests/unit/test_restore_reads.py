@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
+from casstor_ops.store.engine.restore import BLOCKS_PER_READ, READ_BYTES, default_blocks_per_read
 from casstor_ops.store.records import FileInfo
-from casstor_ops.store.restore import BLOCKS_PER_READ, READ_BYTES, default_blocks_per_read
 
 KIB = 1024
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from casstor_ops.store.row_requests import results, write_all
+from casstor_ops.store.cql.row_requests import results, write_all
 
 
 class _Future:

@@ -1,4 +1,4 @@
-"""The seams' runs (casstor_ops.store.seams): parts chunked on their own, then cut again, are one file's blocks."""
+"""The seams' runs (casstor_ops.store.blocks.seams): parts chunked on their own, then cut again, are one file's blocks."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from casstor_ops.store.chunking import chunks
-from casstor_ops.store.hashing import block_hash
+from casstor_ops.store.blocks.chunking import chunks
+from casstor_ops.store.blocks.hashing import block_hash
+from casstor_ops.store.blocks.seams import READ_AHEAD, SEAMS_AT_ONCE, Recut, seams_of
 from casstor_ops.store.schema import StoreSettings
-from casstor_ops.store.seams import READ_AHEAD, SEAMS_AT_ONCE, Recut, seams_of
 
 # Small blocks, so that a few hundred KiB hold many seams and blocks.
 SETTINGS = StoreSettings(chunk_min=1024, chunk_avg=4096, chunk_max=16384)

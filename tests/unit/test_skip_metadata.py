@@ -9,7 +9,7 @@ from cassandra import ConsistencyLevel, ProtocolVersion
 from cassandra.protocol import ExecuteMessage, ProtocolHandler
 
 from casstor_ops.cluster.skip_metadata import SKIP_METADATA, skipping_metadata, with_skip_metadata
-from casstor_ops.store.statements import Statements, _Prepared
+from casstor_ops.store.cql.statements import Statements, _Prepared
 
 QUERY_ID = b"\x8a" * 16
 FLAGS_AT = 9 + 2 + len(QUERY_ID) + 2  # the frame's header, the id's length and bytes, the consistency

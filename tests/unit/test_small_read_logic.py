@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from casstor_ops.store import small_read
-from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
+from casstor_ops.store.engine import small_read
+from casstor_ops.store.engine.small_read import SmallRead
 from casstor_ops.store.records import FileInfo
-from casstor_ops.store.small_read import SmallRead
 
 
 class FakeStatements:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from cassandra import ConsistencyLevel
 
 from casstor_ops.store.coordination.reclaim_window import current_window
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 
 
 @dataclass
@@ -117,7 +117,7 @@ def test_a_delete_marker_binds_every_column_of_an_s3_version_row() -> None:
     """A delete marker of an S3 object (``catalog.mark_removed``) is written through ``commit.write_version`` as a
     commit's row is: every value ``insert_version_meta`` names is bound, the S3 columns from an empty
     ``ObjectMeta`` (before, the marker listed its S3 columns by hand, and a new one could be left out)."""
-    from casstor_ops.store.catalog import mark_removed
+    from casstor_ops.store.engine.catalog import mark_removed
 
     class Namespace:
         def publish(self, file: object, deleted: bool = False) -> None:

@@ -49,9 +49,9 @@ from casstor_ops.serve.fresh_reads import FreshReads
 from casstor_ops.serve.s3.errors import S3Error, access_denied, invalid_argument, no_such_bucket
 from casstor_ops.serve.s3.xml import parse
 from casstor_ops.store.api import Store
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.namespace.listing import entries_under
-from casstor_ops.store.statements import Statements
 
 KEEP_EVERY = 2 ** 31 - 1  # keep_last of a versioned bucket: every version (the column is a CQL int)
 MAX_BUCKETS = 10_000  # S3's largest max-buckets

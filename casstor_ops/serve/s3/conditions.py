@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from cassandra.cluster import Session
 
 from casstor_ops.serve.s3.errors import S3Error
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 
 TURN_TTL_S = 30  # a turn a dead gateway left is free again after this
 WAIT_S = 20.0    # how long a request waits for a turn before SlowDown

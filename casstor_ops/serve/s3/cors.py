@@ -50,7 +50,7 @@ from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.status import one_line
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import Store
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 
 log = logging.getLogger("casstor.serve")
 

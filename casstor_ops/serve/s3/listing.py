@@ -32,10 +32,10 @@ from urllib.parse import quote
 from casstor_ops.serve.s3.checksums import Checksum
 from casstor_ops.serve.s3.errors import invalid_argument
 from casstor_ops.store.api import Store
+from casstor_ops.store.cql.row_requests import results
+from casstor_ops.store.cql.statements import Query, Statements
 from casstor_ops.store.namespace.layout import split_id
 from casstor_ops.store.namespace.listing import WALK_AHEAD, Entry, directory_entries, entries_under
-from casstor_ops.store.row_requests import results
-from casstor_ops.store.statements import Query, Statements
 
 T = TypeVar("T")
 
@@ -161,7 +161,7 @@ class Listing:
 
     def digests(self, entries: list[Entry]) -> dict[str, VersionDigests]:
         """Each entry's :class:`VersionDigests` by its ID, read by ID and version, many at once
-        (:func:`~casstor_ops.store.row_requests.results`)."""
+        (:func:`~casstor_ops.store.cql.row_requests.results`)."""
         read = results(self._session, [Query(self._st.object_digests, (entry.file.id, entry.file.version))
                                        for entry in entries], self._st.named_rows)
         digests = {}

@@ -1,13 +1,13 @@
 """S3 multipart uploads: Create, UploadPart, UploadPartCopy, Complete, Abort, ListParts, ListMultipartUploads.
 
 An upload is a hidden directory of the store, ``.casstor-uploads/BUCKET/UPLOAD_ID/``
-(:data:`~casstor_ops.store.multipart.UPLOADS`; no bucket's listing shows it):
+(:data:`~casstor_ops.store.engine.multipart.UPLOADS`; no bucket's listing shows it):
 its record ``upload`` (a small file: the key, Content-Type and
 ``x-amz-meta-*`` as JSON) and one file per part, ``00001`` to ``10000``, each
 chunked and deduplicated like any file and kept with its MD5 as ETag. Complete
 commits the object's new version as the parts' block lists end to end, the
 blocks around each seam cut again as one store of the object cuts them
-(:func:`~casstor_ops.store.multipart.commit_parts`: ~800 KiB read a seam), its
+(:func:`~casstor_ops.store.engine.multipart.commit_parts`: ~800 KiB read a seam), its
 ETag ``MD5(part MD5s)-N`` as S3 makes it, then removes the parts and marks the
 record completed: a Complete sent again (a client retrying) answers the object
 again, as S3 and RGW do, until the record is forgotten with the abandoned ones.
@@ -21,7 +21,7 @@ read), keeping the source's checksum; with ``x-amz-copy-source-range``, or when
 the upload asks for a checksum the source does not keep of all its bytes, the
 bytes are read and stored (their blocks are found: dedup) and the part's
 checksum computed as they pass. An upload nobody completes or aborts is
-forgotten after :data:`~casstor_ops.store.multipart.ABANDONED_AFTER_S`.
+forgotten after :data:`~casstor_ops.store.engine.multipart.ABANDONED_AFTER_S`.
 ListMultipartUploads reads the records of the bucket's uploads together
 (:data:`RECORDS_AT_ONCE`) and shows them by key, a key's oldest first: an
 upload's ID starts with the time it was made (:func:`new_upload_id`).
@@ -71,11 +71,11 @@ from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import FileInfo, Store
 from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine.multipart import UPLOADS, commit_parts
 from casstor_ops.store.ids import check_id
-from casstor_ops.store.multipart import UPLOADS, commit_parts
 from casstor_ops.store.namespace.listing import Entry, directory_entries
 from casstor_ops.store.records import ObjectMeta
-from casstor_ops.store.statements import Statements
 
 MIN_PART_BYTES = 5 * 1024 ** 2  # S3's least size of a part but the last
 MAX_COMPLETE_BODY = 2 << 20

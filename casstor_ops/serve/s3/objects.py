@@ -65,8 +65,8 @@ from casstor_ops.serve.ranges import ByteRange, Unsatisfiable, parse_range
 from casstor_ops.serve.reads import Reads
 from casstor_ops.serve.s3.buckets import Buckets, ReadGrant
 from casstor_ops.serve.s3.checksums import Checksum, Digests, requested_algorithm, stored_checksum
-from casstor_ops.serve.s3.conditions import ConditionTurns, Turn
 from casstor_ops.serve.s3.chunked import AwsChunked
+from casstor_ops.serve.s3.conditions import ConditionTurns, Turn
 from casstor_ops.serve.s3.errors import S3Error, invalid_argument, no_such_key, precondition_failed
 from casstor_ops.serve.s3.sigv4 import STREAMING, Signed
 from casstor_ops.serve.s3.tags import tags_of_header
@@ -77,14 +77,14 @@ from casstor_ops.serve.streams import SMALL_BODY_BYTES, BodyReader
 from casstor_ops.serve.validators import WritePrecondition
 from casstor_ops.serve.writes import WRITE_THREADS, Writes
 from casstor_ops.store.api import FileInfo, Store
-from casstor_ops.store.block_list import file_hash_of
-from casstor_ops.store.catalog import head_of
+from casstor_ops.store.blocks.block_list import file_hash_of
 from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.cql.row_requests import results
+from casstor_ops.store.cql.statements import Query, Statements
+from casstor_ops.store.engine.catalog import head_of
+from casstor_ops.store.engine.multipart import commit_parts
 from casstor_ops.store.ids import check_id
-from casstor_ops.store.multipart import commit_parts
 from casstor_ops.store.records import ObjectMeta
-from casstor_ops.store.row_requests import results
-from casstor_ops.store.statements import Query, Statements
 
 MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit of one PutObject
 MAX_PARTS = 10_000
@@ -288,7 +288,7 @@ class Objects:
 
     def rows_of(self, file_ids: list[str]) -> list[list]:
         """:meth:`rows` of each of ``file_ids``, in order, read many at once
-        (:func:`~casstor_ops.store.row_requests.results`)."""
+        (:func:`~casstor_ops.store.cql.row_requests.results`)."""
         return [list(rows) for rows in results(self._store.session, [Query(self._st.object_versions, (file_id,))
                                                                      for file_id in file_ids], self._st.named_rows)]
 
@@ -599,7 +599,7 @@ class Objects:
     def commit_blocks(self, parts: list[FileInfo], file_id: str, condition: WritePrecondition | None,
                       meta: ObjectMeta, versioning: str | None, lease: WriterLease) -> FileInfo:
         """Commit under ``file_id`` (a bucket of ``versioning``) the versions ``parts`` end to end, their block
-        lists concatenated and cut again at their seams (:func:`~casstor_ops.store.multipart.commit_parts`: every
+        lists concatenated and cut again at their seams (:func:`~casstor_ops.store.engine.multipart.commit_parts`: every
         block checked as a store's found blocks are, only those around the seams read), under the key's lock and
         turn; the head."""
         with self._writes.head_locks.holding(file_id), self.turns.turn(file_id) as turn:

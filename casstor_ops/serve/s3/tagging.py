@@ -33,7 +33,7 @@ from casstor_ops.serve.s3.xml import document
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import Store
 from casstor_ops.store.coordination.leases import WriterLease
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 
 MAX_BODY = 64 << 10
 

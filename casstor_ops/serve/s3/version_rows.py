@@ -41,8 +41,8 @@ from collections.abc import Sequence
 from casstor_ops.errors import NotFoundError
 from casstor_ops.serve.s3.errors import S3Error
 from casstor_ops.store.api import Store
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.history.forget import VersionsToDrop, drop_all
-from casstor_ops.store.statements import Statements
 
 NULL = "null"
 ENABLED, SUSPENDED = "Enabled", "Suspended"

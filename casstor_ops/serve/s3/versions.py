@@ -44,9 +44,9 @@ from casstor_ops.serve.s3.version_rows import NULL, name, version_id, visible
 from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.writes import Writes
 from casstor_ops.store.api import Store
-from casstor_ops.store.block_list import file_hash_of
+from casstor_ops.store.blocks.block_list import file_hash_of
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.namespace.listing import entries_under
-from casstor_ops.store.statements import Statements
 
 MAX_CONFIG_BODY = 64 * 1024
 

@@ -8,9 +8,9 @@ Vocabulary:
   (size, mode, mtime, content hash), or restored below a directory
   (:mod:`.tree_files`); its *row* is what the report says of it.
 * **batch**: small files of a tree (at most
-  :data:`~casstor_ops.store.batch_upload.SMALL_FILE_BYTES` each) taken as one
+  :data:`~casstor_ops.store.engine.batch_upload.SMALL_FILE_BYTES` each) taken as one
   item, each step for all of them at once: stored through
-  :class:`~casstor_ops.store.batch_upload.BatchUpload`, restored through
+  :class:`~casstor_ops.store.engine.batch_upload.BatchUpload`, restored through
   :mod:`.batch_restore`; each file still has its own row.
 * **runner**: what drives the items: :mod:`.tree` (``casstor store DIR
   PREFIX``, ``casstor restore PREFIX/ DIR``), or Spark's executors

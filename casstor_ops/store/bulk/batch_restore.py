@@ -10,13 +10,13 @@ order, so mostly by directory, with :func:`batches` (at most
    is keyed by the composite ``(id, version)``: ``id IN ? AND version IN ?``
    would read the cross product, N x N partitions, and Cassandra has no IN
    on a tuple of partition key columns), each checked against its head as
-   a single restore checks it (:func:`~casstor_ops.store.restore.checked_list`:
+   a single restore checks it (:func:`~casstor_ops.store.engine.restore.checked_list`:
    offsets, block count, size, file hash);
 2. the distinct blocks of all of them, ``hash IN ? LIMIT ?``, in reads of at
    most :data:`READ_BLOCKS` blocks and :data:`READ_BYTES` bytes as listed
    (:func:`read_groups`: a response stays far below the driver's frame
    limits), every block decoded and checked against its hash and size
-   (:func:`~casstor_ops.store.restore.checked_blocks`);
+   (:func:`~casstor_ops.store.engine.restore.checked_blocks`);
 3. each file written to a temporary file beside its destination with its
    recorded mode and mtime, all of them flushed to disk at once
    (:func:`~casstor_ops.store.trees.temporary.sync_files`: one ``syncfs``),
@@ -54,14 +54,14 @@ from typing import Any, BinaryIO
 
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.api import Store
-from casstor_ops.store.block_list import carried
-from casstor_ops.store.batch_upload import SMALL_FILE_BYTES  # stored in batches up to it, restored so too
+from casstor_ops.store.blocks.block_list import carried
 from casstor_ops.store.bulk.tree_files import FAILED, FILE_ERRORS, RESTORED, one_line, restore_target
+from casstor_ops.store.cql.request_queue import RequestQueue
+from casstor_ops.store.cql.runs import runs
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine.batch_upload import SMALL_FILE_BYTES  # stored in batches up to it, restored so too
+from casstor_ops.store.engine.restore import READ_CONCURRENCY, blocks_read, checked_blocks, checked_list
 from casstor_ops.store.records import FileInfo
-from casstor_ops.store.request_queue import RequestQueue
-from casstor_ops.store.runs import runs
-from casstor_ops.store.restore import READ_CONCURRENCY, blocks_read, checked_blocks, checked_list
-from casstor_ops.store.statements import Statements
 from casstor_ops.store.trees.destinations import check_destination, move_into_place, set_attributes
 from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.trees.temporary import create_temporary, fsync_directory, remove_strays, sync_files

@@ -15,13 +15,13 @@ flush to disk (:mod:`casstor_ops.store.bulk.batch_restore`; a file with
 any doubt, and a large one, restored alone). The per-file work is the
 Spark jobs' own (:mod:`casstor_ops.store.bulk.tree_files`); only the runner
 differs, and a store takes small files (at most
-:data:`~casstor_ops.store.batch_upload.SMALL_FILE_BYTES`) ``BATCH_FILES`` at a
+:data:`~casstor_ops.store.engine.batch_upload.SMALL_FILE_BYTES`) ``BATCH_FILES`` at a
 time, each batch one worker's item (:func:`small_batches`,
-:class:`~casstor_ops.store.batch_upload.BatchUpload`). The
+:class:`~casstor_ops.store.engine.batch_upload.BatchUpload`). The
 workers share one connection, so they share one request budget: each gets
 1/``workers`` of a lone store's requests in flight (:func:`_sharing`; 4
 stores of 32 each overloaded the connection and failed files). Memory is
-bounded by ``workers`` stores' windows (each :data:`~casstor_ops.store.upload.MAX_HELD_BYTES`
+bounded by ``workers`` stores' windows (each :data:`~casstor_ops.store.engine.upload.MAX_HELD_BYTES`
 at most, a batch ``BATCH_BYTES``) or restores' read-ahead.
 
 Example::
@@ -59,20 +59,20 @@ from casstor_ops.cluster.connection import endpoint_of
 from casstor_ops.errors import EXIT_UNREACHABLE, EXIT_USAGE, CasstorError, LeaseLapsedError
 from casstor_ops.store.api import FileInfo, Store
 from casstor_ops.store.bulk.batch_restore import BatchRestore, batched, batches
-from casstor_ops.store.coordination.leases import WriterLease
-from casstor_ops.store.trees.path_ids import path_to_id
-from casstor_ops.store.progress import ProgressCallback
-from casstor_ops.store.restore import READ_CONCURRENCY
-from casstor_ops.store.runs import runs
-from casstor_ops.store.batch_upload import SMALL_FILE_BYTES
-from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile, list_source
 from casstor_ops.store.bulk.tree_files import (CORRUPT, FAILED, FILE_ERRORS, INGEST_STATUSES, NEW_COUNTS,
                                           RESTORE_STATUSES, SKIPPED, ListedHeads, check_prefix, exit_status,
                                           failure_status, listed_files, one_line, outage, restore_below,
                                           store_small_files, store_unless_unchanged, summary_line)
 from casstor_ops.store.bulk.tree_processes import Standby, in_processes
+from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.cql.runs import runs
+from casstor_ops.store.engine.batch_upload import SMALL_FILE_BYTES
+from casstor_ops.store.engine.restore import READ_CONCURRENCY
+from casstor_ops.store.engine.upload import MAX_REQUESTS
 from casstor_ops.store.namespace.entries import BatchedEntries
-from casstor_ops.store.upload import MAX_REQUESTS
+from casstor_ops.store.progress import ProgressCallback
+from casstor_ops.store.trees.path_ids import path_to_id
+from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile, list_source
 
 TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
 # Client processes for a tree of many small files (casstor_ops.store.bulk.tree_processes says why: two took 0.82x
@@ -83,7 +83,7 @@ TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queu
 # and 3.17 s).
 TREE_PROCESSES = min(2, os.cpu_count() or 1)
 MIN_PROCESS_FILES = 1000
-# Small files stored together (casstor_ops.store.batch_upload), this many at most and this many bytes (what one
+# Small files stored together (casstor_ops.store.engine.batch_upload), this many at most and this many bytes (what one
 # worker holds in memory). Measured on the bench's tree of 5,626 files, two passes: 32 files 657-205 files/s,
 # 64 516-367, 128 808-641, 256 871-731 (1.46 requests a file from 128 up: the blocks' content is the rest).
 BATCH_FILES = 256

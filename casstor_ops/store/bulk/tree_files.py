@@ -32,7 +32,7 @@ when every file meets an :func:`outage`, and exits with :func:`exit_status`.
 * **Small files in batches**: :func:`store_small_files` applies the same
   rules to many small local files, each read whole into memory, and stores
   those not found unchanged as one batch
-  (:mod:`casstor_ops.store.batch_upload`); a file that fails (vanished,
+  (:mod:`casstor_ops.store.engine.batch_upload`); a file that fails (vanished,
   unreadable, no longer regular) fails alone.
 * **Restore below a directory**: the file ID (the Spark job's whole ID;
   ``casstor restore PREFIX/ DIR`` takes PREFIX off, as ``casstor store DIR
@@ -83,15 +83,15 @@ from casstor_ops.errors import (EXIT_CORRUPT, EXIT_PARTIAL, EXIT_UNREACHABLE, EX
                                 LeaseLapsedError)
 from casstor_ops.store.api import FileInfo, SmallFile, Store, StoreResult, check_id, open_source
 from casstor_ops.store.coordination.leases import WriterLease
-from casstor_ops.store.trees.locations import open_reader, replacing_writer
-from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
-from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine.upload import source_file_hash
 from casstor_ops.store.namespace.entries import BatchedEntries
 from casstor_ops.store.namespace.layout import markers, split_id
 from casstor_ops.store.namespace.listing import UNSPLIT_A_READ, Entry, live_entries
 from casstor_ops.store.records import FileAttributes
-from casstor_ops.store.statements import Statements
-from casstor_ops.store.upload import source_file_hash
+from casstor_ops.store.trees.locations import open_reader, replacing_writer
+from casstor_ops.store.trees.path_ids import id_to_path, path_to_id
+from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile
 
 if TYPE_CHECKING:  # fsspec loads only for URLs (casstor_ops.store.trees.locations)
     from fsspec.spec import AbstractFileSystem

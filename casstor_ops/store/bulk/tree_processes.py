@@ -41,7 +41,7 @@ The wall time of that tree stayed level (16 alternated pairs, medians 3.65 and
 tars added, 4 pairs of 4 were faster (medians 5.38 and 5.12 s).
 
 Every process keeps the per-batch commit order of
-:mod:`casstor_ops.store.batch_upload`, so a process killed at any point
+:mod:`casstor_ops.store.engine.batch_upload`, so a process killed at any point
 leaves each of its files old or new, as a killed ``casstor store`` does. A
 child dies with its parent (Linux ``PR_SET_PDEATHSIG``): a parent killed
 leaves no process storing on.

@@ -37,7 +37,7 @@ from cassandra.cluster import NoHostAvailable, Session
 from cassandra.pool import Host
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 
 NODE_RESOLUTION_S = 0.001  # toUnixTimestamp(now()) counts milliseconds
 # 0.5 + 1 + 2 + 4 s between five tries: longer than the driver's first reconnections (0.5 s, then doubling).

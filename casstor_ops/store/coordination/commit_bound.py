@@ -21,7 +21,7 @@ from cassandra.cluster import Session
 
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 
 
 def commit_bound_s(session: Session) -> int:

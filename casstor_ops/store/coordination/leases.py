@@ -44,7 +44,7 @@ from cassandra.cluster import Session
 from casstor_ops.errors import MaintenanceError
 from casstor_ops.store.coordination.heartbeat import Heartbeat, LeaseHolder
 from casstor_ops.store.coordination.reclaim_window import refuse_writers_in_offline_window
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 
 class WriterLease(LeaseHolder):
     """A registered writer; refuses to start inside an offline reclaim window."""

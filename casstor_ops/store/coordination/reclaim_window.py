@@ -55,7 +55,7 @@ from cassandra.cluster import Session
 
 from casstor_ops.errors import CasstorError, MaintenanceError
 from casstor_ops.store.coordination.heartbeat import Heartbeat, LeaseHolder, lease_timing
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 
 WINDOW = "reclaim"
 ALIVE = "reclaim.alive"

@@ -33,7 +33,7 @@ class SafetyParameters:
     # changing it never breaks dedup, and the tests shorten it); both sides read the same row, so they agree.
     commit_bound_s: int = 300
     # The least bound: a store whose checks are all younger than half of it need not read the row
-    # (casstor_ops.store.commit); a smaller value written to the row by hand counts as this.
+    # (casstor_ops.store.engine.commit); a smaller value written to the row by hand counts as this.
     min_commit_bound_s: int = 1
     # Online reclaim re-reads the heads this long after the commit bound, counted from its index deletes. A
     # store whose head write is acknowledged later than the bound plus this after its oldest check cannot know

@@ -1,10 +1,12 @@
-"""History: which versions of a file are kept, and dropping the rest.
+"""History: a file's versions read at a point in time, which of them are kept, and dropping the rest.
 
 Vocabulary (used with one meaning everywhere in casstor):
 
 * **version**: one row of ``casstor_meta.versions`` (every store of an ID
   makes one; ``rm`` makes a **delete marker**, a version that says "removed
   here" and has no content). Its *time* is its timeuuid's.
+* **point in time**: a ``--version`` or an ``--at`` as read, and a tree at
+  two times compared (``casstor diff``) (:mod:`.points_in_time`).
 * **retention policy**: per ID prefix, restic's terms (``keep_last``,
   ``keep_within``, ``keep_hourly`` / ``daily`` / ``weekly`` / ``monthly``);
   the longest matching prefix's policy applies to an ID, and an ID under no
@@ -24,7 +26,7 @@ Vocabulary (used with one meaning everywhere in casstor):
 
 Layering: inside the store, above :mod:`casstor_ops.store.namespace` and
 :mod:`casstor_ops.store.coordination` (whose commit bound sets the grace);
-:mod:`.policy` is pure (no I/O).
+:mod:`.policy` and :mod:`.points_in_time` are pure (no I/O).
 
 Example::
 

@@ -7,7 +7,7 @@ wrote is left for a forget without PREFIX; without one: a paged scan of
 :func:`~casstor_ops.store.history.policy.kept` decides with the ID's policy
 (:mod:`.retention`), the snapshots over it (:mod:`.snapshots`) and the
 grace, 2 x the commit bound; an S3 upload's part untouched for a week is kept by nothing
-(:func:`~casstor_ops.store.multipart.abandoned`). Each other version goes, oldest first: its
+(:func:`~casstor_ops.store.engine.multipart.abandoned`). Each other version goes, oldest first: its
 row (stamped when sent, so cells set on it after its commit go too; the row
 is that version's alone, so nothing newer is shadowed), then its block list. An
 ID left with no version (its newest was a delete marker nothing keeps) loses
@@ -21,7 +21,7 @@ versions under it (which would make one of them the head again). What it
 left is dropped later: a block list without its row by the next reclaim (a
 stale list), a removed file's entry without versions by the next forget.
 
-IDs go 1,000 at a time (:data:`~casstor_ops.store.row_requests.ROWS_AT_ONCE`):
+IDs go 1,000 at a time (:data:`~casstor_ops.store.cql.row_requests.ROWS_AT_ONCE`):
 their versions are read together, then dropped in rounds, the k-th delete of
 every ID of the group in round k, each round sent together and acknowledged
 whole before the next; so each ID's deletes keep the order above, as one
@@ -55,18 +55,18 @@ from typing import Any
 
 from cassandra.cluster import Session
 
-from casstor_ops.store.block_list import read
-from casstor_ops.store.catalog import scan
+from casstor_ops.store.blocks.block_list import read
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
+from casstor_ops.store.cql.row_requests import ROWS_AT_ONCE, results, write_all
+from casstor_ops.store.cql.statements import Query, Statements
+from casstor_ops.store.engine.catalog import scan
+from casstor_ops.store.engine.multipart import abandoned
 from casstor_ops.store.history.policy import Version, kept, policy_for
 from casstor_ops.store.history.retention import policies
 from casstor_ops.store.history.snapshots import snapshots
 from casstor_ops.store.namespace.entries import Namespace, version_micros
-from casstor_ops.store.multipart import abandoned
 from casstor_ops.store.namespace.listing import entries_under
 from casstor_ops.store.records import inline_head
-from casstor_ops.store.row_requests import ROWS_AT_ONCE, results, write_all
-from casstor_ops.store.statements import Query, Statements
 
 DROPS_SHOWN = 20  # versions listed by the report's table; --json lists every one
 
@@ -81,7 +81,7 @@ class Dropped:
     size: int
     blocks: int
     inline_bytes: int  # an inline version's content as kept: freed with its row
-    lone_block: bytes | None = None  # its only block, when its row names it (casstor_ops.store.block_list)
+    lone_block: bytes | None = None  # its only block, when its row names it (casstor_ops.store.blocks.block_list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "version": str(self.version), "deleted": self.deleted, "size": self.size}

@@ -22,9 +22,9 @@ from __future__ import annotations
 from cassandra.cluster import Session
 
 from casstor_ops.errors import NotFoundError
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.history.policy import Policy
 from casstor_ops.store.namespace.layout import directory_key
-from casstor_ops.store.statements import Statements
 
 
 def set_policy(session: Session, st: Statements, prefix: str, policy: Policy) -> Policy:

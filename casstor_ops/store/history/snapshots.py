@@ -36,7 +36,7 @@ from cassandra.cluster import Session
 
 from casstor_ops.errors import CasstorError, NotFoundError
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.statements import Statements
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ Vocabulary:
   :mod:`.entries`). A listing merges the buckets of every generation so far.
 
 Layering: inside the store, below the engine (``catalog``, ``commit``) that
-writes and reads through it; imports only :mod:`casstor_ops.store.statements`,
-records, the batch helpers of :mod:`casstor_ops.store.request_queue`
+writes and reads through it; imports only :mod:`casstor_ops.store.cql.statements`,
+records, the batch helpers of :mod:`casstor_ops.store.cql.request_queue`
 (``unlogged_batch``, ``row_batches``) and the lower layers.
 
 Example::

@@ -54,16 +54,16 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from cassandra.cluster import Session
 from cassandra.query import UNSET_VALUE
 
-from casstor_ops.store.block_list import hash_column
+from casstor_ops.store.blocks.block_list import hash_column
+from casstor_ops.store.cql.request_queue import query_batches, unlogged_batch
+from casstor_ops.store.cql.statements import Query, Statements
 from casstor_ops.store.namespace.layout import MAX_GENERATION, bucket_of, directory_key, markers, split_id
 from casstor_ops.store.namespace.listing import recorded_generation, recorded_generations
 from casstor_ops.store.records import FileInfo
-from casstor_ops.store.request_queue import query_batches, unlogged_batch
-from casstor_ops.store.statements import Query, Statements
 
 GENERATION_CACHE_S = 60.0
 # Entries of one directory written together by a tree store (BatchedEntries): ~150 bytes a row, one
-# single-partition batch (exempt from the batch size thresholds, as block lists are: casstor_ops.store.commit).
+# single-partition batch (exempt from the batch size thresholds, as block lists are: casstor_ops.store.engine.commit).
 ENTRY_BATCH_FILES = 64
 # A tree store's directories whose entries wait at once, and the threads that write them. Written on the committing
 # thread and, for most directories (fewer than 64 files), all at the end on one thread, the entries of the bench's
@@ -182,7 +182,7 @@ class Namespace:
     def make_many(self, directories: Sequence[str]) -> None:
         """Make those of ``directories`` that :meth:`listed` found unmade, together: every marker first, then, once
         all are acknowledged, the directories' rows; many rows to an unlogged batch
-        (:func:`~casstor_ops.store.request_queue.row_batches`), all of a step's requests at once. Threads that need
+        (:func:`~casstor_ops.store.cql.request_queue.row_batches`), all of a step's requests at once. Threads that need
         one of them meanwhile wait for it, as for a directory made at its first write.
 
         A directory is taken with those above it not made yet, up to one that is made, so every row is written
@@ -322,7 +322,7 @@ class Namespace:
     def publish_many(self, infos: dict[str, list[tuple[FileInfo, int | None]]], deleted: bool = False) -> None:
         """Write the entries of the versions ``infos`` holds by directory (each with its stored size; delete markers
         when ``deleted``), each stamped with its own version's time: many directories' entries to an unlogged batch
-        (:func:`~casstor_ops.store.request_queue.query_batches`), every batch sent at once."""
+        (:func:`~casstor_ops.store.cql.request_queue.query_batches`), every batch sent at once."""
         writes: list[Query] = []
         written: Counter[tuple[str, int, int]] = Counter()
         for directory, files in infos.items():

@@ -47,10 +47,10 @@ from operator import attrgetter
 
 from cassandra.cluster import Session
 
-from casstor_ops.store.block_list import file_hash_of
+from casstor_ops.store.blocks.block_list import file_hash_of
+from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.namespace.layout import buckets, directory_key, split_id
 from casstor_ops.store.records import FileAttributes, FileInfo
-from casstor_ops.store.statements import Statements
 
 PAGE_ROWS = 1000
 # Unsplit directories read in one request (unsplit_entries): 8, 16, 32 and 64 a request read the 790 directories of

@@ -51,11 +51,11 @@ from cassandra.cluster import Session
 from casstor_ops.store.coordination.leases import wait_for_writers
 from casstor_ops.store.coordination.reclaim_window import UpgradeWindow, WindowState
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.keyspaces import META_KS
+from casstor_ops.store.cql.keyspaces import META_KS
+from casstor_ops.store.cql.row_requests import write_all
+from casstor_ops.store.cql.statements import Query, Statements
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.records import FileAttributes, VersionRow
-from casstor_ops.store.row_requests import write_all
-from casstor_ops.store.statements import Query, Statements
 
 COPY_PAGE_ROWS = 500
 PUBLISH_THREADS = 8     # entries are written by Namespace.publish, one request (and a cached generation) each

@@ -34,7 +34,7 @@ from casstor_ops.store.trees.temporary import create_temporary, fsync_directory,
 
 class Content(Protocol):
     """What is restored: a version's bytes, written in order to ``out`` (a
-    :class:`~casstor_ops.store.restore.Restore`), and its recorded attributes."""
+    :class:`~casstor_ops.store.engine.restore.Restore`), and its recorded attributes."""
 
     attributes: FileAttributes | None
 

@@ -7,14 +7,14 @@ more (one key: ``read_block``, routed to a replica; several, up to
 and size, the list against the head's block count, size and file hash. The
 two answers are handled on the driver's thread, which the checks hold for
 about a millisecond per MiB. An inline file's content came with its head
-(:mod:`casstor_ops.store.inline`): it is checked and answered at once.
+(:mod:`casstor_ops.store.engine.inline`): it is checked and answered at once.
 
 This is the fast path for the case where everything is in order, and only
 that: it never tells a change from corruption, and it does not retry. Any
 doubt (more blocks than one read asks for, a list that does not match the
 head, a block missing or damaged, a request that failed or timed out) answers
 ``None``, and the caller reads the version again through
-:class:`~casstor_ops.store.restore.Restore`, which retries, re-reads the head
+:class:`~casstor_ops.store.engine.restore.Restore`, which retries, re-reads the head
 and raises the error that applies (:class:`~casstor_ops.errors.FileChangedError`,
 :class:`~casstor_ops.errors.CorruptionError`, or the driver's).
 
@@ -35,12 +35,12 @@ from collections.abc import Callable
 from cassandra.cluster import Session
 
 from casstor_ops.errors import CorruptionError
-from casstor_ops.store.block_list import carried
-from casstor_ops.store.hashing import file_hash
-from casstor_ops.store.inline import plaintext
+from casstor_ops.store.blocks.block_list import carried
+from casstor_ops.store.blocks.hashing import file_hash
+from casstor_ops.store.cql.statements import Query, Statements
+from casstor_ops.store.engine.inline import plaintext
+from casstor_ops.store.engine.restore import BLOCKS_PER_READ, blocks_read, checked_blocks
 from casstor_ops.store.records import FileInfo
-from casstor_ops.store.restore import BLOCKS_PER_READ, blocks_read, checked_blocks
-from casstor_ops.store.statements import Query, Statements
 
 MAX_BLOCKS = BLOCKS_PER_READ  # a version read this way has at most this many blocks: its blocks are one read
 

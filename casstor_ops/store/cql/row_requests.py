@@ -22,7 +22,7 @@ Failure behaviour: the first failed request's error is raised where its
 result is awaited (the driver has retried it by its policy); the other
 requests of its window were sent and go on unawaited, and no later window
 is sent. Only for small rows: blocks go through
-:class:`~casstor_ops.store.request_queue.RequestQueue`, which bounds the bytes
+:class:`~casstor_ops.store.cql.request_queue.RequestQueue`, which bounds the bytes
 in flight.
 """
 
@@ -34,7 +34,7 @@ from typing import Any
 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, ResultSet, Session
 
-from casstor_ops.store.statements import Query
+from casstor_ops.store.cql.statements import Query
 
 # Requests sent before the first answer is awaited: a page of a listing (1,000 keys) goes at once; a Complete of
 # 10,000 parts sends ten windows. Small rows only (under 1 KB a request), so a window holds under a megabyte.

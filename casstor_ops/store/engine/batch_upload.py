@@ -1,6 +1,6 @@
 """Small files stored together: each step of a store taken for a whole batch of files at once.
 
-A lone store (:class:`~casstor_ops.store.upload.Upload`) pays about five
+A lone store (:class:`~casstor_ops.store.engine.upload.Upload`) pays about five
 requests per small file: its existence check, the block, its index row, the
 block list and the head. :class:`BatchUpload` moves a batch of small files
 (each held in memory: at most :data:`SMALL_FILE_BYTES` is what callers send
@@ -9,28 +9,28 @@ requests as it can, and each only once the previous one is acknowledged:
 
 1. every file is read, cut and hashed;
 2. one existence check for the batch's distinct blocks (``CHECK_BATCH``
-   hashes a request: :mod:`casstor_ops.store.existence`);
+   hashes a request: :mod:`casstor_ops.store.blocks.existence`);
 3. the missing blocks' content, pipelined one request a block (content
    never goes in a batch: Cassandra refuses a batch above
    ``batch_size_fail_threshold``, 50 KiB), then their index rows in unlogged
-   batches (:mod:`casstor_ops.store.block_uploads`). A file's *lone small
+   batches (:mod:`casstor_ops.store.blocks.block_uploads`). A file's *lone small
    block* (its only block, no larger than the chunker's minimum) is
    uploaded unclaimed, as a lone store uploads it; other missing blocks are
-   claimed first (:mod:`casstor_ops.store.claims`). That is safe because a
+   claimed first (:mod:`casstor_ops.store.blocks.claims`). That is safe because a
    claim only saves work: two stores of the same block write the same bytes
    into the same row, content before index row each, so a duplicate upload
    costs bytes and a miscount of ``new_blocks``, never a block;
 4. the block lists, many files' rows to an unlogged batch (bounded by
    ``ROW_BATCH_ROWS`` rows and ``UNLOGGED_BATCH_BYTES`` bytes:
-   :func:`~casstor_ops.store.request_queue.row_batches`);
+   :func:`~casstor_ops.store.cql.request_queue.row_batches`);
 5. the writer lease's fence, then the heads (``insert_version``, the values
-   :func:`~casstor_ops.store.commit.head_row` makes for a lone store too; an
+   :func:`~casstor_ops.store.engine.commit.head_row` makes for a lone store too; an
    S3 object's with its attributes, as
-   :func:`~casstor_ops.store.commit.version_write` gives for a lone store),
+   :func:`~casstor_ops.store.engine.commit.version_write` gives for a lone store),
    batched the same way, then the files' directory entries (as one
    directory's batch: :class:`~casstor_ops.store.namespace.entries.BatchedEntries`).
 
-The commit protocol of :mod:`casstor_ops.store.commit` holds per batch: no
+The commit protocol of :mod:`casstor_ops.store.engine.commit` holds per batch: no
 head is sent before every block of the batch is verified and every block
 list acknowledged; the first attempt is held to the least commit bound when
 every verification is younger than half of it (else the store's bound is
@@ -78,19 +78,19 @@ from cassandra.cluster import Session
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError, LeaseLapsedError
-from casstor_ops.store.commit import (COMMIT_ATTEMPTS, block_list_rows, first_bound, head_row,
-                                      in_time, late_head, version_write, write_heads)
+from casstor_ops.store.blocks.chunking import make_chunker
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
-from casstor_ops.store.chunking import make_chunker
-from casstor_ops.store.hashing import block_hash, file_hash
-from casstor_ops.store.inline import encode, fits, head_columns, inline_result
+from casstor_ops.store.cql.request_queue import RETRYABLE, query_batches, row_batches, unlogged_batch
+from casstor_ops.store.cql.statements import Query, Statements
+from casstor_ops.store.engine.commit import (COMMIT_ATTEMPTS, block_list_rows, first_bound, head_row,
+                                             in_time, late_head, version_write, write_heads)
+from casstor_ops.store.engine.inline import encode, fits, head_columns, inline_result
+from casstor_ops.store.engine.upload import MAX_REQUESTS, Upload
 from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.records import FileAttributes, InlineContent, ObjectMeta, StoreResult, VersionRow
-from casstor_ops.store.request_queue import RETRYABLE, query_batches, row_batches, unlogged_batch
 from casstor_ops.store.schema import StoreSettings
-from casstor_ops.store.statements import Query, Statements
-from casstor_ops.store.upload import MAX_REQUESTS, Upload
 
 # A small file, stored in a batch: read whole into memory. 1 MiB is the default chunk_max, so such a file is one
 # or two blocks; its lone store's five requests cost ~5 ms of CPU (client and node), as much as moving and

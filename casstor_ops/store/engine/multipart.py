@@ -7,10 +7,10 @@ dot, so no bucket's listing shows them). Completing the upload commits one
 new version of the object whose block list is the parts' lists end to end,
 but around each seam (where one part ends and the next begins), whose blocks
 are cut again as one store of the whole object cuts them
-(:mod:`casstor_ops.store.seams`: ~800 KiB read a seam, ~2 blocks cut). So the
+(:mod:`casstor_ops.store.blocks.seams`: ~800 KiB read a seam, ~2 blocks cut). So the
 object has the blocks a PUT or ``casstor store`` of its bytes has, whatever its
 part size, and an upload of it again with other parts writes no block its list
-keeps. The commit is :class:`~casstor_ops.store.upload.Upload`'s of a known
+keeps. The commit is :class:`~casstor_ops.store.engine.upload.Upload`'s of a known
 list (``run_listed``): every distinct block checked in ``existing_blocks``
 (so verified within the commit bound, as a normal store's), a block the seams
 cut and the store lacks written (unclaimed), and all checked again as the
@@ -31,7 +31,7 @@ Failures: a part whose block list is incomplete, or a block that vanished,
 raises :class:`~casstor_ops.errors.CasstorError`, and a block read at a seam
 that does not match its hash :class:`~casstor_ops.errors.CorruptionError`
 (nothing committed either way); the commit's own failures as
-:mod:`casstor_ops.store.commit` says.
+:mod:`casstor_ops.store.engine.commit` says.
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from collections.abc import Callable
 from cassandra.cluster import Session
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.block_list import ListRow, read_all
+from casstor_ops.store.blocks.block_list import ListRow, read_all
+from casstor_ops.store.blocks.seams import BlockReader, Recut, seams_of
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine.restore import blocks_read, checked_blocks
+from casstor_ops.store.engine.upload import Upload
 from casstor_ops.store.records import FileInfo, ObjectMeta
-from casstor_ops.store.restore import blocks_read, checked_blocks
 from casstor_ops.store.schema import StoreSettings
-from casstor_ops.store.seams import BlockReader, Recut, seams_of
-from casstor_ops.store.statements import Statements
-from casstor_ops.store.upload import Upload
 
 UPLOADS = ".casstor-uploads/"
 ABANDONED_AFTER_S = 7 * 24 * 3600  # an upload with no part newer than this is forgotten

@@ -32,16 +32,16 @@ from functools import partial
 
 from cassandra.cluster import Session
 
-from casstor_ops.store import catalog, inline
-from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.commit import commit_inline_async
-from casstor_ops.store.namespace.entries import Namespace
+from casstor_ops.store.blocks.codec import BlockCodec
 from casstor_ops.store.coordination.leases import WriterLease
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine import catalog, inline
+from casstor_ops.store.engine.commit import commit_inline_async
+from casstor_ops.store.engine.small_read import Answer, SmallRead
 from casstor_ops.store.ids import check_id
+from casstor_ops.store.namespace.entries import Namespace
 from casstor_ops.store.records import FileInfo, StoreResult
 from casstor_ops.store.schema import StoreSettings
-from casstor_ops.store.small_read import Answer, SmallRead
-from casstor_ops.store.statements import Statements
 
 
 class StoreCallbacks:
@@ -55,7 +55,7 @@ class StoreCallbacks:
         self._codec = codec
 
     def keeps_inline(self, size: int) -> bool:
-        """Whether this store keeps a file of ``size`` bytes inline, in its head row (:mod:`casstor_ops.store.inline`)."""
+        """Whether this store keeps a file of ``size`` bytes inline, in its head row (:mod:`.inline`)."""
         return inline.fits(self._settings, size)
 
     def put_inline_async(self, data: bytes, file_id: str, lease: WriterLease,
@@ -70,7 +70,7 @@ class StoreCallbacks:
 
         Raises at once a bad ID, ``data`` this store does not keep inline
         (ValueError), or a lapsed ``lease`` (LeaseLapsedError). A write that
-        fails or times out is not retried (:func:`~casstor_ops.store.commit.commit_inline_async`):
+        fails or times out is not retried (:func:`~casstor_ops.store.engine.commit.commit_inline_async`):
         the previous version stays, or this one is whole; ``Store.put`` retries.
         """
         check_id(file_id, storing=True)
@@ -105,7 +105,7 @@ class StoreCallbacks:
         ``done(content)`` once every block and the file hash checked out, or ``done(None)`` at the first doubt
         (anything missing, damaged or failed, or more than ``MAX_BLOCKS`` blocks); then read it with
         ``Store.read``, which tells a change from corruption. ``done`` is called once, on the driver's thread: it
-        must not block (:mod:`casstor_ops.store.small_read`).
+        must not block (:mod:`casstor_ops.store.engine.small_read`).
 
         Example::
 

@@ -1,4 +1,6 @@
-"""The two keyspaces' names: the one thing both the DDL (:mod:`.schema`) and every statement (:mod:`.statements`) name.
+"""The two keyspaces' names: the one thing both the DDL and every statement name.
+
+The DDL is in :mod:`casstor_ops.store.schema`, the statements in :mod:`.statements`.
 
 ``casstor_data`` holds the bulk (block content, its index, claims);
 ``casstor_meta`` the small, precious rows (heads, block lists, settings,

@@ -47,8 +47,8 @@ from cassandra.protocol import OverloadedErrorMessage
 from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
-from casstor_ops.store.runs import runs
-from casstor_ops.store.statements import Query
+from casstor_ops.store.cql.runs import runs
+from casstor_ops.store.cql.statements import Query
 
 # ReadFailure: an overloaded node drops queued reads and reports a failure (seen at load average 15);
 # a read is always safe to repeat.
@@ -115,7 +115,7 @@ class RequestQueue:
     """At most ``max_requests`` requests in flight; results handled in the caller's thread.
 
     ``execution_profile`` (a name or a profile) applies to every request, e.g.
-    :attr:`Statements.plain_rows <casstor_ops.store.statements.Statements.plain_rows>`.
+    :attr:`Statements.plain_rows <casstor_ops.store.cql.statements.Statements.plain_rows>`.
     """
 
     def __init__(self, session: Session, max_requests: int, timeout_s: float = REQUEST_TIMEOUT_S,

@@ -9,7 +9,7 @@ every row written before schema 6 (a null column), keeps its list in
 one block, so this saves a tree restore one request per file.
 
 Such a row holds no file hash either (schema 7; ``hash`` is left unset): a
-file's hash is the hash of its block hashes (:mod:`casstor_ops.store.hashing`),
+file's hash is the hash of its block hashes (:mod:`casstor_ops.store.blocks.hashing`),
 so a one-block file's is ``block_hash(lone_block)``, and :func:`file_hash_of`
 gives every reader a row's file hash. A store of 5,626 small files took
 0.43 MB less on disk (docs/benchmarks.md): 32 bytes no compression shrinks,
@@ -28,7 +28,7 @@ Example::
 
 Failure behaviour: none here beyond the driver's errors on a read; a list
 that does not add up to its head is for the caller to check
-(:func:`casstor_ops.store.restore.checked_list`), as before.
+(:func:`casstor_ops.store.engine.restore.checked_list`), as before.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from typing import NamedTuple, Protocol
 
 from cassandra.cluster import Session
 
-from casstor_ops.store.hashing import block_hash
+from casstor_ops.store.blocks.hashing import block_hash
+from casstor_ops.store.cql.row_requests import results
+from casstor_ops.store.cql.statements import Query, Statements
 from casstor_ops.store.records import InlineContent
-from casstor_ops.store.row_requests import results
-from casstor_ops.store.statements import Query, Statements
 
 class ListRow(NamedTuple):
     """One block of a list, as ``file_blocks`` has it: where it starts in the file, its hash, its size."""
@@ -101,7 +101,7 @@ def read(session: Session, st: Statements, head: Version) -> list[ListRow]:
 
 def read_all(session: Session, st: Statements, heads: Sequence[Version]) -> list[list[ListRow]]:
     """Each of ``heads``' whole block lists, in order, as :func:`read` gives one: those in ``file_blocks`` read
-    many at once (:mod:`~casstor_ops.store.row_requests`; a multipart upload's parts: one by one, 10,000 took
+    many at once (:mod:`~casstor_ops.store.cql.row_requests`; a multipart upload's parts: one by one, 10,000 took
     ~20 s)."""
     lists = [carried(head) for head in heads]
     unread = [(i, head) for i, head in enumerate(heads) if lists[i] is None]

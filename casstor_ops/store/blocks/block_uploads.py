@@ -1,14 +1,14 @@
 """Block uploads: a block's content row, then its index row, each block once.
 
-A block this store is to write (it claimed it, :mod:`casstor_ops.store.claims`)
+A block this store is to write (it claimed it, :mod:`casstor_ops.store.blocks.claims`)
 is encoded by the store's codec (compressed, or kept raw when that saves
-too little: :mod:`casstor_ops.store.codec`) in the caller's thread, only
+too little: :mod:`casstor_ops.store.blocks.codec`) in the caller's thread, only
 then: a block found stored costs no compression. It goes to ``blocks``
 first, small ones several to a request (``UNLOGGED_BATCH_BYTES``); once that
 write is acknowledged, its row in the ``existing_blocks`` index follows,
 ``INDEX_BATCH`` rows to an unlogged batch. So the index never names a block
 whose content is not stored, and a store asking "do you have it?"
-(:mod:`casstor_ops.store.existence`) can trust it.
+(:mod:`casstor_ops.store.blocks.existence`) can trust it.
 
 Content is held from the moment a block is cut until it is *verified*: found
 by a check, or written and indexed. ``held_bytes`` is what the pipeline bounds;
@@ -22,7 +22,7 @@ Example::
     >>> uploads.hold(digest, data); uploads.upload(digest)                     # doctest: +SKIP
     >>> while requests.busy or uploads.unsent: uploads.send_unsent(); requests.poll()  # doctest: +SKIP
 
-Failure behaviour: writes are retried by the request requests; one that keeps
+Failure behaviour: writes are retried by the request queue; one that keeps
 failing raises from the request queue's ``poll``. A block written whose index row
 is not leaves an orphan content row (rewritten by the next store of it, or
 freed by reclaim), never an index row without content.
@@ -34,9 +34,9 @@ import time
 from collections.abc import Callable, Mapping
 from functools import partial
 
-from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.request_queue import UNLOGGED_BATCH_BYTES, Requests
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.blocks.codec import BlockCodec
+from casstor_ops.store.cql.request_queue import UNLOGGED_BATCH_BYTES, Requests
+from casstor_ops.store.cql.statements import Statements
 
 INDEX_BATCH = 32  # existing_blocks rows per unlogged batch (~1.5 KiB: under the 5 KiB warn threshold)
 # Small blocks' content goes several to an unlogged batch of at most UNLOGGED_BATCH_BYTES of content (a block as

@@ -3,7 +3,7 @@
 Every batch of the small-file paths is such a run: a tree store's files
 (:mod:`casstor_ops.store.bulk.tree`), a tree restore's files and its block
 reads (:mod:`casstor_ops.store.bulk.batch_restore`), a batch's rows to one
-unlogged batch statement (:func:`casstor_ops.store.request_queue.row_batches`).
+unlogged batch statement (:func:`casstor_ops.store.cql.request_queue.row_batches`).
 
 Example::
 

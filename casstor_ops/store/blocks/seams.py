@@ -48,9 +48,8 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 
-from casstor_ops.store.chunking import make_chunker
-from casstor_ops.store.hashing import block_hash
-from casstor_ops.store.schema import StoreSettings
+from casstor_ops.store.blocks.chunking import ChunkSizes, make_chunker
+from casstor_ops.store.blocks.hashing import block_hash
 
 # Blocks asked for at once a seam: the block that ends at it and the three after it. A run that needs more asks for
 # them as it goes, a round trip each: 0.43 such reads a seam with 3, 0.17 with 4, 0.08 with 5 (320 MiB of random
@@ -80,7 +79,7 @@ class Recut:
     """The blocks of parts' lists ``hashes`` (of ``sizes``) end to end, cut again around ``seams`` (byte offsets
     where a part ends, each a block boundary) as one file's; iterate for them, in order."""
 
-    def __init__(self, hashes: list[bytes], sizes: list[int], seams: Iterable[int], settings: StoreSettings,
+    def __init__(self, hashes: list[bytes], sizes: list[int], seams: Iterable[int], settings: ChunkSizes,
                  read: BlockReader, budget_s: float = math.inf) -> None:
         self._budget_s = budget_s  # seams are cut again for this long from the first; the rest keep the parts' cuts
         self._hashes = hashes

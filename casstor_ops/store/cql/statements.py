@@ -42,12 +42,12 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Session
 from cassandra.query import PreparedStatement, tuple_factory
 
 from casstor_ops.cluster.row_types import named_rows
-from casstor_ops.store.keyspaces import DATA_KS, META_KS
+from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 
 
 class Query(NamedTuple):
     """A prepared statement and the values it is sent with: one request (``session.execute(*query)``), or one row
-    of an unlogged batch (:func:`~casstor_ops.store.request_queue.unlogged_batch`). A named tuple: it unpacks as
+    of an unlogged batch (:func:`~casstor_ops.store.cql.request_queue.unlogged_batch`). A named tuple: it unpacks as
     the pair did, and costs 0.3 us more to make (timeit: 328 against 35 ns), ~4 ms of the 3.3 s of client CPU of a
     tree store of 5,626 small files, which makes ~14,000 (heads, entries, directories and their markers)."""
 
@@ -114,7 +114,7 @@ class Statements:
     file_blocks = _Prepared(f"SELECT block_offset, hash, size FROM {META_KS}.file_blocks WHERE id = ? AND version = ?")
     # -- versions (the heads and their history) and the directory index
     # mode and mtime_ns are always bound (None for a stream): an unset value would keep a previous write's.
-    # So are content, codec and stored_size in a store with inline files (casstor_ops.store.inline). Stamped with
+    # So are content, codec and stored_size in a store with inline files (casstor_ops.store.engine.inline). Stamped with
     # the version's time, as its entry is: the newest version wins in both tables, whatever order writes land in.
     insert_version = _Prepared(
         f"INSERT INTO {META_KS}.versions (id, version, size, hash, blocks, committed_at, mode, mtime_ns, ino, "

@@ -4,7 +4,7 @@ Vocabulary:
 
 * an **inline file** is a committed file whose head row (``casstor_meta.files``)
   holds its content: ``content`` encoded as a block's is (``codec``:
-  :mod:`casstor_ops.store.codec`) and ``stored_size`` its length as kept. Its
+  :mod:`casstor_ops.store.blocks.codec`) and ``stored_size`` its length as kept. Its
   head says ``blocks`` 0 and a size over 0 (:attr:`FileInfo.is_inline
   <casstor_ops.store.records.FileInfo.is_inline>`); it has no block list and
   names no block.
@@ -29,7 +29,7 @@ take from under it.
 
 Example::
 
-    >>> from casstor_ops.store.codec import BlockCodec
+    >>> from casstor_ops.store.blocks.codec import BlockCodec
     >>> stored = encode(BlockCodec.parse("none"), b"hello")
     >>> stored.codec, stored.payload
     (None, b'hello')
@@ -50,8 +50,8 @@ import time
 from cassandra.query import UNSET_VALUE
 
 from casstor_ops.errors import CorruptionError
-from casstor_ops.store.codec import BlockCodec, DamagedBlock, decode
-from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.blocks.codec import BlockCodec, DamagedBlock, decode
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
 from casstor_ops.store.records import FileInfo, InlineContent, StoreResult
 from casstor_ops.store.schema import StoreSettings
 

@@ -1,30 +1,30 @@
 """The store pipeline: read once, chunk, hash, deduplicate, upload, commit.
 
-One pass over the source, in segments (:mod:`casstor_ops.store.chunking`). The
+One pass over the source, in segments (:mod:`casstor_ops.store.blocks.chunking`). The
 caller's thread cuts blocks; two worker threads hash them; the driver's
 thread moves bytes. The file hash is computed from the block hashes
-(:func:`~casstor_ops.store.hashing.file_hash`), so every byte is hashed once.
+(:func:`~casstor_ops.store.blocks.hashing.file_hash`), so every byte is hashed once.
 
-:class:`Upload` drives the parts, which share one request requests
-(:class:`~casstor_ops.store.request_queue.RequestQueue`) and run their handlers in
+:class:`Upload` drives the parts, which share one request queue
+(:class:`~casstor_ops.store.cql.request_queue.RequestQueue`) and run their handlers in
 the caller's thread:
 
 * distinct hashes not yet known to this store are checked in batches while
-  chunking continues (:mod:`casstor_ops.store.existence`);
+  chunking continues (:mod:`casstor_ops.store.blocks.existence`);
 * a missing block is claimed, so of concurrent stores exactly one uploads it,
-  and the others wait for its index row (:mod:`casstor_ops.store.claims`);
+  and the others wait for its index row (:mod:`casstor_ops.store.blocks.claims`);
   except a *lone small block*, the only block of a file no larger than the
   chunker's minimum: it is uploaded unclaimed, because a claim's Paxos round
   costs the node more than the duplicate upload of such a block it could
   save (claims only save work: the same bytes land in the same row);
   and in a store with inline files, a file of 1 to ``inline_max`` bytes is
   neither checked nor uploaded: its content goes in its head row
-  (:mod:`casstor_ops.store.inline`);
+  (:mod:`casstor_ops.store.engine.inline`);
 * a claimed block's content is compressed and written, then its index row
-  (:mod:`casstor_ops.store.block_uploads`), so ``new_blocks`` counts the
+  (:mod:`casstor_ops.store.blocks.block_uploads`), so ``new_blocks`` counts the
   blocks this store wrote;
 * once every block is verified, the block list and the head row are written
-  under the commit protocol (:mod:`casstor_ops.store.commit`), the head
+  under the commit protocol (:mod:`casstor_ops.store.engine.commit`), the head
   only after the writer's lease passed ``fence``.
 
 Bytes held for checks and uploads are bounded (``max_held_bytes``), and so
@@ -37,7 +37,7 @@ Example::
 
 Failure behaviour: whatever fails (an error, Ctrl-C), the store stops issuing
 work and gives up the claims it holds or may hold (:meth:`Claims.release
-<casstor_ops.store.claims.Claims.release>`), then the error propagates. A
+<casstor_ops.store.blocks.claims.Claims.release>`), then the error propagates. A
 store failing or killed at any point before its head write leaves the
 previous version committed; re-running it finds the blocks already there and
 completes.
@@ -56,22 +56,22 @@ from typing import BinaryIO
 
 from cassandra.cluster import Session
 
-from casstor_ops.store.block_uploads import BlockUploads
-from casstor_ops.store.chunking import Segment, chunks, segments
-from casstor_ops.store.claims import Claims
-from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
-from casstor_ops.store.commit import Commit, VerifiedBlocks
-from casstor_ops.store.existence import CHECK_BATCH, ExistenceChecks
-from casstor_ops.store.hashing import block_hash, file_hash
+from casstor_ops.store.blocks.block_uploads import BlockUploads
+from casstor_ops.store.blocks.chunking import Segment, chunks, segments
+from casstor_ops.store.blocks.claims import Claims
+from casstor_ops.store.blocks.codec import BlockCodec
+from casstor_ops.store.blocks.existence import CHECK_BATCH, ExistenceChecks
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
+from casstor_ops.store.blocks.seams import Cut
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
-from casstor_ops.store.request_queue import RequestQueue
-from casstor_ops.store.inline import encode, fits, inline_result
+from casstor_ops.store.cql.request_queue import RequestQueue
+from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.engine.commit import Commit, VerifiedBlocks
+from casstor_ops.store.engine.inline import encode, fits, inline_result
+from casstor_ops.store.namespace.entries import BatchedEntries, Namespace
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreResult
 from casstor_ops.store.schema import StoreSettings
-from casstor_ops.store.seams import Cut
-from casstor_ops.store.statements import Statements
 
 MAX_REQUESTS = 32          # concurrent requests (see docs/driver.md)
 MAX_HELD_BYTES = 96 * 1024 * 1024
@@ -255,7 +255,7 @@ class Upload:
     def run_listed(self, blocks: Iterable[Cut], read: Callable[[bytes], bytes], file_id: str,
                    object_meta: Callable[[], ObjectMeta] | None = None) -> FileInfo:
         """Commit under ``file_id`` the file of ``blocks``, in order, with no source to read (a multipart Complete's
-        parts end to end, their seams cut again: :mod:`casstor_ops.store.seams`). A block that comes with its
+        parts end to end, their seams cut again: :mod:`casstor_ops.store.blocks.seams`). A block that comes with its
         content is stored as a read block is (checked, and written when missing, unclaimed); one that comes without
         it is checked, and when missing uploaded from ``read(digest)``, which raises when it cannot give it (a
         part's block reclaimed): the store fails and commits nothing. Example:

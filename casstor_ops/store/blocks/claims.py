@@ -2,7 +2,7 @@
 
 A missing block is claimed before it is uploaded: ``INSERT … IF NOT EXISTS``
 into ``block_claims``, a TTL row naming this store (its *writer*), in one
-conditional batch per claims partition (:func:`~casstor_ops.store.schema.claim_partition`),
+conditional batch per claims partition (:func:`claim_partition`),
 so one Paxos round covers many blocks. A batch applied means every block of
 it is ours to upload. A batch not applied returns the claims that exist:
 
@@ -40,11 +40,20 @@ import uuid
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from casstor_ops.store.blocks.existence import ExistenceChecks
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.existence import ExistenceChecks
-from casstor_ops.store.request_queue import Requests
-from casstor_ops.store.schema import claim_partition
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.request_queue import Requests
+from casstor_ops.store.cql.statements import Statements
+
+# Every writer must agree: a block's claim lives in one partition. (16 until the lean write path: a casstor of
+# before and one of after, storing the same new block at the same moment, may both upload it.)
+CLAIM_PARTITIONS = 4
+
+
+def claim_partition(digest: bytes) -> int:
+    """The ``block_claims`` partition of a block."""
+    return digest[0] % CLAIM_PARTITIONS
+
 
 AWAIT_FIRST_S = 0.02   # first pause before checking again a block another writer claimed; doubles
 AWAIT_MAX_S = 1.0

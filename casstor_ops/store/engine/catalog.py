@@ -27,15 +27,15 @@ from cassandra.cluster import Session
 from cassandra.util import max_uuid_from_time, uuid_from_time
 
 from casstor_ops.errors import NotFoundError
-from casstor_ops.store.block_list import file_hash_of
+from casstor_ops.store.blocks.block_list import file_hash_of
+from casstor_ops.store.cql.row_requests import results, write_all
+from casstor_ops.store.cql.statements import Query, Statements
+from casstor_ops.store.engine.commit import version_write, write_version
 from casstor_ops.store.namespace.entries import Namespace, version_micros
 from casstor_ops.store.namespace.layout import split_id
 from casstor_ops.store.namespace.listing import WALK_AHEAD, entries_under, files_under
-from casstor_ops.store.commit import version_write, write_version
 from casstor_ops.store.records import (FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreStats, VersionInfo,
                                       VersionRow, inline_head)
-from casstor_ops.store.row_requests import results, write_all
-from casstor_ops.store.statements import Query, Statements
 
 SCAN_PAGE_ROWS = 5000
 
@@ -101,7 +101,7 @@ def files_at(session: Session, st: Statements, prefix: str, at: datetime) -> Ite
     """The files whose ID starts with ``prefix`` as they were at ``at``, in ID order.
 
     Every name of the directory index under the prefix is read as of ``at``
-    (``head_at``, a page of names at once: :mod:`~casstor_ops.store.row_requests`), removed files' names
+    (``head_at``, a page of names at once: :mod:`~casstor_ops.store.cql.row_requests`), removed files' names
     included: a file removed after ``at`` was there then. A name with no
     version then, or a delete marker, is left out.
     """
@@ -133,7 +133,7 @@ def mark_removed(session: Session, st: Statements, namespace: Namespace, file_id
 def mark_all_removed(session: Session, st: Statements, namespace: Namespace, file_ids: Sequence[str]) -> None:
     """Write a delete marker for each of ``file_ids`` (files, not S3 objects: a completed upload's parts), as
     :func:`mark_removed` does for one, in the same order: every version row first, many at once
-    (:mod:`~casstor_ops.store.row_requests`), then the directory entries, many to a request, so no entry names a
+    (:mod:`~casstor_ops.store.cql.row_requests`), then the directory entries, many to a request, so no entry names a
     marker whose row is not written.
 
     Failures: the driver's first error; the markers written before it stay (each is one file's removal)."""

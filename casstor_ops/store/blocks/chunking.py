@@ -1,8 +1,8 @@
-"""Content-defined chunking: FastCDC 2020 (pyfastcdc) with the store's settings.
+"""Content-defined chunking: FastCDC 2020 (pyfastcdc) with the store's recorded sizes.
 
-Every writer must cut exactly as the store was initialised
-(:class:`~casstor_ops.store.schema.StoreSettings`), or identical content would get
-different blocks and never deduplicate.
+Every writer must cut exactly as the store was initialised (its
+:class:`ChunkSizes`: the store's :class:`~casstor_ops.store.schema.StoreSettings`),
+or identical content would get different blocks and never deduplicate.
 
 The source is read once, in large segments; each segment is cut with
 ``cut_buf`` (zero copy: chunks are memoryviews into the segment) and the
@@ -14,6 +14,7 @@ points are identical to ``cut_stream``.
 Example::
 
     >>> import io
+    >>> from casstor_ops.store.schema import StoreSettings
     >>> sizes = [len(c) for c in chunks(io.BytesIO(bytes(3_000_000)), StoreSettings())]
     >>> sizes, sum(sizes)
     ([1048576, 1048576, 902848], 3000000)
@@ -27,11 +28,9 @@ import os
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from pyfastcdc import FastCDC
-
-from casstor_ops.store.schema import StoreSettings
 
 SEGMENT_BYTES = 4 * 1024 * 1024
 # The first read's buffer, at most: a small file's read costs no more (a fresh 2 MiB buffer, twice the default
@@ -43,7 +42,23 @@ FIRST_READ_BYTES = 512 * 1024
 REUSED_BUFFERS = 16
 
 
-def make_chunker(settings: StoreSettings) -> FastCDC:
+class ChunkSizes(Protocol):
+    """The recorded sizes a store cuts by: :class:`~casstor_ops.store.schema.StoreSettings` has them.
+
+    A protocol, not the settings class, so that blocks are cut below the schema that records them.
+    """
+
+    @property
+    def chunk_min(self) -> int: ...
+    @property
+    def chunk_avg(self) -> int: ...
+    @property
+    def chunk_max(self) -> int: ...
+    @property
+    def normalized_chunking(self) -> int: ...
+
+
+def make_chunker(settings: ChunkSizes) -> FastCDC:
     """A FastCDC instance with the recorded sizes and normalisation level."""
     return FastCDC(settings.chunk_avg, min_size=settings.chunk_min, max_size=settings.chunk_max,
                    normalized_chunking=settings.normalized_chunking)
@@ -103,7 +118,7 @@ def _read_into(reader: BinaryIO, view: memoryview) -> int:
     return filled
 
 
-def segments(reader: BinaryIO, settings: StoreSettings, segment_bytes: int = SEGMENT_BYTES) -> Iterator[Segment]:
+def segments(reader: BinaryIO, settings: ChunkSizes, segment_bytes: int = SEGMENT_BYTES) -> Iterator[Segment]:
     """Read ``reader`` once, in segments, yielding the chunks each completes.
 
     The first read is of ``2 x chunk_max`` bytes but at most
@@ -138,7 +153,7 @@ def segments(reader: BinaryIO, settings: StoreSettings, segment_bytes: int = SEG
         yield Segment(n, done, eof)
 
 
-def chunks(source: BinaryIO | str | os.PathLike, settings: StoreSettings) -> Iterator[memoryview]:
+def chunks(source: BinaryIO | str | os.PathLike, settings: ChunkSizes) -> Iterator[memoryview]:
     """The content-defined chunks of a readable binary file or a path, in order."""
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as reader:

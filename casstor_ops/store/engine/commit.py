@@ -34,7 +34,7 @@ acknowledgement) is measured on ``time.monotonic()``, so a step of the wall
 clock cannot stretch or shrink the bound; the version's timeuuid alone is
 wall-clock time, because reclaim compares it with its own host's clock.
 
-An inline file (:mod:`casstor_ops.store.inline`) relies on no block and has
+An inline file (:mod:`casstor_ops.store.engine.inline`) relies on no block and has
 no block list: its commit is (3) alone, the head row with the content.
 
 A store killed at any point before (3) leaves the previous head untouched;
@@ -72,17 +72,17 @@ from cassandra.query import UNSET_VALUE
 from cassandra.util import uuid_from_time
 
 from casstor_ops.errors import CasstorError
-from casstor_ops.store.block_list import hash_column, lone_block
-from casstor_ops.store.hashing import block_hash, file_hash
-from casstor_ops.store.coordination.heartbeat import Fence, no_fence
-from casstor_ops.store.request_queue import RETRYABLE, RequestQueue
-from casstor_ops.store.codec import BlockCodec
-from casstor_ops.store.inline import encode, head_columns, inline_hash, inline_result
-from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreResult, VersionRow
+from casstor_ops.store.blocks.block_list import hash_column, lone_block
+from casstor_ops.store.blocks.codec import BlockCodec
+from casstor_ops.store.blocks.hashing import block_hash, file_hash
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
-from casstor_ops.store.namespace.entries import BatchedEntries, Namespace, version_micros
+from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.coordination.safety import SAFETY
-from casstor_ops.store.statements import Query, Statements
+from casstor_ops.store.cql.request_queue import RETRYABLE, RequestQueue
+from casstor_ops.store.cql.statements import Query, Statements
+from casstor_ops.store.engine.inline import encode, head_columns, inline_hash, inline_result
+from casstor_ops.store.namespace.entries import BatchedEntries, Namespace, version_micros
+from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, ObjectMeta, StoreResult, VersionRow
 
 COMMIT_ATTEMPTS = 3        # versions tried before the commit gives up
 HEAD_WRITE_ATTEMPTS = 5    # a timed-out head write is retried (the same upsert), within the bound
@@ -296,7 +296,7 @@ def late_head(acknowledged: float, oldest: float, bound: float) -> bool:
 
 def block_list_rows(file_id: str, version: uuid.UUID, hashes: list[bytes], sizes: list[int]) -> list[tuple]:
     """The values of ``insert_file_block`` for each block of a version's list, in order; none for a lone block
-    (:mod:`casstor_ops.store.block_list`: its head row is its list)."""
+    (:mod:`casstor_ops.store.blocks.block_list`: its head row is its list)."""
     if lone_block(hashes, None) is not None:
         return []
     offsets = itertools.accumulate([0] + sizes)
@@ -314,8 +314,8 @@ def head_row(file_id: str, version: uuid.UUID, size: int, hashes: list[bytes], a
 
 def version_row(file_id: str, version: uuid.UUID, size: int, digest: bytes, blocks: int,
                 attributes: FileAttributes | None, content_columns: tuple, lone: bytes | None = None) -> VersionRow:
-    """The values of ``insert_version`` (``content_columns``: :func:`~casstor_ops.store.inline.head_columns`;
-    ``lone``: a one-block file's block, :mod:`casstor_ops.store.block_list`), stamped with the version's time."""
+    """The values of ``insert_version`` (``content_columns``: :func:`~casstor_ops.store.engine.inline.head_columns`;
+    ``lone``: a one-block file's block, :mod:`casstor_ops.store.blocks.block_list`), stamped with the version's time."""
     source = (attributes.mode, attributes.mtime_ns, attributes.ino, attributes.ctime_ns) if attributes \
         else (None,) * 4
     return VersionRow(file_id, version, size, digest, blocks, datetime.now(timezone.utc), *source, *content_columns,
@@ -349,7 +349,7 @@ def fresh_row(values: tuple) -> tuple:
 def commit_inline_async(session: Session, st: Statements, namespace: Namespace, file_id: str, data: bytes,
                         codec: BlockCodec, fence: Fence,
                         done: Callable[[StoreResult | None, Exception | None], None]) -> None:
-    """Commit ``data`` as an inline file (:mod:`casstor_ops.store.inline`; the caller checked it fits) without
+    """Commit ``data`` as an inline file (:mod:`casstor_ops.store.engine.inline`; the caller checked it fits) without
     waiting: its version row, after ``fence``, then its entry. ``done(result, None)`` or ``done(None, error)`` is called once, on
     the driver's thread. Raises at once what ``fence`` raises. A failed or timed-out write is not retried (the
     caller may store the file again, with a retrying :class:`Commit`): the previous head stays, or this one

@@ -13,7 +13,7 @@ Example::
     >>> checks.check(hashes, on_missing=claims.claim)                                     # doctest: +SKIP
 
 Failure behaviour: a check is a read, retried by the
-:class:`~casstor_ops.store.request_queue.RequestQueue`; one that keeps failing
+:class:`~casstor_ops.store.cql.request_queue.RequestQueue`; one that keeps failing
 raises from the request queue's ``poll``, and no handler runs for it.
 """
 
@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from casstor_ops.store.request_queue import Requests
-from casstor_ops.store.statements import Statements
+from casstor_ops.store.cql.request_queue import Requests
+from casstor_ops.store.cql.statements import Statements
 
 CHECK_BATCH = 256  # distinct hashes per existence check
 
@@ -35,7 +35,7 @@ OnMissing = Callable[[list[bytes]], None]
 
 
 class ExistenceChecks:
-    """Batched existence checks through a request requests; results go to handlers."""
+    """Batched existence checks through a request queue; results go to handlers."""
 
     def __init__(self, requests: Requests, statements: Statements, on_found: OnFound,
                  batch: int = CHECK_BATCH) -> None:

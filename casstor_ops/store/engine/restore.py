@@ -18,21 +18,21 @@ that would make every restore a writer (a lease row and its heartbeat),
 and an online reclaim would wait for the longest restore; re-reading the
 head costs one read, and only when something is missing.
 
-An inline file (:mod:`casstor_ops.store.inline`) is its head's content,
+An inline file (:mod:`casstor_ops.store.engine.inline`) is its head's content,
 read with the head or in one more read, checked against its size and file
 hash in the same way.
 
 The block list is read whole and checked against the head before the
 first block is read, so before any byte is written (a GET sends none):
 offsets contiguous from 0, the head's count and size, and the head's file
-hash (:func:`~casstor_ops.store.hashing.file_hash`): rows each intact but
+hash (:func:`~casstor_ops.store.blocks.hashing.file_hash`): rows each intact but
 out of order (two swapped) pass every check but the last, which a stream
 would otherwise have run only after sending the whole wrong file. A list of
 at most ``HELD_LIST_BLOCKS`` rows is kept from that read (~80 bytes a
 block); a longer one is read again as it is restored, and checked again as
 it goes (a second read that differs, another replica's, is told only at its
 end). Every block is decoded (decompressed, by its recorded codec, on the
-worker threads that check it: :mod:`casstor_ops.store.codec`) and its
+worker threads that check it: :mod:`casstor_ops.store.blocks.codec`) and its
 plaintext checked against its hash and size. A list that does not match,
 or a missing or damaged block, stops the restore at once with
 :class:`~casstor_ops.errors.CorruptionError` naming the file (and the offset
@@ -62,14 +62,14 @@ from cassandra.cluster import Session
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.errors import CasstorError, CorruptionError, FileChangedError
-from casstor_ops.store import inline
-from casstor_ops.store.block_list import carried
-from casstor_ops.store.codec import DamagedBlock, decode
-from casstor_ops.store.hashing import block_hash, file_hasher
-from casstor_ops.store.request_queue import RequestQueue
+from casstor_ops.store.blocks.block_list import carried
+from casstor_ops.store.blocks.codec import DamagedBlock, decode
+from casstor_ops.store.blocks.hashing import block_hash, file_hasher
+from casstor_ops.store.cql.request_queue import RequestQueue
+from casstor_ops.store.cql.statements import Query, Statements
+from casstor_ops.store.engine import inline
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.records import FileAttributes, FileInfo, InlineContent, RestoreResult
-from casstor_ops.store.statements import Query, Statements
 
 READ_CONCURRENCY = 8        # concurrent block reads (see docs/driver.md)
 BLOCKS_PER_READ = 16   # distinct blocks per read, at most (IN ? of 16: a third less client CPU per MB than 4)
