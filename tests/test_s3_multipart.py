@@ -19,8 +19,9 @@ from botocore.exceptions import ClientError
 from casstor_ops.store.blocks.chunking import chunks
 from casstor_ops.store.blocks.hashing import block_hash
 from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.engine import catalog
-from casstor_ops.store.engine.multipart import ABANDONED_AFTER_S, UPLOADS
+from casstor_ops.store.engine.multipart import UPLOADS
 from casstor_ops.store.engine.upload import source_file_hash
 from casstor_ops.store.history.forget import forget
 from casstor_ops.store.namespace.entries import Namespace
@@ -231,7 +232,7 @@ def test_boto3_upload_file_and_the_aws_cli_go_multipart_both_ways(s3, server, cr
 
 
 def test_forget_drops_an_abandoned_uploads_parts_after_the_documented_age(s3, cql):
-    """Injects an upload left unfinished and a clock ABANDONED_AFTER_S later; checks forget drops every version of
+    """Injects an upload left unfinished and a clock SAFETY.abandoned_upload_s later; checks forget drops every version of
     its parts and record (and keeps a fresh upload's)."""
     s3.create_bucket(Bucket="mp-old")
     upload_id = s3.create_multipart_upload(Bucket="mp-old", Key="left.bin")["UploadId"]
@@ -240,7 +241,7 @@ def test_forget_drops_an_abandoned_uploads_parts_after_the_documented_age(s3, cq
     namespace = Namespace.for_session(cql, require_settings(cql).directory_rows)
     st = Statements.for_session(cql)
     assert forget(cql, namespace, prefix).dropped == []  # young: kept
-    report = forget(cql, namespace, prefix, now=time.time() + ABANDONED_AFTER_S + 60)
+    report = forget(cql, namespace, prefix, now=time.time() + SAFETY.abandoned_upload_s + 60)
     assert sorted(d.id for d in report.dropped) == [f"{prefix}{upload_id}/00001", f"{prefix}{upload_id}/upload"]
     assert list(entries_under(cql, st, prefix)) == []
     with pytest.raises(ClientError) as err:

@@ -57,9 +57,9 @@ from casstor_ops.ops.dedup_report import COLUMNS
 from casstor_ops.spark.references import (head_block_lists, is_inline, referenced_blocks, retained_versions,
                                           stored_blocks)
 from casstor_ops.spark.session import read_table
-from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.cql.keyspaces import META_KS
 from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.history.forget import grace_micros
 from casstor_ops.store.history.policy import Policy, Version, kept
 from casstor_ops.store.history.retention import policies
 from casstor_ops.store.history.snapshots import Snapshot, snapshots
@@ -114,7 +114,7 @@ class ForgetRules:
 def read_rules(session: Session, now: float | None = None) -> ForgetRules:
     """The rules forget would apply at ``now`` (seconds since 1970; default: the clock's)."""
     st = Statements.for_session(session)
-    return ForgetRules(policies(session, st), snapshots(session, st), 2 * commit_bound_s(session) * 1_000_000,
+    return ForgetRules(policies(session, st), snapshots(session, st), grace_micros(session),
                        int((time.time() if now is None else now) * 1_000_000))
 
 

@@ -49,7 +49,7 @@ from cassandra.cluster import Session
 from casstor_ops.cluster.connection import Endpoint, connect
 from casstor_ops.errors import CasstorError
 from casstor_ops.store.blocks.codec import BlockCodec
-from casstor_ops.store.coordination.heartbeat import Fence, no_fence
+from casstor_ops.store.coordination.heartbeat import Fence, checked_then_fenced, no_fence
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.cql.statements import Statements
@@ -140,19 +140,6 @@ def open_source(src: Source, follow_symlinks: bool = True) -> Iterator[tuple[Bin
         yield reader, FileAttributes.of(os.fstat(reader.fileno()))
 
 
-def _fence_then_once(fence: Fence, hook: Callable[[], None]) -> Fence:
-    """``fence``, then ``hook`` on the first call only: a retried head write must not re-check a head that may
-    already be its own."""
-    pending = [hook]
-
-    def fenced(before: str) -> None:
-        fence(before)
-        if pending:
-            pending.pop()()
-
-    return fenced
-
-
 class Store:
     """A deduplicating file store on a driver session (see the module docstring)."""
 
@@ -211,22 +198,23 @@ class Store:
 
     def put(self, src: Source, file_id: str, progress: ProgressCallback | None = None,
             lease: WriterLease | bool = True, attributes: FileAttributes | None = None,
-            before_commit: Callable[[], None] | None = None,
+            before_commit: Callable[[], None] | None = None, head_fence: Fence = no_fence,
             object_meta: Callable[[], ObjectMeta] | None = None, inline: bool = True) -> StoreResult:
         """Store a file (path or binary file object) under ``file_id``, replacing any previous version atomically.
 
         A path's permission bits and mtime are recorded with it; a file object's are ``attributes`` (none by
         default). ``before_commit`` is called once, when every block is stored and the head is about to be
-        written (after the lease's fence): an error it raises propagates and nothing is committed (an HTTP
-        server's ``If-Match`` check, made as late as the store allows). ``object_meta``, when given, is called at
-        the head write (after ``before_commit``) for the S3 attributes to keep in the version row. ``inline=False``
-        keeps even a small file in blocks (a multipart upload's part: :mod:`~casstor_ops.store.engine.multipart`).
+        written: an error it raises propagates and nothing is committed (an HTTP server's ``If-Match`` check,
+        made as late as the store allows). The lease's fence, then ``head_fence`` (an S3 conditional request's
+        turn on its key: :mod:`casstor_ops.serve.s3.conditions`), come after it, before each head-write attempt.
+        ``object_meta``, when given, is called as the head row is made, for the S3 attributes to keep in it.
+        ``inline=False`` keeps even a small file in blocks (a multipart upload's part:
+        :mod:`~casstor_ops.store.engine.multipart`).
         """
         check_id(file_id, storing=True)
-        with open_source(src) as (reader, own), self._lease("store", lease) as fence:
+        with open_source(src) as (reader, own), self._lease("store", lease) as lease_fence:
             attributes = own or attributes
-            if before_commit is not None:
-                fence = _fence_then_once(fence, before_commit)
+            fence = checked_then_fenced(before_commit, lease_fence, head_fence)
             settings = self.settings if inline else replace(self.settings, inline_max=0)
             upload = Upload(self.session, settings, self._st, progress=progress, fence=fence,
                             **self._upload_options)

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from casstor_ops.errors import EXIT_LEASE_LAPSED, EXIT_USAGE, CasstorError, LeaseLapsedError
-from casstor_ops.store.coordination.heartbeat import Heartbeat, LeaseClock, LeaseTiming, lease_timing
+from casstor_ops.store.coordination.heartbeat import (Heartbeat, LeaseClock, LeaseTiming, checked_then_fenced,
+                                                      lease_timing)
 
 TIMING = LeaseTiming(ttl_s=6, period_s=2)   # the fence passes until 4 s after the last beat was sent
 
@@ -113,3 +114,24 @@ def test_lease_timing_from_the_environment(monkeypatch) -> None:
         with pytest.raises(CasstorError) as caught:
             lease_timing()
         assert (caught.value.exit_code, str(caught.value)) == (EXIT_USAGE, message)
+
+
+def test_a_check_runs_once_before_the_fences_and_the_fences_before_every_attempt() -> None:
+    calls: list[str] = []
+    fence = checked_then_fenced(lambda: calls.append("check"), lambda before: calls.append(f"lease {before}"),
+                                lambda before: calls.append(f"turn {before}"))
+    fence("1"), fence("2")
+    assert calls == ["check", "lease 1", "turn 1", "lease 2", "turn 2"]
+
+
+def test_a_failed_check_stops_the_attempt_before_its_fences() -> None:
+    calls: list[str] = []
+
+    def refuse() -> None:
+        raise CasstorError("precondition failed")
+
+    with pytest.raises(CasstorError):
+        checked_then_fenced(refuse, calls.append)("head")
+    assert calls == []
+    checked_then_fenced(None, calls.append)("head")
+    assert calls == ["head"]

@@ -21,7 +21,8 @@ read), keeping the source's checksum; with ``x-amz-copy-source-range``, or when
 the upload asks for a checksum the source does not keep of all its bytes, the
 bytes are read and stored (their blocks are found: dedup) and the part's
 checksum computed as they pass. An upload nobody completes or aborts is
-forgotten after :data:`~casstor_ops.store.engine.multipart.ABANDONED_AFTER_S`.
+forgotten after ``SAFETY.abandoned_upload_s``
+(:mod:`casstor_ops.store.coordination.safety`).
 ListMultipartUploads reads the records of the bucket's uploads together
 (:data:`RECORDS_AT_ONCE`) and shows them by key, a key's oldest first: an
 upload's ID starts with the time it was made (:func:`new_upload_id`).

@@ -78,6 +78,7 @@ from casstor_ops.serve.validators import WritePrecondition
 from casstor_ops.serve.writes import WRITE_THREADS, Writes
 from casstor_ops.store.api import FileInfo, Store
 from casstor_ops.store.blocks.block_list import file_hash_of
+from casstor_ops.store.coordination.heartbeat import checked_then_fenced
 from casstor_ops.store.coordination.leases import WriterLease
 from casstor_ops.store.cql.row_requests import results
 from casstor_ops.store.cql.statements import Query, Statements
@@ -448,7 +449,8 @@ class Objects:
 
         null = is_null_write(versioning)
         with self._writes.head_locks.turn(file_id) as turn, self.turns.turn(file_id) as guard:
-            result = self._store.put(body, file_id, lease=lease, before_commit=turn.then(check), inline=inline,
+            result = self._store.put(body, file_id, lease=lease, before_commit=turn.then(check),
+                                     head_fence=guard.fence, inline=inline,
                                      object_meta=lambda: meta.meta(body.etag, body.checksum(algorithm), null) if meta
                                      else ObjectMeta(body.etag, checksum=stored_checksum(body.checksum(algorithm)),
                                                      null_version=null))
@@ -496,6 +498,7 @@ class Objects:
                 return None
             if versioning is None and self.current_etag(file_id) is None:
                 return None
+            turn.fence(f"removing {file_id!r}")
             marker = self._store.mark_removed(file_id, is_null_write(versioning), lease=lease)
             self.drop_replaced(file_id, versioning)
             return marker.version
@@ -600,11 +603,11 @@ class Objects:
                       meta: ObjectMeta, versioning: str | None, lease: WriterLease) -> FileInfo:
         """Commit under ``file_id`` (a bucket of ``versioning``) the versions ``parts`` end to end, their block
         lists concatenated and cut again at their seams (:func:`~casstor_ops.store.engine.multipart.commit_parts`: every
-        block checked as a store's found blocks are, only those around the seams read), under the key's lock and
-        turn; the head."""
+        block checked as a store's found blocks are, only those around the seams read), under the key's lock; the
+        precondition checked under its turn when the head is about to be written, the seams' work done. The head."""
         with self._writes.head_locks.holding(file_id), self.turns.turn(file_id) as turn:
-            self.check_condition(file_id, condition, turn)
-            head = commit_parts(self._store.session, self._store.settings, parts, file_id, lease.fence, lambda: meta)
+            fence = checked_then_fenced(lambda: self.check_condition(file_id, condition, turn), lease.fence, turn.fence)
+            head = commit_parts(self._store.session, self._store.settings, parts, file_id, fence, lambda: meta)
             self.drop_replaced(file_id, versioning)
             return head
 

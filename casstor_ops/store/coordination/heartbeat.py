@@ -56,6 +56,33 @@ def no_fence(before: str) -> None:
     """The fence of a holder without a lease (``Store.put(lease=False)``, ``execute`` outside a window): none."""
 
 
+def checked_then_fenced(check: Callable[[], None] | None, *fences: Fence) -> Fence:
+    """A fence that runs ``check`` (if any) on its first call only, then each of ``fences`` on every call.
+
+    For a check made once, as late as a write allows (an S3 conditional request's precondition, under its turn:
+    ``casstor_ops.serve.s3.conditions``), before a head write that may be retried: a retry must not check again a
+    head that may already be its own, and the fences come after the check, each the last step before an attempt.
+
+    Example::
+
+        >>> calls = []
+        >>> fence = checked_then_fenced(lambda: calls.append("check"), lambda before: calls.append(before))
+        >>> fence("first attempt"); fence("second attempt"); calls
+        ['check', 'first attempt', 'second attempt']
+
+    What ``check`` or a fence raises propagates, and the write is not sent.
+    """
+    pending = [check] if check is not None else []
+
+    def fenced(before: str) -> None:
+        if pending:
+            pending.pop()()
+        for fence in fences:
+            fence(before)
+
+    return fenced
+
+
 @dataclass(frozen=True)
 class LeaseTiming:
     """A lease row's TTL and its heartbeat period (the period is also the fence's margin)."""

@@ -56,12 +56,36 @@ class SafetyParameters:
     # killed with -9 can delay the next store of the blocks it had claimed (with 60 s, the re-run in
     # tests/test_cmd_files.py took 67 s).
     claim_ttl_s: int = 20
+    # Forget keeps a version whose successor (for a newest delete marker, the marker itself) is younger than this
+    # many commit bounds, its grace: a snapshot is refused unless its row landed within one bound of its instant,
+    # so a forget that read the snapshots before that row started less than a bound after the instant, and the
+    # version the snapshot pins, superseded after it, is still in its grace; the second bound is the margin for a
+    # store or rm still in flight (docs/safety.md, "History"). In bounds, not seconds, so that it follows the bound
+    # the store records; far above clock_skew_s, the one clock it relies on.
+    forget_grace_bounds: int = 2
+    # An S3 multipart upload with no part newer than this is abandoned: forget drops its parts and its record (and
+    # reclaim then their blocks). Far above the time between two parts of an upload in progress (seconds, minutes),
+    # so that no upload still going is taken for abandoned.
+    abandoned_upload_s: int = 7 * 24 * 3600
+    # An S3 conditional write's turn on its key (casstor_ops.serve.s3.conditions) is a row with this TTL: a turn a
+    # dead gateway left is free again after it. Its head write is sent only while the turn has turn_margin_s left:
+    # the node applies or drops a write within its write timeout (2 s, Cassandra's default), so a write sent at
+    # the fence has landed before another gateway can take the turn, with the rest of the margin for the client's
+    # own send (its process paused, its request queued).
+    turn_ttl_s: int = 30
+    turn_margin_s: float = 10.0
 
     def __post_init__(self) -> None:
         if self.commit_bound_s < self.min_commit_bound_s:
             raise ValueError(f"commit bound {self.commit_bound_s} s below the least, {self.min_commit_bound_s} s")
         if 3 * self.heartbeat_s > self.lease_ttl_s:
             raise ValueError("the heartbeat must be at most a third of the lease TTL")
+        if not 0 < self.turn_margin_s < self.turn_ttl_s:
+            raise ValueError("a conditional write's turn needs a margin above 0 and below its TTL")
+
+    def forget_grace_s(self, commit_bound_s: float) -> float:
+        """Forget's grace in a store whose commit bound is ``commit_bound_s`` (``forget_grace_bounds`` of it)."""
+        return self.forget_grace_bounds * commit_bound_s
 
 
 SAFETY = SafetyParameters()

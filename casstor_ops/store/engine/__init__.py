@@ -20,8 +20,10 @@ Vocabulary:
 
 Layering: above :mod:`casstor_ops.store.blocks`,
 :mod:`casstor_ops.store.namespace` and the schema, below the ``Store`` facade
-(:mod:`casstor_ops.store.api`), which is how everything outside the store
-reaches these modules. ``tests/unit/test_layering.py`` checks it.
+(:mod:`casstor_ops.store.api`), through which the commands and jobs reach
+them; the S3 face (a Complete's commit, a head's read) and verify (an inline
+file's content) use those few functions directly.
+``tests/unit/test_layering.py`` checks the floors.
 
 Example::
 

@@ -19,9 +19,10 @@ parts' bytes are gone), so the completion fails and commits nothing.
 
 A part is a file kept in blocks, never inline (``Store.put(inline=False)``):
 an inline part has no block to name. An upload left unfinished is forgotten
-after :data:`ABANDONED_AFTER_S`: ``casstor forget`` (and so ``casstor
-reclaim``) drops every version under :data:`UPLOADS` older than that, even
-the newest, and reclaim then frees the blocks no other list names.
+after ``SAFETY.abandoned_upload_s`` (a week:
+:mod:`casstor_ops.store.coordination.safety`): ``casstor forget`` (and so
+``casstor reclaim``) drops every version under :data:`UPLOADS` older than
+that, even the newest, and reclaim then frees the blocks no other list names.
 
 Example::
 
@@ -45,6 +46,7 @@ from casstor_ops.errors import CasstorError
 from casstor_ops.store.blocks.block_list import ListRow, read_all
 from casstor_ops.store.blocks.seams import BlockReader, Recut, seams_of
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.engine.restore import blocks_read, checked_blocks
 from casstor_ops.store.engine.upload import Upload
@@ -52,7 +54,6 @@ from casstor_ops.store.records import FileInfo, ObjectMeta
 from casstor_ops.store.schema import StoreSettings
 
 UPLOADS = ".casstor-uploads/"
-ABANDONED_AFTER_S = 7 * 24 * 3600  # an upload with no part newer than this is forgotten
 # The seams' runs take ~780 KiB a seam, ~900 KiB with the blocks read ahead (4.7 blocks of 192 KiB on average at
 # the default sizes): four blocks a request (~770 KiB, 4 MiB at most); a window of seams' reads
 # (seams.SEAMS_AT_ONCE) is 16 requests, sent at once.
@@ -64,8 +65,8 @@ SEAMS_BUDGET_S = 20.0
 
 
 def abandoned(file_id: str, newest_micros: int, now_micros: int) -> bool:
-    """Whether ``file_id`` is a part (or record) of an upload untouched for :data:`ABANDONED_AFTER_S`."""
-    return file_id.startswith(UPLOADS) and newest_micros < now_micros - ABANDONED_AFTER_S * 1_000_000
+    """Whether ``file_id`` is a part (or record) of an upload untouched for ``SAFETY.abandoned_upload_s``."""
+    return file_id.startswith(UPLOADS) and newest_micros < now_micros - SAFETY.abandoned_upload_s * 1_000_000
 
 
 def block_list(part: FileInfo, rows: list[ListRow]) -> tuple[list[bytes], list[int]]:

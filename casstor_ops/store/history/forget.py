@@ -57,6 +57,7 @@ from cassandra.cluster import Session
 
 from casstor_ops.store.blocks.block_list import read
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
+from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.cql.row_requests import ROWS_AT_ONCE, results, write_all
 from casstor_ops.store.cql.statements import Query, Statements
 from casstor_ops.store.engine.catalog import scan
@@ -174,13 +175,18 @@ def _groups(session: Session, st: Statements, prefix: str | None, at_once: int) 
         yield [History(file.id, list(rows), file.version) for file, rows in zip(chunk, answers)]
 
 
+def grace_micros(session: Session) -> int:
+    """Forget's grace in this store, in microseconds: ``SAFETY.forget_grace_bounds`` of its commit bound."""
+    return int(SAFETY.forget_grace_s(commit_bound_s(session)) * 1_000_000)
+
+
 def forget(session: Session, namespace: Namespace, prefix: str | None = None, dry_run: bool = False,
            now: float | None = None, at_once: int = ROWS_AT_ONCE) -> ForgetReport:
     """Drop (unless ``dry_run``) every version under ``prefix`` (None: all) nothing keeps at ``now`` (default:
     the clock's time; seconds since 1970), ``at_once`` IDs together (1: one request at a time)."""
     st = Statements.for_session(session)
     now_micros = int((time.time() if now is None else now) * 1_000_000)
-    grace = 2 * commit_bound_s(session) * 1_000_000
+    grace = grace_micros(session)
     rules, pins = policies(session, st), snapshots(session, st)
     report = ForgetReport(dry_run)
 
