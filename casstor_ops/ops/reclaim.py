@@ -36,7 +36,7 @@ the newest of an ID or an older one forget left.
   The plan reads the heads once, for these and for the candidates.
 
 Deletes run on the executors through the Python driver (the connector has
-no DataFrame delete): prepared statements, a bounded window of requests
+no DataFrame delete): prepared statements, a bounded number of requests in flight
 per task with retries (:class:`~casstor_ops.store.cql.request_queue.RequestQueue`), one
 session per Python worker (:mod:`casstor_ops.spark.executor_store`). Index rows
 are deleted before content, so a crash never leaves an index row vouching
@@ -289,7 +289,7 @@ class ReclaimStats:
 
 def _run_writes(endpoint: Endpoint, statement_name: str, params: Callable[[object], tuple]
                 ) -> Callable[[Iterable], Iterator[int]]:
-    """A ``mapPartitions`` function: one prepared write per row, a bounded window in flight; yields the count.
+    """A ``mapPartitions`` function: one prepared write per row, a bounded number in flight; yields the count.
 
     ``statement_name`` names a :class:`~casstor_ops.store.cql.statements.Statements` attribute (a name, not the
     statement: prepared statements belong to a session, and each executor has its own).

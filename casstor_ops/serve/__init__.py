@@ -14,7 +14,12 @@ Vocabulary (besides the store's: block, head, lease, window):
   loop and a worker thread that runs the blocking store call (:mod:`.streams`).
 * **shared lease**: one writer lease used by every PUT and DELETE of the
   server for a few seconds, then renewed, so a write costs no lease of its own
-  and an offline reclaim still gets its turn (:mod:`.shared_lease`).
+  and an offline reclaim waits at most that long plus the longest write
+  (:mod:`.shared_lease`).
+* **head lock**: a server process's lock on a key, held from a PUT's last
+  precondition check to its head write (:mod:`.head_locks`); across
+  processes and hosts an S3 conditional write takes the key's **turn**
+  instead, a lightweight transaction (:mod:`.s3.conditions`).
 * **validators**: ETag (the file hash) and Last-Modified (the head's commit
   time), and the conditional and range requests they answer (:mod:`.validators`,
   :mod:`.ranges`).

@@ -10,20 +10,21 @@ PUTs of the same key never interleave, so of two conditional PUTs naming
 the same ETag exactly one succeeds. A DELETE holds the lock around its
 removal (:meth:`HeadLocks.holding`), so it never lands between a PUT's
 check and its head write (which would bring the file back). Writers elsewhere (another worker
-process, another server, the CLI) are not ordered by it: against them the
-window is one head read and one head write (``docs/serve.md``). A lock
+process, another server, the CLI) are not ordered by it: against them, the
+time between one head read and one head write is open (``docs/serve.md``). A lock
 lives only while some request of its key waits for it or holds it.
 
 Example::
 
     >>> locks = HeadLocks()
-    >>> with locks.turn("a") as turn:    # doctest: +SKIP
-    ...     store.put(reader, "a", before_commit=turn.then(check))
+    >>> with locks.lock_for("a") as lock:    # doctest: +SKIP
+    ...     store.put(reader, "a", before_commit=lock.then(check))
     >>> with locks.holding("a"):         # doctest: +SKIP
     ...     store.remove("a")
 
 Failures: none of its own; an error raised by the check propagates (the
-lock is released when the ``turn`` block exits, whatever happened).
+lock is released when the ``lock_for`` block exits, whatever happened).
+A cross-gateway *turn* is another thing: :mod:`casstor_ops.serve.s3.conditions`.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ class _Entry:
         self.users = 0
 
 
-class Turn:
-    """One PUT's turn at a key's lock: taken by :meth:`then`'s hook, released when the ``turn`` block ends."""
+class KeyLock:
+    """One PUT's place at a key's lock: taken by :meth:`then`'s hook (or :meth:`take_now`), released when the
+    ``lock_for`` block ends."""
 
     def __init__(self, entry: _Entry) -> None:
         self._entry = entry
@@ -68,15 +70,15 @@ class HeadLocks:
         self._entries: dict[str, _Entry] = {}
 
     @contextlib.contextmanager
-    def turn(self, key: str) -> Iterator[Turn]:
+    def lock_for(self, key: str) -> Iterator[KeyLock]:
         with self._lock:
             entry = self._entries.setdefault(key, _Entry())
             entry.users += 1
-        turn = Turn(entry)
+        lock = KeyLock(entry)
         try:
-            yield turn
+            yield lock
         finally:
-            if turn.held:
+            if lock.held:
                 entry.lock.release()
             with self._lock:
                 entry.users -= 1
@@ -86,8 +88,8 @@ class HeadLocks:
     @contextlib.contextmanager
     def holding(self, key: str) -> Iterator[None]:
         """Hold ``key``'s lock for the whole block (a DELETE's removal)."""
-        with self.turn(key) as turn:
-            turn.then(lambda: None)()
+        with self.lock_for(key) as lock:
+            lock.then(lambda: None)()
             yield
 
     def __len__(self) -> int:

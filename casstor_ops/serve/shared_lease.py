@@ -1,4 +1,4 @@
-"""One writer lease shared by the server's writes, renewed every few seconds so an offline reclaim gets its turn.
+"""One writer lease shared by the server's writes, renewed every few seconds so that an offline reclaim can start.
 
 A :class:`~casstor_ops.store.coordination.leases.WriterLease` costs a row write, a SERIAL
 read of the reclaim window (a Paxos round) and a heartbeat thread: too much

@@ -160,8 +160,8 @@ class Writes:
         calls = self._store.callbacks
         if not calls.keeps_inline(len(body)):
             return None
-        with self._leases.hold_if_fresh() as lease, self.head_locks.turn(key) as turn:
-            if lease is None or not turn.take_now():
+        with self._leases.hold_if_fresh() as lease, self.head_locks.lock_for(key) as lock:
+            if lease is None or not lock.take_now():
                 return None
             try:
                 return await answered(partial(calls.put_inline_async, body, key, lease))
@@ -177,8 +177,8 @@ class Writes:
             if condition is not None:
                 condition.check(self._current_etag(key), key)
 
-        with self.head_locks.turn(key) as turn:
-            return self._store.put(source, key, lease=lease, before_commit=turn.then(check))
+        with self.head_locks.lock_for(key) as lock:
+            return self._store.put(source, key, lease=lease, before_commit=lock.then(check))
 
     async def delete(self, request: Request, key: str) -> Response:
         """Answer a DELETE of ``key``."""

@@ -32,7 +32,7 @@ class _Session:
 
 def test_a_window_is_sent_before_its_first_answer_is_awaited_and_answers_come_in_order():
     session = _Session()
-    got = [rows[0][0] for rows in results(session, [("select", (n,)) for n in range(5)], window=2)]
+    got = [rows[0][0] for rows in results(session, [("select", (n,)) for n in range(5)], at_once=2)]
     assert got == [0, 1, 2, 3, 4]
     assert session.log == ["send 0", "send 1", "await 0", "await 1", "send 2", "send 3", "await 2", "await 3",
                            "send 4", "await 4"]
@@ -47,14 +47,14 @@ def test_the_requests_are_read_a_window_ahead_in_the_callers_thread():
             pulled.append(n)
             yield "select", (n,)
 
-    answers = results(_Session(), requests(), window=2)
+    answers = results(_Session(), requests(), at_once=2)
     next(answers)
     assert pulled == [0, 1]
 
 
 def test_the_first_failure_is_raised_where_it_is_awaited_and_no_later_window_is_sent():
     session = _Session(failing=1)
-    answers = results(session, [("insert", (n,)) for n in range(6)], window=3)
+    answers = results(session, [("insert", (n,)) for n in range(6)], at_once=3)
     assert next(answers) == [(0,)]
     with pytest.raises(RuntimeError, match="timed out"):
         next(answers)

@@ -54,8 +54,8 @@ def test_the_head_lock_orders_the_check_and_the_write_of_one_key() -> None:
     locks, events = HeadLocks(), []
 
     def put(key: str, name: str, hold_s: float) -> None:
-        with locks.turn(key) as turn:
-            turn.then(lambda: events.append(f"{name} checks"))()
+        with locks.lock_for(key) as lock:
+            lock.then(lambda: events.append(f"{name} checks"))()
             time.sleep(hold_s)  # the head write
             events.append(f"{name} written")
 
@@ -78,21 +78,21 @@ def test_a_failed_check_releases_the_lock() -> None:
     def failing() -> None:
         raise PreconditionFailed("moved")
 
-    with pytest.raises(PreconditionFailed), locks.turn("k") as turn:
-        turn.then(failing)()
-    with locks.turn("k") as turn:  # would block for ever if the lock were still held
-        turn.then(lambda: None)()
+    with pytest.raises(PreconditionFailed), locks.lock_for("k") as lock:
+        lock.then(failing)()
+    with locks.lock_for("k") as lock:  # would block for ever if the lock were still held
+        lock.then(lambda: None)()
     assert len(locks) == 0
 
 
-def test_a_turn_taken_now_never_waits_for_a_held_lock() -> None:
-    """The event loop's take (an inline PUT): free lock taken, held lock refused at once, released with the turn."""
+def test_a_lock_taken_now_never_waits_for_a_held_lock() -> None:
+    """The event loop's take (an inline PUT): free lock taken, held lock refused at once, released with its block."""
     locks = HeadLocks()
-    with locks.turn("k") as first:
+    with locks.lock_for("k") as first:
         assert first.take_now()
-        with locks.turn("k") as second:
+        with locks.lock_for("k") as second:
             assert not second.take_now()
-    with locks.turn("k") as third:
+    with locks.lock_for("k") as third:
         assert third.take_now()
     assert len(locks) == 0
 

@@ -445,12 +445,12 @@ class Objects:
         def check() -> None:
             check_source()
             body.check()
-            self.check_condition(file_id, condition, guard)
+            self.check_condition(file_id, condition, turn)
 
         null = is_null_write(versioning)
-        with self._writes.head_locks.turn(file_id) as turn, self.turns.turn(file_id) as guard:
-            result = self._store.put(body, file_id, lease=lease, before_commit=turn.then(check),
-                                     head_fence=guard.fence, inline=inline,
+        with self._writes.head_locks.lock_for(file_id) as lock, self.turns.turn(file_id) as turn:
+            result = self._store.put(body, file_id, lease=lease, before_commit=lock.then(check),
+                                     head_fence=turn.fence, inline=inline,
                                      object_meta=lambda: meta.meta(body.etag, body.checksum(algorithm), null) if meta
                                      else ObjectMeta(body.etag, checksum=stored_checksum(body.checksum(algorithm)),
                                                      null_version=null))

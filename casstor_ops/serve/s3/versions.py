@@ -133,13 +133,13 @@ class Versions:
         """Each key under ``prefix`` after ``after`` (``from_after``: ``after`` too; removed ones too), with its
         version rows, newest first: the
         rows of ``at_once`` keys read together (one key after the other, a page of 1,000 keys waited for 1,000 reads
-        in turn). A page shows at most max-keys keys, so a window of max-keys + 1 reads one page's at once, and
+        in turn). A page shows at most max-keys keys, so max-keys + 1 keys read together read one page's at once, and
         reads the rows of at most max-keys keys for nothing when the page ends early (keys of many versions)."""
         entries = (entry for entry in entries_under(self._store.session, self._st, root + prefix,
                                                     include_deleted=True)
                    if entry.file.id[len(root):] > after or (from_after and entry.file.id[len(root):] == after))
-        while window := list(itertools.islice(entries, at_once)):
-            ids = [entry.file.id for entry in window]
+        while group := list(itertools.islice(entries, at_once)):
+            ids = [entry.file.id for entry in group]
             yield from ((file_id[len(root):], rows) for file_id, rows in zip(ids, self._objects.rows_of(ids)))
 
     async def delete_version(self, bucket: str, key: str, text: str) -> Response:

@@ -55,7 +55,7 @@ from casstor_ops.store.blocks.hashing import block_hash
 # them as it goes, a round trip each: 0.43 such reads a seam with 3, 0.17 with 4, 0.08 with 5 (320 MiB of random
 # bytes in 5 MiB parts, the default sizes), for 4.3, 4.7 and 5.4 blocks read a seam.
 READ_AHEAD = 4
-# Seams whose first blocks are read together: 16 x 4 blocks of 192 KiB on average, ~12 MiB, and the next window's
+# Seams whose first blocks are read together: 16 x 4 blocks of 192 KiB on average, ~12 MiB, and the next group's
 # are read while this one's runs cut: ~24 MiB held (128 MiB at most, blocks of chunk_max).
 SEAMS_AT_ONCE = 16
 # Runs remembered by the blocks they read (a few hashes and cuts each), for parts that repeat.
@@ -101,9 +101,9 @@ class Recut:
         for n, seam in enumerate(self._seams):
             if time.monotonic() >= until:
                 break
-            if n % SEAMS_AT_ONCE == 0:  # the next window's reads go while this one's runs cut
-                self._held = (ahead or self._window(n))()
-                ahead = self._window(n + SEAMS_AT_ONCE)
+            if n % SEAMS_AT_ONCE == 0:  # the next group's reads go while this one's runs cut
+                self._held = (ahead or self._group_reads(n))()
+                ahead = self._group_reads(n + SEAMS_AT_ONCE)
             if self._starts[i] >= seam:
                 continue  # a run went past this seam
             last = self._index[seam] - 1
@@ -119,7 +119,7 @@ class Recut:
             return None
         return next(cut.content for cut in self._run(self._index[self._seams[n]] - 1, n) if cut.digest == digest)
 
-    def _window(self, n: int) -> Callable[[], dict[bytes, bytes]]:
+    def _group_reads(self, n: int) -> Callable[[], dict[bytes, bytes]]:
         """The reads, sent now, of the first blocks of the runs at seams ``n`` to ``n + SEAMS_AT_ONCE``."""
         return self._send(self._index[s] - 1 + k for s in self._seams[n:n + SEAMS_AT_ONCE] for k in range(READ_AHEAD))
 
@@ -128,7 +128,7 @@ class Recut:
         return self._read(wanted) if wanted else dict
 
     def _fetch(self, indices: Iterable[int]) -> None:
-        """Read now the blocks of ``indices`` not held (a run past its window's first blocks: a round trip)."""
+        """Read now the blocks of ``indices`` not held (a run past its group's first blocks: a round trip)."""
         wanted = (i for i in indices if self._hashes[i:i + 1] and self._hashes[i] not in self._held)
         self._held.update(self._send(wanted)())
 

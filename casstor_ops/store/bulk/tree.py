@@ -21,7 +21,7 @@ time, each batch one worker's item (:func:`small_batches`,
 workers share one connection, so they share one request budget: each gets
 1/``workers`` of a lone store's requests in flight (:func:`_sharing`; 4
 stores of 32 each overloaded the connection and failed files). Memory is
-bounded by ``workers`` stores' windows (each :data:`~casstor_ops.store.engine.upload.MAX_HELD_BYTES`
+bounded by ``workers`` stores' held bytes (each :data:`~casstor_ops.store.engine.upload.MAX_HELD_BYTES`
 at most, a batch ``BATCH_BYTES``) or restores' read-ahead.
 
 Example::

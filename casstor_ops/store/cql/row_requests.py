@@ -10,7 +10,7 @@ before the first answer is awaited, 0.63-0.91 s (medians of 5 listings,
 three alternated rounds: ``docs/benchmarks.md``): the driver writes many
 requests to its socket at once and the node works through them together.
 :func:`results` sends :data:`ROWS_AT_ONCE` requests, then awaits their
-answers in order, then sends the next window.
+answers in order, then sends the next ones.
 
 Example::
 
@@ -20,8 +20,7 @@ Example::
 
 Failure behaviour: the first failed request's error is raised where its
 result is awaited (the driver has retried it by its policy); the other
-requests of its window were sent and go on unawaited, and no later window
-is sent. Only for small rows: blocks go through
+requests sent with it go on unawaited, and none after them is sent. Only for small rows: blocks go through
 :class:`~casstor_ops.store.cql.request_queue.RequestQueue`, which bounds the bytes
 in flight.
 """
@@ -37,17 +36,17 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, ResultSet, Session
 from casstor_ops.store.cql.statements import Query
 
 # Requests sent before the first answer is awaited: a page of a listing (1,000 keys) goes at once; a Complete of
-# 10,000 parts sends ten windows. Small rows only (under 1 KB a request), so a window holds under a megabyte.
+# 10,000 parts sends ten such groups. Small rows only (under 1 KB a request), so a group holds under a megabyte.
 ROWS_AT_ONCE = 1000
 
 
 def results(session: Session, requests: Iterable[Query], execution_profile: Any = EXEC_PROFILE_DEFAULT,
-            window: int = ROWS_AT_ONCE) -> Iterator[ResultSet]:
-    """The result of each query of ``requests``, in order, ``window`` requests sent at a time.
-    ``requests`` is read in the caller's thread, a window ahead of the results (never in the driver's callbacks,
+            at_once: int = ROWS_AT_ONCE) -> Iterator[ResultSet]:
+    """The result of each query of ``requests``, in order, ``at_once`` requests sent at a time.
+    ``requests`` is read in the caller's thread, ``at_once`` ahead of the results (never in the driver's callbacks,
     where a read that blocks would wait for its own thread)."""
     requests = iter(requests)
-    while chunk := list(itertools.islice(requests, window)):
+    while chunk := list(itertools.islice(requests, at_once)):
         futures = [session.execute_async(statement, values, execution_profile=execution_profile)
                    for statement, values in chunk]
         for future in futures:

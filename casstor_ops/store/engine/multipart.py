@@ -55,7 +55,7 @@ from casstor_ops.store.schema import StoreSettings
 
 UPLOADS = ".casstor-uploads/"
 # The seams' runs take ~780 KiB a seam, ~900 KiB with the blocks read ahead (4.7 blocks of 192 KiB on average at
-# the default sizes): four blocks a request (~770 KiB, 4 MiB at most); a window of seams' reads
+# the default sizes): four blocks a request (~770 KiB, 4 MiB at most); a group of seams' reads
 # (seams.SEAMS_AT_ONCE) is 16 requests, sent at once.
 READ_GROUP = 4
 # How long a Complete cuts seams again, at most (seams.Recut). A seam cost 11-14 ms here (Completes of 200 parts of 5

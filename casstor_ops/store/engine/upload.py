@@ -265,7 +265,7 @@ class Upload:
         seen: set[bytes] = set()
         # The blocks a seam's run cut are uploaded unclaimed, as a lone small block is: a claim is a Paxos round a
         # block (~440 in a Complete of 200 parts), to save a duplicate write that only two Completes of the same
-        # bytes at once would make. Unclaimed, with a window's reads sent at once, a seam cost 11-12 ms against
+        # bytes at once would make. Unclaimed, with a group's reads sent at once, a seam cost 11-12 ms against
         # 15-18 (the two changed together: docs/benchmarks.md).
         self._claim_missing = False
         try:
