@@ -24,10 +24,10 @@ of two policies is exclusive to neither policy row, but is in ``(all)``.
 
 How forget's decision is made here: the policies, snapshots and the grace
 (2 x the commit bound) are read on the driver (:class:`ForgetRules`, a few
-rows), and :func:`~casstor_ops.store.history.policy.kept`, forget's own pure
-function, runs in the executors over each ID's version rows (a Python UDF
-after a group-by of the ``versions`` table's light columns: one shuffle of
-~60 bytes a version, and 1 + (snapshots over the ID) calls of ``kept`` per
+rows), and :func:`~casstor_ops.store.history.forget.forget_keeps`, forget's
+own pure rule, runs in the executors over each ID's version rows (a Python
+UDF after a group-by of the ``versions`` table's light columns: one shuffle
+of ~60 bytes a version, and 1 + (snapshots over the ID) calls of it per
 ID). The groups' versions are joined to their block lists, and the blocks
 compared with every retained version's references (one more scan and
 shuffle of ``file_blocks`` by hash, as reclaim's plan does).
@@ -59,8 +59,8 @@ from casstor_ops.spark.references import (head_block_lists, is_inline, reference
 from casstor_ops.spark.session import read_table
 from casstor_ops.store.cql.keyspaces import META_KS
 from casstor_ops.store.cql.statements import Statements
-from casstor_ops.store.history.forget import grace_micros
-from casstor_ops.store.history.policy import Policy, Version, kept
+from casstor_ops.store.history.forget import forget_keeps, grace_micros
+from casstor_ops.store.history.policy import Policy, Version
 from casstor_ops.store.history.retention import policies
 from casstor_ops.store.history.snapshots import Snapshot, snapshots
 from casstor_ops.store.namespace.entries import version_micros
@@ -96,13 +96,12 @@ class ForgetRules:
         prefixes = list(self.policies)
         matching = [p for p in prefixes if file_id.startswith(p)]
         prefix = max(matching, key=len) if matching else None  # the longest, as forget's policy_for
-        policy = self.policies.get(prefix)
         policy_group = 1 + (prefixes.index(prefix) if prefix is not None else len(prefixes))
         pins = {k: s.at_micros for k, s in enumerate(self.snapshots) if file_id.startswith(s.prefix)}
 
         def keeps(without: int | None = None) -> set:
-            return kept(versions, policy, self.now_micros, [at for k, at in pins.items() if k != without],
-                        self.grace_micros)
+            return forget_keeps(file_id, versions, self.policies, [at for k, at in pins.items() if k != without],
+                                self.now_micros, self.grace_micros)
 
         keep = keeps()
         found = [(i, g) for i in range(len(rows)) if i not in keep for g in (0, policy_group)]

@@ -49,7 +49,7 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +62,7 @@ from casstor_ops.store.cql.row_requests import ROWS_AT_ONCE, results, write_all
 from casstor_ops.store.cql.statements import Query, Statements
 from casstor_ops.store.engine.catalog import scan
 from casstor_ops.store.engine.multipart import abandoned
-from casstor_ops.store.history.policy import Version, kept, policy_for
+from casstor_ops.store.history.policy import Policy, Version, kept, policy_for
 from casstor_ops.store.history.retention import policies
 from casstor_ops.store.history.snapshots import snapshots
 from casstor_ops.store.namespace.entries import Namespace, version_micros
@@ -180,6 +180,19 @@ def grace_micros(session: Session) -> int:
     return int(SAFETY.forget_grace_s(commit_bound_s(session)) * 1_000_000)
 
 
+def forget_keeps(file_id: str, versions: Sequence[Version], rules: Mapping[str, Policy], pins: Iterable[int],
+                 now_micros: int, grace: int) -> set:
+    """The keys of ``file_id``'s ``versions`` (newest first) forget keeps at ``now_micros``: those its policy among
+    ``rules``, the snapshots at ``pins`` and the grace keep, and none of an abandoned upload's (forget and the
+    dedup report's forecast decide by this one rule).
+
+    Example: ``forget_keeps("a", [Version(0, now, False)], {}, [], now, 0)`` is ``{0}`` (the head stays).
+    """
+    if versions and abandoned(file_id, versions[0].micros, now_micros):
+        return set()
+    return kept(versions, policy_for(file_id, rules), now_micros, pins, grace)
+
+
 def forget(session: Session, namespace: Namespace, prefix: str | None = None, dry_run: bool = False,
            now: float | None = None, at_once: int = ROWS_AT_ONCE) -> ForgetReport:
     """Drop (unless ``dry_run``) every version under ``prefix`` (None: all) nothing keeps at ``now`` (default:
@@ -193,10 +206,8 @@ def forget(session: Session, namespace: Namespace, prefix: str | None = None, dr
     def decided(history: History) -> VersionsToDrop:
         file_id, rows = history.id, history.rows
         versions = [Version(i, version_micros(r.version), bool(r.deleted)) for i, r in enumerate(rows)]
-        keep = kept(versions, policy_for(file_id, rules), now_micros,
-                    [s.at_micros for s in pins if file_id.startswith(s.prefix)], grace)
-        if versions and abandoned(file_id, versions[0].micros, now_micros):
-            keep = set()
+        keep = forget_keeps(file_id, versions, rules, [s.at_micros for s in pins if file_id.startswith(s.prefix)],
+                            now_micros, grace)
         drop = VersionsToDrop(file_id, [rows[i] for i in range(len(rows) - 1, -1, -1) if i not in keep],
                               None if keep else _withdraw_at(history))
         report.add(drop, len(keep))
