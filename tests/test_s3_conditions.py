@@ -92,7 +92,7 @@ def test_a_writer_paused_under_its_turn_past_the_margin_sends_no_head_write(cql,
     SlowDown and nothing is committed, and that a second gateway's take of the key's turn applies once the TTL
     has run out, while the first still holds it: the refused write could have landed after that gateway's check.
     Without the turn's fence the paused write is committed."""
-    monkeypatch.setattr(conditions, "SAFETY", replace(SAFETY, turn_ttl_s=3, turn_margin_s=1.0))
+    monkeypatch.setattr(conditions, "SAFETY", replace(SAFETY, turn_ttl_s=3, turn_margin_s=1))
     st, store, key = Statements.for_session(cql), Store(cql), "fenced/turn.bin"
     with ConditionTurns(cql, st).turn(key) as turn:
         def take_then_pause() -> None:

@@ -13,8 +13,8 @@ from casstor_ops.store.coordination.safety import SAFETY, SafetyParameters
 DOC = Path(__file__).resolve().parents[2] / "docs" / "safety.md"
 
 
-@pytest.mark.parametrize("broken", [{"commit_bound_s": 0}, {"heartbeat_s": 21}, {"turn_margin_s": 30.0},
-                                    {"turn_margin_s": 0.0}])
+@pytest.mark.parametrize("broken", [{"commit_bound_s": 0}, {"heartbeat_s": 21}, {"turn_margin_s": 30},
+                                    {"turn_margin_s": 0}])
 def test_durations_that_contradict_each_other_are_refused(broken: dict) -> None:
     with pytest.raises(ValueError):
         replace(SAFETY, **broken)

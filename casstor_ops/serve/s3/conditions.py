@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from cassandra.cluster import Session
 
 from casstor_ops.serve.s3.errors import S3Error
+from casstor_ops.store.coordination.heartbeat import LeaseClock, LeaseTiming
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.cql.statements import Statements
 
@@ -52,7 +53,7 @@ class Turn:
     def __init__(self, session: Session, st: Statements, file_id: str) -> None:
         self._session, self._st, self._id = session, st, file_id
         self._holder: uuid.UUID | None = None
-        self._sent = 0.0  # when the take that applied was sent (monotonic): its row expires a TTL after, or later
+        self._clock: LeaseClock | None = None  # the taken turn's row, counted from when its take was sent
 
     def take(self) -> None:
         holder, deadline, pause = uuid.uuid4(), time.monotonic() + WAIT_S, PAUSE_S
@@ -64,12 +65,15 @@ class Turn:
                 raise S3Error("SlowDown", "Another conditional request on this key is under way: retry.")
             time.sleep(pause * (0.5 + random.random()))
             pause = min(pause * 2, 0.2)
-        self._holder, self._sent = holder, sent
+        self._holder = holder
+        self._clock = LeaseClock(LeaseTiming(SAFETY.turn_ttl_s, SAFETY.turn_margin_s), "the turn", "retry")
+        self._clock.beat_ok(sent, time.monotonic())
 
     def fence(self, before: str) -> None:
-        """SlowDown when the turn, if taken, may end before a write sent now lands (``before`` names that write);
-        nothing sent after it. A turn not taken (the request has no condition) fences nothing."""
-        if self._holder is not None and time.monotonic() - self._sent >= SAFETY.turn_ttl_s - SAFETY.turn_margin_s:
+        """SlowDown when the turn, if taken, may end before a write sent now lands (``before`` names that write):
+        a lease's fence, with the margin for its period; nothing sent after it. A turn not taken (the request has
+        no condition) fences nothing."""
+        if self._clock is not None and self._clock.error(time.monotonic(), before) is not None:
             raise S3Error("SlowDown", f"This conditional request held its turn on the key too long to go on "
                                       f"{before}: retry.")
 

@@ -73,7 +73,7 @@ class SafetyParameters:
     # the fence has landed before another gateway can take the turn, with the rest of the margin for the client's
     # own send (its process paused, its request queued).
     turn_ttl_s: int = 30
-    turn_margin_s: float = 10.0
+    turn_margin_s: int = 10
 
     def __post_init__(self) -> None:
         if self.commit_bound_s < self.min_commit_bound_s:
