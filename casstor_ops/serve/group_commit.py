@@ -12,6 +12,13 @@ and stores them together with one :meth:`~casstor_ops.store.api.Store.put_many`
 (:mod:`casstor_ops.store.engine.batch_upload`: each step once for the whole batch,
 in the commit order of ``docs/safety.md``) on its own thread, then answers
 each request with its own result (its JSON and ETag as a lone store gives).
+A PUT may hand over its body still to be *prepared* (:class:`Waiting`'s
+``prepare``): the S3 PutObject's body is digested (its MD5, the ETag) and
+checked against the request's digests on the group's thread, beside the
+batch's own hashing, not on the event loop. There ``hashlib`` lets go of
+the GIL while it digests, and the event loop, which would wait to take the
+GIL back after each digest (the interpreter's 5 ms switch interval), runs
+on. A body that fails its check fails its PUT only, nothing of it stored.
 
 One batch is in flight at a time; it takes every PUT waiting when it starts
 (at most ``GROUP_FILES`` files and about ``GROUP_BYTES`` bytes). No timer: a
@@ -32,9 +39,9 @@ Example::
     >>> result = await group.put(b"hello", "a.txt")         # doctest: +SKIP
     >>> group.close()                                       # doctest: +SKIP
 
-Failures: a file's own error (a result of ``put_many``) fails its request
-only. An error of the whole batch (an offline reclaim window: 503 with
-Retry-After; a lapsed lease; a write the request queue gave up on; a bug) is
+Failures: a file's own error (its preparation's, or a result of
+``put_many``) fails its request only. An error of the whole batch (an
+offline reclaim window: 503 with Retry-After; a lapsed lease; a write the request queue gave up on; a bug) is
 raised by every request of that batch, each answered with the status
 today's lone store gives for it (:mod:`.status`); the next batch is tried
 afresh. A request cancelled while it waits (the server's grace time over) is
@@ -46,15 +53,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 from casstor_ops.serve.bridge import on_pool
 from casstor_ops.serve.head_locks import HeadLocks
 from casstor_ops.serve.shared_lease import SharedLease
 from casstor_ops.store.api import SmallFile, Store, StoreResult
-from casstor_ops.store.records import ObjectMeta
 
 # What one batch takes at most: the PUTs whose bodies the server holds at once (writes.SMALL_BODIES_HELD), and
 # 32 MiB of bodies (a batch's blocks are all held in memory until its heads are written).
@@ -64,13 +71,14 @@ GROUP_BYTES = 32 << 20
 
 @dataclass
 class Waiting:
-    """A PUT waiting for its batch: its key, its body, the future its request awaits, and an S3 PUT's object
-    attributes."""
+    """A PUT waiting for its batch: its key, its body's size, the future its request awaits, and ``prepare``, run on
+    the group's thread: the file to store (an S3 PUT's body digested and checked there, with its object
+    attributes); an exception it raises is this PUT's answer."""
 
     key: str
-    body: bytes
+    size: int
     answer: asyncio.Future
-    meta: ObjectMeta | None = None
+    prepare: Callable[[], SmallFile]
 
 
 def take_batch(waiting: Sequence[Waiting], max_files: int = GROUP_FILES,
@@ -82,7 +90,7 @@ def take_batch(waiting: Sequence[Waiting], max_files: int = GROUP_FILES,
     Example::
 
         >>> loop = asyncio.new_event_loop()
-        >>> puts = [Waiting(key, b"x", loop.create_future()) for key in ("a", "b", "a", "c")]
+        >>> puts = [Waiting(k, 1, loop.create_future(), partial(SmallFile, k, b"x")) for k in ("a", "b", "a", "c")]
         >>> batch, left = take_batch(puts)
         >>> [p.key for p in batch], [p.key for p in left]
         (['a', 'b', 'c'], ['a'])
@@ -97,11 +105,11 @@ def take_batch(waiting: Sequence[Waiting], max_files: int = GROUP_FILES,
     for put in waiting:
         if put.answer.cancelled():
             continue
-        if put.key in seen or len(batch) >= max_files or (batch and size + len(put.body) > max_bytes):
+        if put.key in seen or len(batch) >= max_files or (batch and size + put.size > max_bytes):
             left.append(put)
         else:
             batch.append(put)
-            size += len(put.body)
+            size += put.size
         seen.add(put.key)
     return batch, left
 
@@ -120,10 +128,17 @@ class GroupCommit:
     def close(self) -> None:
         self._pool.shutdown(cancel_futures=True)
 
-    async def put(self, body: bytes, key: str, meta: ObjectMeta | None = None) -> StoreResult:
-        """Store ``body`` under ``key`` (an S3 object's with ``meta`` in its version row) in the next batch; its
-        result, or the error that failed it."""
-        put = Waiting(key, body, asyncio.get_running_loop().create_future(), meta)
+    async def put(self, body: bytes, key: str) -> StoreResult:
+        """Store ``body`` under ``key`` in the next batch; its result, or the error that failed it."""
+        return await self.put_prepared(key, len(body), partial(SmallFile, key, body))
+
+    async def put_prepared(self, key: str, size: int, prepare: Callable[[], SmallFile]) -> StoreResult:
+        """Store under ``key`` the file ``prepare`` makes on the group's thread (a body of about ``size`` bytes, an
+        S3 object's attributes with it) in the next batch; its result, or the error that failed it (``prepare``'s
+        own included).
+
+        Example: ``await group.put_prepared("b/k", len(raw), lambda: SmallFile("b/k", digested(raw), meta=m))``."""
+        put = Waiting(key, size, asyncio.get_running_loop().create_future(), prepare)
         self._waiting.append(put)
         self._next()
         return await put.answer
@@ -139,8 +154,7 @@ class GroupCommit:
 
     async def _commit(self, batch: list[Waiting]) -> None:
         try:
-            files = [SmallFile(p.key, p.body, meta=p.meta) for p in batch]
-            results = await on_pool(self._pool, self._store_batch, files)
+            results = await on_pool(self._pool, self._store_batch, [p.prepare for p in batch])
         except Exception as err:  # noqa: BLE001 - the whole batch failed: every request of it is answered with it
             results = [err] * len(batch)
         finally:
@@ -153,9 +167,21 @@ class GroupCommit:
                     put.answer.set_result(result)
         self._next()
 
-    def _store_batch(self, files: list[SmallFile]) -> list[StoreResult | Exception]:
-        """One batch's store (on the group's thread), under the shared lease and its keys' locks."""
-        with self._leases.hold() as lease, contextlib.ExitStack() as locks:
-            for key in sorted(small.id for small in files):  # in key order: two holders of several never deadlock
-                locks.enter_context(self._head_locks.holding(key))
-            return self._store.put_many(files, lease=lease)
+    def _store_batch(self, prepares: list[Callable[[], SmallFile]]) -> list[StoreResult | Exception]:
+        """One batch's store (on the group's thread): its files prepared, then stored under the shared lease and
+        their keys' locks; a PUT whose preparation failed has that error in its place."""
+        results: list[StoreResult | Exception | None] = []
+        files = []
+        for prepare in prepares:
+            try:
+                files.append(prepare())
+                results.append(None)
+            except Exception as err:  # noqa: BLE001 - its own PUT's answer (an S3 BadDigest), the others go on
+                results.append(err)
+        if files:
+            with self._leases.hold() as lease, contextlib.ExitStack() as locks:
+                for key in sorted(small.id for small in files):  # in key order: two holders never deadlock
+                    locks.enter_context(self._head_locks.holding(key))
+                stored = iter(self._store.put_many(files, lease=lease))
+            results = [next(stored) if result is None else result for result in results]
+        return results

@@ -140,6 +140,11 @@ class BodyReader(io.RawIOBase):
         """The bytes read ahead and not yet returned by ``readinto``."""
         return bytes(self._pending)
 
+    @property
+    def held_bytes(self) -> int:
+        """How many bytes :meth:`held` would return."""
+        return len(self._pending)
+
     def _wait_s(self) -> float:
         """How long to wait for the next chunk: the idle timeout, or less when the body's deadline comes first."""
         return max(0.0, min(self._idle_timeout_s, self._ends - time.monotonic()))

@@ -76,7 +76,7 @@ from casstor_ops.serve.s3.xml import document, parse
 from casstor_ops.serve.streams import SMALL_BODY_BYTES, BodyReader
 from casstor_ops.serve.validators import WritePrecondition
 from casstor_ops.serve.writes import WRITE_THREADS, Writes
-from casstor_ops.store.api import FileInfo, Store
+from casstor_ops.store.api import FileInfo, SmallFile, Store
 from casstor_ops.store.blocks.block_list import file_hash_of
 from casstor_ops.store.coordination.heartbeat import checked_then_fenced
 from casstor_ops.store.coordination.leases import WriterLease
@@ -409,8 +409,8 @@ class Objects:
             # write thread does not wait for the client chunk by chunk.
             whole = await reader.read_ahead(SMALL_BODY_BYTES)
             if whole and condition is None and versioning != SUSPENDED and \
-                    not self._store.callbacks.keeps_inline(len(reader.held())):
-                version = await self._put_in_group(body, file_id, meta, versioning)
+                    not self._store.callbacks.keeps_inline(reader.held_bytes):
+                version = await self._put_in_group(body, reader.held_bytes, file_id, meta, versioning)
             else:
                 version = await self._writes.write(partial(self.store_body, body, file_id, condition, meta,
                                                            versioning=versioning))
@@ -418,15 +418,19 @@ class Objects:
         return Response(status_code=200, headers={"etag": quoted(body.etag), **version_headers(versioning, version),
                                                   **(checksum.headers() if checksum is not None else {})})
 
-    async def _put_in_group(self, body: Digests, file_id: str, meta: S3Object, versioning: str | None) -> uuid.UUID:
-        """An unconditional PutObject whose body the server holds whole, stored by the plain PUT's group commit
-        (:mod:`casstor_ops.serve.group_commit`) with its attributes; its digests are checked first, so a mismatch
-        stores nothing. Not in a Suspended bucket: the null versions a PUT replaces there are dropped under the
-        key's lock, by :meth:`store_body`. The version committed."""
-        data = body.read()  # held in memory: no wait for the client
-        body.check()
-        result = await self._writes.group.put(data, file_id, meta.meta(body.etag, body.checksum(),
-                                                                      is_null_write(versioning)))
+    async def _put_in_group(self, body: Digests, size: int, file_id: str, meta: S3Object,
+                            versioning: str | None) -> uuid.UUID:
+        """An unconditional PutObject whose body (``size`` bytes as it came) the server holds whole, stored by the
+        plain PUT's group commit (:mod:`casstor_ops.serve.group_commit`) with its attributes. Its body is read,
+        digested and checked on the group's thread, before the batch is stored, so a mismatch stores nothing. Not in
+        a Suspended bucket: the null versions a PUT replaces there are dropped under the key's lock, by
+        :meth:`store_body`. The version committed."""
+        def prepared() -> SmallFile:
+            data = body.read()  # held in memory: no wait for the client
+            body.check()
+            return SmallFile(file_id, data, meta=meta.meta(body.etag, body.checksum(), is_null_write(versioning)))
+
+        result = await self._writes.group.put_prepared(file_id, size, prepared)
         return result.version
 
     def current_etag(self, file_id: str) -> str | None:
