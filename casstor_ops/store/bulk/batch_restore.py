@@ -60,7 +60,8 @@ from casstor_ops.store.cql.request_queue import RequestQueue
 from casstor_ops.store.cql.runs import runs
 from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.engine.batch_upload import SMALL_FILE_BYTES  # stored in batches up to it, restored so too
-from casstor_ops.store.engine.restore import READ_CONCURRENCY, blocks_read, checked_blocks, checked_list
+from casstor_ops.store.engine.restore import (READ_CONCURRENCY, StoredBlock, blocks_read, checked_blocks,
+                                              checked_list)
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.trees.destinations import check_destination, move_into_place, set_attributes
 from casstor_ops.store.trees.path_ids import path_to_id
@@ -183,7 +184,7 @@ class BatchRestore:
         for file in files:
             try:
                 rows = list(checked_list(file.head, file.rows))
-                blocks = [(*self._found[digest], digest, offset, size) for offset, digest, size in rows]
+                blocks = [StoredBlock(*self._found[digest], digest, offset, size) for offset, digest, size in rows]
                 file.content = b"".join(checked_blocks(file.head.id, blocks))
             except (CasstorError, KeyError):  # a list not the head's, a block missing or damaged
                 left.append((file.head, file.row))

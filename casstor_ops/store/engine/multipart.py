@@ -48,7 +48,7 @@ from casstor_ops.store.blocks.seams import BlockReader, Recut, seams_of
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.cql.statements import Statements
-from casstor_ops.store.engine.restore import blocks_read, checked_blocks
+from casstor_ops.store.engine.restore import StoredBlock, blocks_read, checked_blocks
 from casstor_ops.store.engine.upload import Upload
 from casstor_ops.store.records import FileInfo, ObjectMeta
 from casstor_ops.store.schema import StoreSettings
@@ -99,7 +99,8 @@ def _block_reader(session: Session, st: Statements, file_id: str, hashes: list[b
                 stored = {digest: (codec, content) for digest, codec, content in future.result() if content is not None}
                 if missing := [digest for digest in group if digest not in stored]:
                     _vanished(missing)
-                found.update(zip(group, checked_blocks(file_id, [(*stored[d], d, *offsets[d]) for d in group])))
+                blocks = [StoredBlock(*stored[d], d, *offsets[d]) for d in group]
+                found.update(zip(group, checked_blocks(file_id, blocks)))
             return found
 
         return answered

@@ -56,13 +56,13 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from cassandra.cluster import Session
 
 from casstor_ops.cluster.connection import REQUEST_TIMEOUT_S
 from casstor_ops.errors import CasstorError, CorruptionError, FileChangedError
-from casstor_ops.store.blocks.block_list import carried
+from casstor_ops.store.blocks.block_list import ListRow, carried
 from casstor_ops.store.blocks.codec import DamagedBlock, decode
 from casstor_ops.store.blocks.hashing import block_hash, file_hasher
 from casstor_ops.store.cql.request_queue import RequestQueue
@@ -86,11 +86,32 @@ RECENT_BLOCKS = 64
 VERIFY_THREADS = 2
 
 
-def checked_blocks(file_id: str, blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> list[bytes]:
-    """The checked plaintexts of ``(codec, stored content, hash, offset, size)`` blocks of ``file_id``, in order.
+class StoredBlock(NamedTuple):
+    """A block of a file as read to restore it: its recorded codec and stored content, and its hash, offset and
+    size as the file's block list has them."""
+
+    codec: str | None
+    payload: bytes
+    hash: bytes
+    offset: int
+    size: int
+
+
+class BlockInRead(NamedTuple):
+    """Where a block listed for the restore is found: its place among its read's blocks, its hash, and the
+    read's decode-and-check task (its result: the read's plaintexts, in order)."""
+
+    place: int
+    hash: bytes
+    check: Future
+
+
+def checked_blocks(file_id: str, blocks: list[StoredBlock]) -> list[bytes]:
+    """The checked plaintexts of ``blocks`` of ``file_id``, in order.
 
     Raises CorruptionError (:func:`damaged`) naming the first block that does not decode to its size or does
-    not match its hash. Example: ``checked_blocks("a", [(None, b"x", block_hash(b"x"), 0, 1)])`` is ``[b"x"]``."""
+    not match its hash. Example: ``checked_blocks("a", [StoredBlock(None, b"x", block_hash(b"x"), 0, 1)])`` is
+    ``[b"x"]``."""
     plain = []
     for codec, payload, digest, offset, size in blocks:
         try:
@@ -135,11 +156,11 @@ def checked_list(head: FileInfo, rows: Iterable[tuple[int, bytes, int]]) -> Iter
                               f"swapped or replaced); the file cannot be restored")
 
 
-def _with_offsets(digests: list[bytes], sizes: array) -> Iterator[tuple[int, bytes, int]]:
-    """``(offset, hash, size)`` rows of a list kept as its hashes and sizes."""
+def _with_offsets(digests: list[bytes], sizes: array) -> Iterator[ListRow]:
+    """The rows of a list kept as its hashes and sizes."""
     offset = 0
     for digest, size in zip(digests, sizes):
-        yield offset, digest, size
+        yield ListRow(offset, digest, size)
         offset += size
 
 
@@ -174,15 +195,14 @@ class Restore:
         # (memory: 2 x concurrency x blocks_per_read x chunk_max at most).
         self._ahead = 2 * concurrency * self._per_read
         self._progress = progress
-        # block index -> (its place in its read, hash, the read's decode-and-check task)
-        self._ready: dict[int, tuple[int, bytes, Future]] = {}
+        self._ready: dict[int, BlockInRead] = {}  # by the block's index in the list
         self._verifier: ThreadPoolExecutor | None = None
         self._next = 0
-        self._group: list[tuple[bytes, int, int]] = []  # (hash, offset, size) for the next read
+        self._group: list[ListRow] = []  # the blocks of the next read
         # A block repeated within a file (zeros, padding) is fetched once: later uses wait for the same
         # read, or take the copy kept among the last RECENT_BLOCKS fetched ones.
         self._waiting: dict[bytes, list[int]] = {}
-        self._recent: OrderedDict[bytes, tuple[int, bytes, Future]] = OrderedDict()
+        self._recent: OrderedDict[bytes, BlockInRead] = OrderedDict()
 
     def _list_rows(self):
         rows = carried(self._head)
@@ -225,24 +245,24 @@ class Restore:
         return FileChangedError(f"{self._head.id!r}: the file changed during restore (overwritten or removed, and "
                                 f"the old version forgotten and its blocks reclaimed); run again")
 
-    def _fetched(self, group: list[tuple[bytes, int, int]], rows) -> None:
+    def _fetched(self, group: list[ListRow], rows) -> None:
         # A row without content (a cell deleted under it) is missing, as no row is.
         found = {digest: (codec, content) for digest, codec, content in rows if content is not None}
         blocks = []
-        for digest, offset, size in group:
+        for offset, digest, size in group:
             if digest not in found:
                 raise self._unless_changed(damaged(self._head.id, offset, digest, "is missing"))
-            blocks.append((*found[digest], digest, offset, size))
+            blocks.append(StoredBlock(*found[digest], digest, offset, size))
         check = self._check(blocks)
-        for place, (_, _, digest, _, _) in enumerate(blocks):
-            block = (place, digest, check)
-            for waiter in self._waiting.pop(digest):
+        for place, stored in enumerate(blocks):
+            block = BlockInRead(place, stored.hash, check)
+            for waiter in self._waiting.pop(stored.hash):
                 self._ready[waiter] = block
-            self._recent[digest] = block
+            self._recent[stored.hash] = block
             if len(self._recent) > RECENT_BLOCKS:
                 self._recent.popitem(last=False)
 
-    def _check(self, blocks: list[tuple[str | None, bytes, bytes, int, int]]) -> Future:
+    def _check(self, blocks: list[StoredBlock]) -> Future:
         """The decoding and checking of one read's blocks: one task per read, not per block (it decompresses, and
         zstd releases the GIL, and hashes); done here when one read holds the whole file."""
         if self._verifier is not None:
@@ -257,7 +277,7 @@ class Restore:
     def _send_group(self) -> None:
         group, self._group = self._group, []
         if group:
-            self._requests.submit(*blocks_read(self._st, [g[0] for g in group]), partial(self._fetched, group))
+            self._requests.submit(*blocks_read(self._st, [row.hash for row in group]), partial(self._fetched, group))
 
     def _request(self, index: int, digest: bytes, offset: int, size: int) -> None:
         if digest in self._recent:
@@ -267,7 +287,7 @@ class Restore:
             self._waiting[digest].append(index)
         else:
             self._waiting[digest] = [index]
-            self._group.append((digest, offset, size))
+            self._group.append(ListRow(offset, digest, size))
             if len(self._group) >= self._per_read:
                 self._send_group()
 
@@ -279,8 +299,8 @@ class Restore:
     def _write_ready(self, out: BinaryIO) -> None:
         ready = self._ready
         while self._next in ready:
-            place, digest, check = ready.pop(self._next)
-            content = check.result()[place]  # a damaged block's CorruptionError is raised here
+            block = ready.pop(self._next)
+            content = block.check.result()[block.place]  # a damaged block's CorruptionError is raised here
             out.write(content)
             if self._progress:
                 self._progress(len(content))
