@@ -17,12 +17,11 @@ import argparse
 
 from casstor_ops.cli.args import bounded
 from casstor_ops.errors import EXIT_USAGE, CasstorError
-from casstor_ops.serve.policy import Policy
+from casstor_ops.serve.policy import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, Policy
 from casstor_ops.serve.auth import read_token
 from casstor_ops.serve.s3.addressing import Addressing
 from casstor_ops.serve.content_cache import DEFAULT_CACHE_BYTES
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S
-from casstor_ops.serve.streams import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
 
 MAX_WORKERS = 64
 MB = 1024 * 1024

@@ -25,7 +25,7 @@ import logging
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from casstor_ops.serve.streams import HEADER_TIMEOUT_S
+from casstor_ops.serve.policy import HEADER_TIMEOUT_S
 
 log = logging.getLogger("casstor.serve")
 

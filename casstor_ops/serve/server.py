@@ -49,7 +49,8 @@ from casstor_ops.serve.observe import observed
 from casstor_ops.serve.s3.addressing import Addressing
 from casstor_ops.serve.s3.app import S3Handlers
 from casstor_ops.serve.shared_lease import DEFAULT_REUSE_S, SharedLease
-from casstor_ops.serve.streams import HEADER_TIMEOUT_S, SMALL_BODY_BYTES
+from casstor_ops.serve.policy import HEADER_TIMEOUT_S
+from casstor_ops.serve.streams import SMALL_BODY_BYTES
 from casstor_ops.serve.workers import run_workers
 from casstor_ops.store.api import Store
 

@@ -51,11 +51,10 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+from casstor_ops.serve.policy import BODY_TIMEOUT_S
 from casstor_ops.serve.status import BodyTooLarge, HttpError, Status
 
 IDLE_TIMEOUT_S = 60.0
-HEADER_TIMEOUT_S = 30.0  # a request's line and headers (serve.deadlines): a few hundred bytes
-BODY_TIMEOUT_S = 3600.0  # a whole body's deadline: 1 GB takes 10 s at 100 MB/s, a trickle at most an hour
 SMALL_BODY_BYTES = 1 << 20  # the default chunker's largest block: a body of at most one block's worth is not streamed
 QUEUED_CHUNKS = 8      # blocks of at most chunk_max (1 MiB by default) each between the worker and the socket
 POLL_S = 0.5           # how often a waiting worker looks whether the response was closed
