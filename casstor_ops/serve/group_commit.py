@@ -41,8 +41,9 @@ Example::
 
 Failures: a file's own error (its preparation's, or a result of
 ``put_many``) fails its request only. An error of the whole batch (an
-offline reclaim window: 503 with Retry-After; a lapsed lease; a write the request queue gave up on; a bug) is
-raised by every request of that batch, each answered with the status
+offline reclaim window: 503 with Retry-After; a lapsed lease; a write the
+request queue gave up on; a bug) is raised by every request of that batch,
+each answered with the status
 today's lone store gives for it (:mod:`.status`); the next batch is tried
 afresh. A request cancelled while it waits (the server's grace time over) is
 left out of the batch; one cancelled while its batch is in flight may still
@@ -137,7 +138,7 @@ class GroupCommit:
         S3 object's attributes with it) in the next batch; its result, or the error that failed it (``prepare``'s
         own included).
 
-        Example: ``await group.put_prepared("b/k", len(raw), lambda: SmallFile("b/k", digested(raw), meta=m))``."""
+        Example: ``await group.put_prepared("b/k", len(raw), lambda: SmallFile("b/k", raw, meta=meta))``."""
         put = Waiting(key, size, asyncio.get_running_loop().create_future(), prepare)
         self._waiting.append(put)
         self._next()
