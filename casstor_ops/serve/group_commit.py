@@ -43,9 +43,8 @@ Failures: a file's own error (its preparation's, or a result of
 ``put_many``) fails its request only. An error of the whole batch (an
 offline reclaim window: 503 with Retry-After; a lapsed lease; a write the
 request queue gave up on; a bug) is raised by every request of that batch,
-each answered with the status
-today's lone store gives for it (:mod:`.status`); the next batch is tried
-afresh. A request cancelled while it waits (the server's grace time over) is
+each answered with the status today's lone store gives for it
+(:mod:`.status`); the next batch is tried afresh. A request cancelled while it waits (the server's grace time over) is
 left out of the batch; one cancelled while its batch is in flight may still
 be committed, as a lone store on a write thread would be.
 """
