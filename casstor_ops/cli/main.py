@@ -63,8 +63,8 @@ def end(status: int) -> NoReturn:
     teardown is skipped (``os._exit``). That teardown collected and freed every object and module one by one
     and cost every command 40-80 ms (medians of 7 alternated runs: ``casstor ls`` 0.306 against 0.237 s, a
     restore of four release tars 1.545 against 1.469 s): nothing of the store's depends on it, its writes
-    acknowledged, its files synced and closed before the command returns. While a thread other than a daemon one still runs,
-    the interpreter's own exit is taken instead (it waits for that thread).
+    acknowledged, its files synced and closed before the command returns. While a thread other than a daemon
+    one still runs, the interpreter's own exit is taken instead (it waits for that thread).
 
     Example: ``end(0)`` ends the process with 0. Failures: a stdout closed under it (``casstor ls | head``)
     ends the process with 1 if ``status`` was 0, without a traceback."""

@@ -44,9 +44,10 @@ Failures: a file's own error (its preparation's, or a result of
 offline reclaim window: 503 with Retry-After; a lapsed lease; a write the
 request queue gave up on; a bug) is raised by every request of that batch,
 each answered with the status today's lone store gives for it
-(:mod:`.status`); the next batch is tried afresh. A request cancelled while it waits (the server's grace time over) is
-left out of the batch; one cancelled while its batch is in flight may still
-be committed, as a lone store on a write thread would be.
+(:mod:`.status`); the next batch is tried afresh. A request cancelled while
+it waits (the server's grace time over) is left out of the batch; one
+cancelled while its batch is in flight may still be committed, as a lone
+store on a write thread would be.
 """
 
 from __future__ import annotations
@@ -170,18 +171,20 @@ class GroupCommit:
     def _store_batch(self, prepares: list[Callable[[], SmallFile]]) -> list[StoreResult | Exception]:
         """One batch's store (on the group's thread): its files prepared, then stored under the shared lease and
         their keys' locks; a PUT whose preparation failed has that error in its place."""
-        results: list[StoreResult | Exception | None] = []
-        files = []
-        for prepare in prepares:
-            try:
-                files.append(prepare())
-                results.append(None)
-            except Exception as err:  # noqa: BLE001 - its own PUT's answer (an S3 BadDigest), the others go on
-                results.append(err)
-        if files:
-            with self._leases.hold() as lease, contextlib.ExitStack() as locks:
-                for key in sorted(small.id for small in files):  # in key order: two holders never deadlock
-                    locks.enter_context(self._head_locks.holding(key))
-                stored = iter(self._store.put_many(files, lease=lease))
-            results = [next(stored) if result is None else result for result in results]
-        return results
+        prepared = [_prepared(prepare) for prepare in prepares]
+        files = [file for file in prepared if isinstance(file, SmallFile)]
+        if not files:
+            return prepared
+        with self._leases.hold() as lease, contextlib.ExitStack() as locks:
+            for key in sorted(small.id for small in files):  # in key order: two holders of several never deadlock
+                locks.enter_context(self._head_locks.holding(key))
+            stored = iter(self._store.put_many(files, lease=lease))
+        return [next(stored) if isinstance(file, SmallFile) else file for file in prepared]
+
+
+def _prepared(prepare: Callable[[], SmallFile]) -> SmallFile | Exception:
+    """The file ``prepare`` makes, or the error it raised: its own PUT's answer (an S3 BadDigest), the others go on."""
+    try:
+        return prepare()
+    except Exception as err:  # noqa: BLE001 - answered to its request, as a file's own error of put_many
+        return err
