@@ -60,8 +60,8 @@ from casstor_ops.store.cql.request_queue import RequestQueue
 from casstor_ops.store.cql.runs import runs
 from casstor_ops.store.cql.statements import Statements
 from casstor_ops.store.engine.batch_upload import SMALL_FILE_BYTES  # stored in batches up to it, restored so too
-from casstor_ops.store.engine.restore import (READ_CONCURRENCY, StoredBlock, blocks_read, checked_blocks,
-                                              checked_list)
+from casstor_ops.store.engine.restore import (READ_CONCURRENCY, FoundBlock, blocks_read, checked_blocks,
+                                              checked_list, found_blocks)
 from casstor_ops.store.records import FileInfo
 from casstor_ops.store.trees.destinations import check_destination, move_into_place, set_attributes
 from casstor_ops.store.trees.path_ids import path_to_id
@@ -125,7 +125,7 @@ class BatchRestore:
         self._st = Statements.for_session(store.session)
         self._dest_dir, self._below, self._force = dest_dir, below, force
         self._concurrency = concurrency
-        self._found: dict[bytes, tuple[str | None, bytes]] = {}  # hash -> (codec, stored content)
+        self._found: dict[bytes, FoundBlock] = {}
 
     def restore(self, batch: list[Pair]) -> list[Pair]:
         """Restore every file of ``batch`` (head, report row) that checks out, filling its row; the pairs left for
@@ -175,7 +175,7 @@ class BatchRestore:
             raise
 
     def _keep(self, rows: list[tuple[bytes, str | None, bytes | None]]) -> None:
-        self._found.update((digest, (codec, content)) for digest, codec, content in rows if content is not None)
+        self._found.update(found_blocks(rows))
 
     def _checked(self, files: list[_File]) -> tuple[list[_File], list[Pair]]:
         """The files whose list is their head's and whose blocks are all found and intact, content joined; the
@@ -184,7 +184,7 @@ class BatchRestore:
         for file in files:
             try:
                 rows = list(checked_list(file.head, file.rows))
-                blocks = [StoredBlock(*self._found[digest], digest, offset, size) for offset, digest, size in rows]
+                blocks = [self._found[digest].listed(digest, offset, size) for offset, digest, size in rows]
                 file.content = b"".join(checked_blocks(file.head.id, blocks))
             except (CasstorError, KeyError):  # a list not the head's, a block missing or damaged
                 left.append((file.head, file.row))

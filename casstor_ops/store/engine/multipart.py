@@ -48,7 +48,7 @@ from casstor_ops.store.blocks.seams import BlockReader, Recut, seams_of
 from casstor_ops.store.coordination.heartbeat import Fence, no_fence
 from casstor_ops.store.coordination.safety import SAFETY
 from casstor_ops.store.cql.statements import Statements
-from casstor_ops.store.engine.restore import StoredBlock, blocks_read, checked_blocks
+from casstor_ops.store.engine.restore import blocks_read, checked_blocks, found_blocks
 from casstor_ops.store.engine.upload import Upload
 from casstor_ops.store.records import FileInfo, ObjectMeta
 from casstor_ops.store.schema import StoreSettings
@@ -96,10 +96,10 @@ def _block_reader(session: Session, st: Statements, file_id: str, hashes: list[b
         def answered() -> dict[bytes, bytes]:
             found: dict[bytes, bytes] = {}
             for group, future in zip(groups, sent):
-                stored = {digest: (codec, content) for digest, codec, content in future.result() if content is not None}
+                stored = found_blocks(future.result())
                 if missing := [digest for digest in group if digest not in stored]:
                     _vanished(missing)
-                blocks = [StoredBlock(*stored[d], d, *offsets[d]) for d in group]
+                blocks = [stored[d].listed(d, *offsets[d]) for d in group]
                 found.update(zip(group, checked_blocks(file_id, blocks)))
             return found
 

@@ -97,6 +97,17 @@ class StoredBlock(NamedTuple):
     size: int
 
 
+class FoundBlock(NamedTuple):
+    """A block as a blocks read (:func:`blocks_read`) found it: its recorded codec and its stored content."""
+
+    codec: str | None
+    payload: bytes
+
+    def listed(self, digest: bytes, offset: int, size: int) -> StoredBlock:
+        """This block where a block list names it: as :func:`checked_blocks` takes it."""
+        return StoredBlock(self.codec, self.payload, digest, offset, size)
+
+
 class BlockInRead(NamedTuple):
     """Where a block listed for the restore is found: its place among its read's blocks, its hash, and the
     read's decode-and-check task (its result: the read's plaintexts, in order)."""
@@ -173,6 +184,13 @@ def blocks_read(st: Statements, hashes: list[bytes]) -> Query:
     return Query(st.read_blocks, (hashes, len(hashes)))
 
 
+def found_blocks(rows: Iterable[tuple[bytes, str | None, bytes | None]]) -> dict[bytes, FoundBlock]:
+    """The blocks a :func:`blocks_read` answered with ``rows`` (hash, codec, content), by hash. A row without
+    content (a cell deleted under the read) is left out: missing, as a block with no row is. Example:
+    ``found_blocks([(h, None, b"x"), (g, None, None)])`` is ``{h: FoundBlock(None, b"x")}``."""
+    return {digest: FoundBlock(codec, content) for digest, codec, content in rows if content is not None}
+
+
 def default_blocks_per_read(head: FileInfo) -> int:
     """How many of ``head``'s blocks one read asks for: about ``READ_BYTES`` of its mean block, 1 to
     ``BLOCKS_PER_READ``. Example: 16 for a file of 48 KiB blocks, 2 for one of 300 KiB blocks."""
@@ -246,13 +264,12 @@ class Restore:
                                 f"the old version forgotten and its blocks reclaimed); run again")
 
     def _fetched(self, group: list[ListRow], rows) -> None:
-        # A row without content (a cell deleted under it) is missing, as no row is.
-        found = {digest: (codec, content) for digest, codec, content in rows if content is not None}
+        found = found_blocks(rows)
         blocks = []
         for offset, digest, size in group:
             if digest not in found:
                 raise self._unless_changed(damaged(self._head.id, offset, digest, "is missing"))
-            blocks.append(StoredBlock(*found[digest], digest, offset, size))
+            blocks.append(found[digest].listed(digest, offset, size))
         check = self._check(blocks)
         for place, stored in enumerate(blocks):
             block = BlockInRead(place, stored.hash, check)

@@ -39,7 +39,7 @@ from casstor_ops.store.blocks.block_list import carried
 from casstor_ops.store.blocks.hashing import file_hash
 from casstor_ops.store.cql.statements import Query, Statements
 from casstor_ops.store.engine.inline import plaintext
-from casstor_ops.store.engine.restore import BLOCKS_PER_READ, StoredBlock, blocks_read, checked_blocks
+from casstor_ops.store.engine.restore import BLOCKS_PER_READ, blocks_read, checked_blocks, found_blocks
 from casstor_ops.store.records import FileInfo
 
 MAX_BLOCKS = BLOCKS_PER_READ  # a version read this way has at most this many blocks: its blocks are one read
@@ -102,11 +102,11 @@ class SmallRead:
 
     def _fetched(self, rows: list, found: list) -> bytes | None:
         """The checked content; None when a block is missing or damaged, or the list does not hash to the head's."""
-        stored = {digest: (codec, payload) for digest, codec, payload in found}
+        stored = found_blocks(found)
         if any(digest not in stored for _, digest, _ in rows) or file_hash(d for _, d, _ in rows) != self._head.hash:
             return None
         try:
-            return b"".join(checked_blocks(self._head.id, [StoredBlock(*stored[digest], digest, offset, size)
+            return b"".join(checked_blocks(self._head.id, [stored[digest].listed(digest, offset, size)
                                                            for offset, digest, size in rows]))
         except CorruptionError:
             return None
