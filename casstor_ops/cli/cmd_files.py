@@ -25,8 +25,8 @@ from casstor_ops.cli.args import bounded, time_argument, version_argument
 from casstor_ops.cli.output import print_json, print_listing
 from casstor_ops.errors import EXIT_USAGE, CasstorError
 from casstor_ops.store.api import Store
-from casstor_ops.store.bulk.tree import (MIN_PROCESS_FILES, TREE_PROCESSES, TREE_WORKERS, TreeReport, restore_tree,
-                                        store_tree)
+from casstor_ops.store.bulk.tree import (MIN_PROCESS_FILES, RESTORE_WORKERS, STORE_WORKERS, TREE_PROCESSES, TreeReport,
+                                         restore_tree, store_tree)
 from casstor_ops.store.bulk.tree_processes import Standby
 from casstor_ops.store.history.points_in_time import compare
 from casstor_ops.store.progress import progress_bar
@@ -168,9 +168,9 @@ def _diff(args: argparse.Namespace) -> int:
 _workers, _processes = bounded(int, 1, 64, "1 to 64 files at once"), bounded(int, 1, 16, "1 to 16 processes")
 
 
-def _tree_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=_workers, default=TREE_WORKERS, metavar="N",
-                   help=f"a directory or prefix: files at once (1-64, default {TREE_WORKERS})")
+def _tree_options(p: argparse.ArgumentParser, workers: int) -> None:
+    p.add_argument("--workers", type=_workers, default=workers, metavar="N",
+                   help=f"a directory or prefix: files at once (1-64, default {workers})")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -182,7 +182,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stdin", action="store_true", help="read standard input instead of SRC (as SRC -)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
-    _tree_options(p)
+    _tree_options(p, STORE_WORKERS)
     p.add_argument("--processes", type=_processes, default=TREE_PROCESSES, metavar="P",
                    help=f"a directory: client processes for its small files (1-16, default {TREE_PROCESSES}; one "
                         f"when it has fewer than {MIN_PROCESS_FILES} small files a process)")
@@ -202,7 +202,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="that version of the file (as 'casstor ls --versions' prints it)")
     when.add_argument("--at", type=time_argument, metavar="TIME",
                       help="the file (or every file under a prefix) as it was at TIME (ISO 8601; no zone: UTC)")
-    _tree_options(p)
+    _tree_options(p, RESTORE_WORKERS)
     p.set_defaults(func=_restore)
 
     p = sub.add_parser("rm", help="remove a file (its blocks are freed by reclaim)")

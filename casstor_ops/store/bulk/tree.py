@@ -74,7 +74,13 @@ from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile, list_source
 
-TREE_WORKERS = 4  # files at once: two cores hash and move bytes; more only queue on them
+# Files (or small-file batches) at once a process. A store is CPU-bound on two cores (hashing, compressing, the
+# driver's Python, in two processes for a tree of small files): 2 took 0.88-0.96x of 4's time for the small tree
+# (medians of 4-7 alternated first stores, four sets, 16 of 19 faster; 8-19 % fewer context switches) and the same
+# for the tars (4 pairs: 2.53 s each). A restore waits on its reads: 2 took 1.12x of 4's for the tars, and were level
+# for the small tree (docs/benchmarks.md, thirty-seventh session).
+STORE_WORKERS = 2
+RESTORE_WORKERS = 4
 # Client processes for a tree of many small files (casstor_ops.store.bulk.tree_processes says why: two took 0.82x
 # the time of one on 2 cores; three, no less than two), and the small files a process must have to pay for its
 # start (~0.3 s of CPU: imports, a connection, a lease). The others start only once the first finds a file to
@@ -202,7 +208,7 @@ def _sharing(store: Store, workers: int, entries: BatchedEntries | None = None) 
                  read_concurrency=max(1, READ_CONCURRENCY // workers), settings=store.settings, entries=entries)
 
 
-def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", workers: int = TREE_WORKERS,
+def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", workers: int = STORE_WORKERS,
                follow_symlinks: bool = False, progress: ProgressCallback | None = None,
                processes: int = TREE_PROCESSES, standby: Standby | None = None) -> TreeReport:
     """Store every file below ``source`` as ``prefix`` + its relative path, unchanged files skipped; a tree of many
@@ -221,7 +227,7 @@ def store_tree(store: Store, source: str | os.PathLike, prefix: str = "", worker
 
 
 def store_items(store: Store, items: Iterable[SourceFile | list[SourceFile]], progress: ProgressCallback | None,
-                on_work: Callable[[], None] | None = None, workers: int = TREE_WORKERS,
+                on_work: Callable[[], None] | None = None, workers: int = STORE_WORKERS,
                 follow_symlinks: bool = False) -> TreeReport:
     """Store ``items`` (files alone and batches of small files, as :func:`small_batches` gives them) under one
     writer lease, ``workers`` at a time; ``on_work`` is called when a file is first found not listed unchanged."""
@@ -298,7 +304,7 @@ def _alone(entry: SourceFile) -> bool:
 
 
 def restore_tree(store: Store, prefix: str, dest_dir: str | os.PathLike, force: bool = False,
-                 workers: int = TREE_WORKERS, progress: ProgressCallback | None = None,
+                 workers: int = RESTORE_WORKERS, progress: ProgressCallback | None = None,
                  at: datetime | None = None) -> TreeReport:
     """Restore every committed file whose ID starts with ``prefix`` to ``dest_dir/<the rest of its ID as a path>``,
     verified; ``at``: the tree as it was then (each file's version then, exactly; files added since left out,

@@ -49,7 +49,7 @@ leaves no process storing on.
 Example::
 
     >>> with Standby(1) as standby, Store.open() as store:                                  # doctest: +SKIP
-    ...     report = in_processes(store, items, 2, partial(store_items, workers=4), None, standby)
+    ...     report = in_processes(store, items, 2, partial(store_items, workers=2), None, standby)
     >>> report.exit_code                                                                       # doctest: +SKIP
     0
 
