@@ -75,10 +75,9 @@ from casstor_ops.store.trees.path_ids import path_to_id
 from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile, list_source
 
 # Files (or small-file batches) at once a process. A store is CPU-bound on two cores (hashing, compressing, the
-# driver's Python, in two processes for a tree of small files): 2 took 0.88-0.96x of 4's time for the small tree
-# (medians of 4-7 alternated first stores, four sets, 16 of 19 faster; 8-19 % fewer context switches) and the same
-# for the tars (4 pairs: 2.53 s each). A restore waits on its reads: 2 took 1.12x of 4's for the tars, and were level
-# for the small tree (docs/benchmarks.md, thirty-seventh session).
+# driver's Python, in two processes for a tree of small files): 2 took 0.88-1.00x of 4's time for the small tree
+# (medians of 4-7 alternated first stores, five sets, 20 of 25 faster, 3-7 % less client CPU) and level for the
+# tars. A restore waits on its reads: 2 took 1.12x of 4's for the tars (docs/benchmarks.md, "two files at once").
 STORE_WORKERS = 2
 RESTORE_WORKERS = 4
 # Client processes for a tree of many small files (casstor_ops.store.bulk.tree_processes says why: two took 0.82x
