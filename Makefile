@@ -29,7 +29,7 @@ demo: setup
 	@$(VENV)/bin/casstor demo
 
 # Unit tests first: they need no node and no Spark, and fail in seconds. The integration run prints its 25
-# slowest tests: make test is held under 30 minutes on 2 cores, and a CI log then tells which ones to look at.
+# slowest tests: make test is meant to stay under 30 minutes on 2 cores, and a CI log tells which ones to look at.
 test: setup
 	@$(PY) -m pytest tests/unit
 	@$(PY) -m pytest -m "not cluster and not slow" --ignore=tests/unit --durations=25

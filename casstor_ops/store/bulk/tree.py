@@ -76,7 +76,7 @@ from casstor_ops.store.trees.source_listing import UNKNOWN_SIZE, SourceFile, lis
 
 # Files (or small-file batches) at once a process. A store is CPU-bound on two cores (hashing, compressing, the
 # driver's Python, in two processes for a tree of small files): 2 took 0.88-1.00x of 4's time for the small tree
-# (medians of 4-7 alternated first stores, five sets, 20 of 25 faster, 3-7 % less client CPU) and level for the
+# (medians of 4-7 alternated first stores, five sets, about 20 of 25 faster, 3-7 % less client CPU) and level for the
 # tars. A restore waits on its reads: 2 took 1.12x of 4's for the tars (docs/benchmarks.md, "two files at once").
 STORE_WORKERS = 2
 RESTORE_WORKERS = 4
