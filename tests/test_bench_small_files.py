@@ -1,6 +1,6 @@
-"""python -m bench.small_files's run, one measured round after one warm-up round, on the session's test node with
-a tiny corpus (one small installed package): every step of casstor, restic and borg runs, every
-restore is compared with its source, and the ratios and per-file figures come out; a restore that differs and a
+"""python -m bench.small_files's run, one measured round after one warm-up round and one settling round, on the
+session's test node with a tiny corpus (one small installed package): every step of casstor, restic and borg runs,
+every restore is compared with its source, and the ratios and per-file figures come out; a restore that differs and a
 bad flag each end with one line."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from bench.small_files import PEERS, STEPS, TOOLS, _report, package_tree, run_be
 def test_one_round_after_a_warm_up_measures_every_step_of_every_tool(empty_store, tmp_path: Path) -> None:
     packages = package_tree(tmp_path / "small", ("iniconfig",))
     # One corpus: the tars go through the same steps (84 s with both, ~40 of them the second corpus's).
-    results = run_benchmark({"small": tmp_path / "small"}, rounds=1, log=lambda line: None, warmup=1)
+    results = run_benchmark({"small": tmp_path / "small"}, rounds=1, log=lambda line: None, warmup=1, settle=1)
 
     assert list(packages) == ["iniconfig"] and set(results["versions"]) == set(PEERS)
     for corpus, info in results["corpora"].items():
@@ -37,9 +37,12 @@ def test_one_round_after_a_warm_up_measures_every_step_of_every_tool(empty_store
                                                                        for p in PEERS)
         assert figures["casstor"]["store"]["node_ms_per_file"] > 0
         assert all(0 <= figures["casstor"][step]["compiler_share"] <= 1 for step in STEPS)
+        # One settling round at most, and it ran: there is none before it to have settled.
+        assert len(info["settling_compiler_shares"]) == 1 and 0 <= info["settling_compiler_shares"][0] <= 1
     report = _report(results)
     assert "(against " in report and "small  store    casstor" in report and "after 1 warm-up" in report
     assert "    warm-up rounds (not in the medians" in report
+    assert "    settling rounds, casstor alone: 1, the node's compiler's share of its CPU in each: " in report
     assert "the node's JIT compiler's share of its CPU in casstor's measured steps: store " in report
 
 
