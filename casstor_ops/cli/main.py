@@ -30,6 +30,7 @@ from casstor_ops.cli import cmd_cluster, cmd_demo, cmd_files, cmd_history, cmd_i
 from casstor_ops.cli.args import OneLineParser
 from casstor_ops.errors import run_reporting_errors
 from casstor_ops.store.gc_thresholds import apply_gc_thresholds
+from casstor_ops.store.malloc_thresholds import apply_malloc_thresholds
 
 # In the order their sub-commands are listed by 'casstor --help'.
 COMMAND_MODULES = [cmd_cluster, cmd_init, cmd_files, cmd_history, cmd_maintenance, cmd_serve, cmd_demo]
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     apply_gc_thresholds()
+    apply_malloc_thresholds()
     args = build_parser().parse_args(argv)
     try:
         return run_reporting_errors(lambda: args.func(args))

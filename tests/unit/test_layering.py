@@ -73,8 +73,9 @@ def test_no_import_cycles() -> None:
 # imports rooms on its own floor or below, and of its own floor only its own room. bulk/ (the tree runners) stands
 # above the Store facade, which everything outside the store goes through.
 STORE = "casstor_ops.store"
-STORE_FLOORS = {"cql": 0, "records": 0, "ids": 0, "progress": 0, "gc_thresholds": 0, "coordination": 1, "trees": 1,
-                "blocks": 2, "namespace": 3, "schema": 4, "engine": 5, "history": 6, "api": 7, "bulk": 8}
+STORE_FLOORS = {"cql": 0, "records": 0, "ids": 0, "progress": 0, "gc_thresholds": 0, "malloc_thresholds": 0,
+                "coordination": 1, "trees": 1, "blocks": 2, "namespace": 3, "schema": 4, "engine": 5, "history": 6,
+                "api": 7, "bulk": 8}
 STORE_BASE = {f"{STORE}.cql.statements", f"{STORE}.cql.keyspaces", f"{STORE}.records"}
 
 

@@ -82,6 +82,7 @@ from casstor_ops.errors import CasstorError
 from casstor_ops.store.api import Store
 from casstor_ops.store.bulk.tree_files import one_line
 from casstor_ops.store.gc_thresholds import apply_gc_thresholds
+from casstor_ops.store.malloc_thresholds import apply_malloc_thresholds
 from casstor_ops.store.progress import ProgressCallback
 from casstor_ops.store.schema import StoreSettings
 
@@ -368,6 +369,7 @@ def _child_main(task: _Task, turns: _Turns, send, parent: int) -> None:
     """A spawned child."""
     _die_with(parent)
     apply_gc_thresholds()  # what the command's main set is not inherited
+    apply_malloc_thresholds()
     _store_part(task, turns, send)
 
 
