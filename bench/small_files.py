@@ -304,8 +304,9 @@ def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], No
 def _report(results: dict) -> str:
     versions = results["versions"]
     lines = [f"small files and tarballs, casstor vs restic {versions['restic']} and borg {versions['borg']} "
-             f"(medians of {results['rounds']} alternated rounds after {results['warmup']} warm-up and casstor's own "
-             f"settling rounds; one throw-away local node; 2 shared cores: node, client and peers compete)"]
+             f"(medians of {results['rounds']} alternated rounds after {results['warmup']} warm-up and at most "
+             f"{results['settle']} settling rounds of casstor alone; one throw-away local node; 2 shared cores: node, "
+             f"client and peers compete)"]
     if results.get("packages"):
         lines.append("  small: " + ", ".join(f"{name} {v}" for name, v in results["packages"].items()))
     lines.append("ratios (speed: the faster peer's seconds / casstor's, > 1 is casstor faster; "
