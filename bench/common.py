@@ -12,6 +12,7 @@
 * :func:`live_bytes`: the bytes on disk of a keyspace (or some of its tables) on the local nodes, after a flush;
 * :class:`ClientRequests`: the client requests the nodes have served so far (every CQL message);
 * :func:`same_tree`: a restored directory holds exactly its source's files, byte for byte;
+* :func:`random_files`: incompressible files of fresh random bytes, the large-file corpus nothing dedups;
 * :func:`own_node`: point the bench and the ``casstor`` commands it runs at a throw-away node;
 * :func:`publish`: print the report, write the results as JSON.
 
@@ -178,6 +179,16 @@ def same_tree(source: Path, restored: Path, who: str) -> None:
     for name in sorted(wanted):
         if not filecmp.cmp(source / name, restored / name, shallow=False):
             raise CasstorError(f"{who} restored {name} with different bytes")
+
+
+def random_files(directory: Path, total_mb: int, count: int) -> list[Path]:
+    """``count`` files of fresh :func:`os.urandom` bytes, ``total_mb`` MiB in all, written to ``directory`` (made
+    if missing) as ``random-N.bin``; their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"random-{n}.bin" for n in range(count)]
+    for path in paths:
+        path.write_bytes(os.urandom(total_mb * (1 << 20) // count))
+    return paths
 
 
 def own_node(home: Path, port_base: int) -> None:

@@ -47,7 +47,6 @@ from __future__ import annotations
 import compileall
 import filecmp
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -64,7 +63,7 @@ from casstor_ops.store.blocks.codec import DEFAULT_COMPRESSION, BlockCodec
 from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 from casstor_ops.store.schema import set_compression
 
-from bench.common import MB, bench_session, live_bytes, own_node, publish, wait_for_quiet_nodes
+from bench.common import MB, bench_session, live_bytes, own_node, publish, random_files, wait_for_quiet_nodes
 from bench.cpu import CpuMeter
 from bench.restic import ResticRepo
 from bench.source_corpus import release_tars
@@ -232,7 +231,7 @@ def _report(results: dict) -> str:
     return "\n".join(lines)
 
 
-def run_benchmark(source: list[Path], random_mb: int, random_files: int, repeat: int,
+def run_benchmark(source: list[Path], random_mb: int, random_file_count: int, repeat: int,
                   log: Callable[[str], None] = print, compression: str = DEFAULT_COMPRESSION) -> dict:
     """Every loop above on the environment's node, ``source`` as the source corpus, ``none`` against
     ``compression``; the results as a dict (see the module docstring). It empties the store: :func:`main` gives it
@@ -242,12 +241,8 @@ def run_benchmark(source: list[Path], random_mb: int, random_files: int, repeat:
         work = Path(tmp)
         # Each corpus alone in a directory of its own: the tree commands store exactly its files.
         (work / "source").mkdir()
-        corpora = {"source": [Path(shutil.copy2(f, work / "source")) for f in source], "random": []}
-        for n in range(random_files):
-            path = work / "random" / f"random-{n}.bin"
-            path.parent.mkdir(exist_ok=True)
-            path.write_bytes(os.urandom(random_mb * (1 << 20) // random_files))
-            corpora["random"].append(path)
+        corpora = {"source": [Path(shutil.copy2(f, work / "source")) for f in source],
+                   "random": random_files(work / "random", random_mb, random_file_count)}
         with bench_session(log) as (session, _endpoint, _started):
             run = _Run(session, repeat, log)
             disk: dict = {}

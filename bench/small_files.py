@@ -1,6 +1,6 @@
-"""A tree of thousands of small real files, and release tarballs: casstor against restic and borg.
+"""A tree of thousands of small real files, release tarballs and random data: casstor against restic and borg.
 
-Two corpora, each one directory, copied into a temp dir once per run:
+Three corpora, each one directory, copied or written into a temp dir once per run:
 
 * *small*: the installed files of a fixed set of Python packages, copied
   from the running interpreter's site-packages without ``__pycache__``
@@ -9,7 +9,10 @@ Two corpora, each one directory, copied into a temp dir once per run:
   are in the results;
 * *tars*: consecutive Django 5.0.x releases as uncompressed tars
   (:mod:`bench.source_corpus`, as :mod:`bench.compression` uses; default 4,
-  ~60 MB each).
+  ~60 MB each);
+* *random*: large files of fresh random bytes (``--random-mb``, default
+  :data:`RANDOM_MB` in :data:`RANDOM_FILES` files; 0 leaves it out), where
+  nothing compresses or dedups: issue 29's other large-file workload.
 
 Per corpus, each tool on a fresh store or repository runs three timed steps:
 *store* (``casstor store DIR PREFIX``; ``restic backup DIR``; ``borg create
@@ -55,7 +58,7 @@ user's data; the node is stopped at the end.
 Example::
 
     $ .venv/bin/python -m bench.small_files                 # ~5,600 files + 4 tars, medians of 3
-    $ .venv/bin/python -m bench.small_files --quick         # IPython and PIL (~300 files) + 1 tar, 1 round
+    $ .venv/bin/python -m bench.small_files --quick         # IPython and PIL (~300 files), 1 tar, 16 MiB random
     $ .venv/bin/python -m bench.small_files --tree DIR --tars DIR2 --rounds 1
 
 Failures: restic or borg missing and not installable, a package not
@@ -76,14 +79,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from casstor_ops.cli.args import OneLineParser, positive_int
+from casstor_ops.cli.args import OneLineParser, bounded, positive_int
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.errors import CasstorError, run_reporting_errors
 from casstor_ops.store.cql.keyspaces import DATA_KS, META_KS
 
 from bench.borg import BorgRepo
-from bench.common import (MB, bench_session, ClientRequests, live_bytes, own_node, publish, same_tree,
-                          wait_for_quiet_nodes)
+from bench.common import (MB, bench_session, ClientRequests, live_bytes, own_node, publish, random_files,
+                          same_tree, wait_for_quiet_nodes)
 from bench.compression import CASSTOR, compile_casstor, empty_store, run_commands
 from bench.cpu import CpuMeter
 from bench.restic import ResticRepo
@@ -108,6 +111,11 @@ WARMUP_ROUNDS = 4
 # compiles), so these run casstor alone: ~12 s a round for the small tree, ~5 s for the tars.
 SETTLE_ROUNDS = 8
 SETTLED_SHARE = 0.10
+# The random corpus: as bench.compression's (4 files of 16 MiB), so its figures against restic compare with
+# that bench's; a round of the three tools' steps on it takes ~10 s.
+RANDOM_MB = 64
+RANDOM_FILES = 4
+QUICK_RANDOM_MB = 16
 
 
 def package_tree(dest: Path, packages: tuple[str, ...]) -> dict[str, str]:
@@ -303,8 +311,8 @@ def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], No
 
 def _report(results: dict) -> str:
     versions = results["versions"]
-    lines = [f"small files and tarballs, casstor vs restic {versions['restic']} and borg {versions['borg']} "
-             f"(medians of {results['rounds']} alternated rounds after {results['warmup']} warm-up and at most "
+    lines = [f"small files, tarballs and random data, casstor vs restic {versions['restic']} and borg "
+             f"{versions['borg']} (medians of {results['rounds']} alternated rounds after {results['warmup']} warm-up and at most "
              f"{results['settle']} settling rounds of casstor alone; one throw-away local node; 2 shared cores: node, "
              f"client and peers compete)"]
     if results.get("packages"):
@@ -352,6 +360,9 @@ def _corpora(args, work: Path) -> tuple[dict[str, Path], dict[str, str]]:
         for tar in tars:
             shutil.copy2(tar, work / "tars")  # the tree holds exactly these files
         corpora["tars"] = work / "tars"
+    if args.random_mb:
+        random_files(work / "random", args.random_mb, RANDOM_FILES)
+        corpora["random"] = work / "random"
     return corpora, packages
 
 
@@ -361,6 +372,8 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, help="a directory to use as the small-file corpus instead")
     parser.add_argument("--tars", type=Path, help="a directory to use as the tarball corpus instead")
     parser.add_argument("--versions", type=positive_int, default=4, help="consecutive Django 5.0.x releases (1-8)")
+    parser.add_argument("--random-mb", type=bounded(int, 0, 4096, "0 to 4096 MiB"), default=RANDOM_MB,
+                        help=f"MiB of random bytes in {RANDOM_FILES} files (default {RANDOM_MB}; 0: no random corpus)")
     parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--warmup", type=int, choices=range(MAX_WARMUP + 1), metavar=f"0-{MAX_WARMUP}",
                         default=WARMUP_ROUNDS,
@@ -374,6 +387,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.versions, args.warmup, args.settle = 1, 1, 0, 0
+        args.random_mb = min(args.random_mb, QUICK_RANDOM_MB)
     if args.versions > 8:
         parser.error("--versions takes 1-8")
     for flag, path in (("--tree", args.tree), ("--tars", args.tars)):

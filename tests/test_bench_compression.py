@@ -20,7 +20,7 @@ def test_the_compression_bench_measures_both_corpora_against_restic(empty_store,
         path = tmp_path / f"release-{n}.tar"
         path.write_bytes(b"".join(lines) + b"# release %d\n" % n)
         source.append(path)
-    results = run_benchmark(source, random_mb=2, random_files=2, repeat=1, log=lambda line: None)
+    results = run_benchmark(source, random_mb=2, random_file_count=2, repeat=1, log=lambda line: None)
     ratios = results["ratios"]
     for corpus in ("source", "random"):
         for op in ("store", "restore"):
