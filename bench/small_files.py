@@ -112,7 +112,7 @@ WARMUP_ROUNDS = 4
 SETTLE_ROUNDS = 8
 SETTLED_SHARE = 0.10
 # The random corpus: as bench.compression's (4 files of 16 MiB), so its figures against restic compare with
-# that bench's; a round of the three tools' steps on it takes ~10 s.
+# that bench's; the three tools' steps on it took ~6 s a round (2026-12-04).
 RANDOM_MB = 64
 RANDOM_FILES = 4
 QUICK_RANDOM_MB = 16
@@ -312,9 +312,9 @@ def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], No
 def _report(results: dict) -> str:
     versions = results["versions"]
     lines = [f"small files, tarballs and random data, casstor vs restic {versions['restic']} and borg "
-             f"{versions['borg']} (medians of {results['rounds']} alternated rounds after {results['warmup']} warm-up and at most "
-             f"{results['settle']} settling rounds of casstor alone; one throw-away local node; 2 shared cores: node, "
-             f"client and peers compete)"]
+             f"{versions['borg']} (medians of {results['rounds']} alternated rounds after {results['warmup']} "
+             f"warm-up and at most {results['settle']} settling rounds of casstor alone; one throw-away local node; "
+             f"2 shared cores: node, client and peers compete)"]
     if results.get("packages"):
         lines.append("  small: " + ", ".join(f"{name} {v}" for name, v in results["packages"].items()))
     lines.append("ratios (speed: the faster peer's seconds / casstor's, > 1 is casstor faster; "
