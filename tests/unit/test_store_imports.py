@@ -1,4 +1,5 @@
-"""The store path loads the local-node launcher only when the embedded node is used (no node, no Spark)."""
+"""The store path loads the local-node launcher only when the embedded node is used, a command loads no NumPy nor
+server stack, and importing a command starts no process (no node, no Spark)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,18 @@ def test_a_command_loads_the_driver_without_numpy_twisted_or_the_server_stack() 
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["[]", "False", "0.0"]
+
+
+def test_importing_a_command_starts_no_process() -> None:
+    """Imports the CLI (every module a 'casstor' command loads at its start) in a fresh interpreter whose
+    ``subprocess.Popen`` fails; checks that nothing started a process (ctypes.util.find_library, once used to
+    find libc's syncfs, runs `/sbin/ldconfig -p` in one) and that syncfs is still found."""
+    probe = ("import subprocess\n"
+             "def refuse(*args, **kwargs): raise AssertionError(f'a process started at import: {args[1:]}')\n"
+             "subprocess.Popen.__init__ = refuse\n"
+             "import casstor_ops.cli.main as m; m.build_parser()\n"
+             "from casstor_ops.store.trees import temporary\n"
+             "print(temporary._SYNCFS is not None)")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["True"]
