@@ -57,7 +57,7 @@ user's data; the node is stopped at the end.
 
 Example::
 
-    $ .venv/bin/python -m bench.small_files                 # ~5,600 files + 4 tars, medians of 3
+    $ .venv/bin/python -m bench.small_files                 # ~5,600 files, 4 tars, 64 MiB random, medians of 3
     $ .venv/bin/python -m bench.small_files --quick         # IPython and PIL (~300 files), 1 tar, 16 MiB random
     $ .venv/bin/python -m bench.small_files --tree DIR --tars DIR2 --rounds 1
 
@@ -361,8 +361,8 @@ def _corpora(args, work: Path) -> tuple[dict[str, Path], dict[str, str]]:
             shutil.copy2(tar, work / "tars")  # the tree holds exactly these files
         corpora["tars"] = work / "tars"
     if args.random_mb:
-        random_files(work / "random", args.random_mb, RANDOM_FILES)
         corpora["random"] = work / "random"
+        random_files(corpora["random"], args.random_mb, RANDOM_FILES)
     return corpora, packages
 
 
