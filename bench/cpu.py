@@ -27,7 +27,8 @@ only once they exit).
 took (HotSpot's ``C1``/``C2 CompilerThread``): a node just started spends
 about half its CPU there through its first small-tree stores (51 % and
 47 % in the third and fourth), so a figure measured then is as much the
-compiler's as the store's.
+compiler's as the store's. :func:`settle` runs a bench's rounds until that
+share is under :data:`SETTLED_SHARE`.
 
 Failures: a node pid that vanished counts as no CPU (the node's own
 failure surfaces in the measurement itself).
@@ -38,10 +39,13 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+# A node is settled once its JIT compiler threads took under this share of its CPU in one round: a user's node is a
+# long-running server, whose hot paths were compiled long ago (bench.small_files, bench.serve).
+SETTLED_SHARE = 0.10
 
 
 @dataclass
@@ -166,3 +170,23 @@ class CpuMeter:
             cost.compiler_s = min(cost.node_s, max(0.0, compiler))
         if server is not None:
             cost.server_s = self._server_s() - server
+
+
+def settle(one_round: Callable[[], float], most: int, log: Callable[[str], None]) -> list[float]:
+    """Run ``one_round`` (it returns the share of its nodes' CPU their compiler threads took in it) until a round's
+    share is under :data:`SETTLED_SHARE`, at most ``most`` times; each round's share, in order.
+
+    Example::
+
+        >>> shares = iter([0.4, 0.2, 0.05, 0.01])
+        >>> settle(lambda: next(shares), 8, lambda line: None)
+        [0.4, 0.2, 0.05]
+        >>> settle(lambda: 0.5, 2, lambda line: None), settle(lambda: 0.5, 0, lambda line: None)
+        ([0.5, 0.5], [])
+    """
+    shares: list[float] = []
+    while len(shares) < most and (not shares or shares[-1] >= SETTLED_SHARE):
+        log(f"  settling round {len(shares) + 1} (at most {most})")
+        shares.append(one_round())
+        log(f"    the node's compiler took {100 * shares[-1]:.0f} % of its CPU")
+    return shares

@@ -5,32 +5,37 @@ For each body size (default 4 KB, 64 KB, 1 MB) and number of connections
 seconds of PUTs that are not measured (a freshly started node compiles its
 hot code during its first seconds of load):
 
-1. **PUT**: ``wrk -t 1 -c C -d S`` with ``bench/wrk/put.lua``: distinct
-   bodies (every block new) to new keys, against a ``casstor serve``
-   started for the run;
-2. **GET**: the same with ``get.lua``: random keys of the set the PUTs
-   committed, twice: the first run finds the server's content cache
+1. **PUT rounds**: each round runs ``wrk -t 1 -c C -d S`` with
+   ``bench/wrk/put.lua`` (distinct bodies, every block new, to new keys)
+   against a ``casstor serve`` started for the run; with ``--s3`` the same
+   through ``casstor serve --s3``, every request a presigned (SigV4) URL
+   (``bench/serve_s3.py``); then the **raw reference**: as many bodies of the
+   same size, so the same bytes, written to a one-row-per-key table (each its
+   own key; their content drawn from ``RAW_MAX_BYTES`` of random bodies held
+   in memory) by the Python driver, C requests in flight
+   (:class:`bench.raw_driver.ScratchTable`, through the store's request
+   queue, which waits out libev's ``ConnectionBusy`` at 20 x 1 MB in flight
+   where the driver's ``execute_concurrent`` fails), no HTTP. First come
+   *settling rounds* (``--settle``, at most ``SweepConfig.settle``) until
+   the node's JIT compiler took under :data:`bench.cpu.SETTLED_SHARE` of its
+   CPU in one round, as in ``bench.small_files``: a user's node is a
+   long-running server. Then ``--rounds`` measured rounds (default 3); each
+   PUT figure is its median round's, the rate of every round beside it, and
+   the ratios HTTP/raw and S3/plain are of those medians;
+2. **GET**: the same with ``get.lua``: random keys of the set the measured
+   PUTs committed, twice: the first run finds the server's content cache
    empty, the second (*GET again*) finds what the first read; the cache's
-   hits and misses of each are read from ``/metrics``;
-3. **raw reference**: the same number of bodies of the same size, so the
-   same bytes, written to a one-row-per-key table (each its own key; their
-   content drawn from ``RAW_MAX_BYTES`` of random bodies held in memory),
-   then as many reads of random keys of them as the GETs did (at most
-   ``RAW_MAX_READS``), by the Python driver, C requests in
-   flight (:class:`bench.raw_driver.ScratchTable`, through the store's
-   request queue, which waits out libev's ``ConnectionBusy`` at 20 x 1 MB
-   in flight where the driver's ``execute_concurrent`` fails), no HTTP.
+   hits and misses of each are read from ``/metrics``; with ``--s3``, once
+   through the S3 server; then the raw reference's reads of random keys of
+   its measured rounds, as many as the GETs did (at most ``RAW_MAX_READS``).
 
-4. with ``--s3``, **S3 PUT and GET**: the same wrk runs through ``casstor
-   serve --s3`` (same options), every request a presigned (SigV4) URL, and
-   their ratios to the plain server's (``bench/serve_s3.py``);
-   ``--multipart-mb 1024`` adds a 1 GiB multipart upload by boto3 against
-   ``casstor store`` of a tree of as many bytes; ``--checksum-mb 64``, uploads
-   of 64 MiB with each checksum boto3 offers against its default CRC32;
-   ``--complete-parts 1000``, the Complete of an upload of 1,000 parts;
-   ``--delete-keys 2000``, ListObjectVersions then DeleteObjects of 2,000 keys,
-   1,000 a page and a request; ``--list-uploads 1000``, ListMultipartUploads of
-   1,000 uploads under way.
+With ``--s3``, ``--multipart-mb 1024`` adds a 1 GiB multipart upload by boto3
+against ``casstor store`` of a tree of as many bytes; ``--checksum-mb 64``,
+uploads of 64 MiB with each checksum boto3 offers against its default CRC32;
+``--complete-parts 1000``, the Complete of an upload of 1,000 parts;
+``--delete-keys 2000``, ListObjectVersions then DeleteObjects of 2,000 keys,
+1,000 a page and a request; ``--list-uploads 1000``, ListMultipartUploads of
+1,000 uploads under way.
 
 Printed: req/s, MB/s, p50/p99 latency, the ratios HTTP/raw (and S3/plain), and beside them
 the CPU milliseconds per MB of the server (with its workers), of wrk, of the
@@ -40,6 +45,7 @@ checked: the second PUT of the same 1 MB body under another key uploads no
 block (``new_bytes == 0``).
 
     .venv/bin/python -m bench.serve [--sizes 4096 65536 1048576] [--connections 20] [--seconds 30] [--warmup 20]
+                                    [--settle 6] [--rounds 3]
                                     [--workers N] [--access-log] [--cache-mb MIB] [--no-raw] [--smoke]
                                     [--s3 [--multipart-mb MIB] [--checksum-mb MIB] [--complete-parts N]
                                           [--delete-keys N] [--list-uploads N]]
@@ -67,6 +73,7 @@ import json
 import os
 import random
 import re
+import statistics
 import tempfile
 import time
 import urllib.request
@@ -75,11 +82,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from functools import partial
+from itertools import count
 from pathlib import Path
 from urllib.parse import quote
 
 from bench.common import MB, bench_session, publish, wait_for_quiet_nodes
-from bench.cpu import CpuMeter, process_tree
+from bench.cpu import SETTLED_SHARE, Cost, CpuMeter, process_tree, settle
 from bench.raw_driver import ScratchTable
 from bench.serve_report import OPERATIONS, size_label
 from bench.serve_s3 import S3Face
@@ -99,6 +107,7 @@ KB = 1024
 RAW_MAX_BYTES = 200 * MB  # distinct random bodies held in memory; the writes cycle through them
 RAW_MAX_READS = 50_000
 DEDUP_BYTES = 1024 * 1024
+MAX_ROUNDS = 16  # of --settle and --rounds
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,15 @@ class SweepConfig:
     # (node CPU per MB 17 against 10 for the runs after it; HTTP/raw 0.39 against 0.51-0.60), which the raw
     # reference, measured later on the warm node, never does.
     warmup_seconds: float = 20.0
+    # Then rounds of the three PUT runs (plain, S3, raw) until the node's JIT compiler took under
+    # bench.cpu.SETTLED_SHARE of its CPU in one, at most `settle`: after the 20 s warm-up alone it still took 29-33 %
+    # of the node's CPU over the next round (two runs, 2026-12-07), and 40-44 % in plain PUTs 15-45 s into a node's
+    # load (a script of ours), so the one PUT run measured then paid for compiling that the raw reference, measured
+    # later, did not. Then `rounds` measured rounds; each figure is the median round's. With --multipart-mb, pairs of (multipart, tree store) settle so too: in the
+    # first pairs after the 64 KiB runs the compiler took 5.6-11.4 of the node's 17-27 ms a MB of the multipart
+    # upload (the parts' and seams' paths), 0.8-3.6 of the tree store's 9-13.
+    settle: int = 6
+    rounds: int = 3
     raw: bool = True
     workers: int = 1
     access_log: bool = False
@@ -126,7 +144,8 @@ class SweepConfig:
     @classmethod
     def smoke(cls, **overrides: object) -> "SweepConfig":
         """A run of well under a minute: two sizes, 4 connections, 2 s a run."""
-        return replace(cls(sizes=(4 * KB, 64 * KB), connections=(4,), seconds=2.0, warmup_seconds=1.0), **overrides)
+        return replace(cls(sizes=(4 * KB, 64 * KB), connections=(4,), seconds=2.0, warmup_seconds=1.0, settle=0,
+                           rounds=1), **overrides)
 
     def server_args(self) -> list[str]:
         return ["--workers", str(self.workers), "--metrics-port", "0", *(["--access-log"] if self.access_log else []),
@@ -134,6 +153,32 @@ class SweepConfig:
 
 
 GETS = ("get", "get_again")  # the GET runs of a point: the content cache empty, then filled by the first
+PUT_RUNS = ("put", "s3_put", "raw_put")  # a round's runs, in order
+
+
+@dataclass(frozen=True)
+class PutRound:
+    """One round of PUT runs: each run's figures (by :data:`PUT_RUNS` name, those measured), the keys each wrote and
+    the share of the node's CPU its compiler threads took over the round."""
+
+    figures: dict[str, dict]
+    keys: list[str]
+    s3_keys: list[str]
+    raw_hashes: list[bytes]
+    compiler_share: float
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """The figures of the run of median rate (the lower one of an even count), with every run's rate beside them.
+
+    Example::
+
+        >>> _median_run([{"per_s": 3.0}, {"per_s": 1.0}, {"per_s": 2.0}])
+        {'per_s': 2.0, 'rounds_per_s': [3.0, 1.0, 2.0]}
+    """
+    rates = [run["per_s"] for run in runs]
+    median = statistics.median_low(rates)
+    return next(run for run in runs if run["per_s"] == median) | {"rounds_per_s": rates}
 
 
 def _figures(run: WrkRun | None, requests: int, seconds: float, size: int, cost, cache: dict | None = None) -> dict:
@@ -198,61 +243,82 @@ class Sweep:
         return ["/" + quote(prefix), str(size), str(random_file)]
 
     def point(self, size: int, connections: int, log: Callable[[str], None]) -> dict:
-        """PUT, GET and the raw reference at one body size and connection count."""
+        """PUT (plain, S3, raw) in settling, then measured rounds; then GET, at one body size and connection count."""
         prefix = f"{self.prefix}/{size}-{connections}"
-        put, put_cost = self._wrk("put.lua", connections, self._put_args(prefix, size))
-        keys = [head.id for head in self.store.list(prefix + "/")]
-        if len(keys) < put.requests:
-            raise CasstorError(f"wrk completed {put.requests} PUTs but only {len(keys)} keys are committed")
+        runs = count(1)
+        shares = settle(lambda: self._put_round(f"{prefix}/settle-{next(runs)}", size, connections).compiler_share,
+                        self.config.settle, log)
+        rounds = [self._put_round(f"{prefix}/{n}", size, connections) for n in range(self.config.rounds)]
+        row = {"size": size, "connections": connections, "settling_compiler_shares": shares,
+               "compiler_shares": [r.compiler_share for r in rounds]}
+        row |= {op: _median_run([r.figures[op] for r in rounds]) for op in rounds[0].figures}
         paths = self.workdir / f"paths-{size}-{connections}.txt"
-        paths.write_text("".join(f"/{quote(key)}\n" for key in keys))
-        row = {"size": size, "connections": connections,
-               "put": _figures(put, put.requests, put.seconds, size, put_cost)}
+        paths.write_text("".join(f"/{quote(key)}\n" for r in rounds for key in r.keys))
         for op in GETS:
             before = _cache_counts(self.server)
             get, get_cost = self._wrk("get.lua", connections, [str(paths)])
             row[op] = _figures(get, get.requests, get.seconds, size, get_cost,
                                _counted(before, _cache_counts(self.server)))
         if self.s3 is not None:
-            row |= self._s3(size, connections, row)
+            gets = self.s3.url_file(f"get-{size}-{connections}", "GET", [k for r in rounds for k in r.s3_keys])
+            get, get_cost = self._wrk("get.lua", connections, [str(gets)], s3=True)
+            row["s3_get"] = _figures(get, get.requests, get.seconds, size, get_cost)
+            row |= {f"{op}_vs_plain": round(row[f"s3_{op}"]["per_s"] / row[op]["per_s"], 3) for op in ("put", "get")}
         if self.scratch is not None:
-            row |= self._raw(size, connections, put.requests, max(row[op]["requests"] for op in GETS))
+            row["raw_get"] = self._raw_get([h for r in rounds for h in r.raw_hashes], connections,
+                                           max(row[op]["requests"] for op in GETS), size)
             row["put_ratio"] = round(row["put"]["per_s"] / row["raw_put"]["per_s"], 3)
             for op in GETS:
                 row[f"{op}_ratio"] = round(row[op]["per_s"] / row["raw_get"]["per_s"], 3)
         log(format_row(row))
         return row
 
-    def _s3(self, size: int, connections: int, plain: dict) -> dict:
-        """The point's PUT and GET through the S3 server, presigned (as many URLs as the plain PUTs made, and half
-        as many again: a run that gets further overwrites keys from the first), and their ratios to the plain
-        server's."""
-        prefix = f"{size}-{connections}/"
-        urls = self.s3.url_file(f"put-{prefix[:-1]}", "PUT",
-                                [f"{prefix}{n}" for n in range(plain["put"]["requests"] * 3 // 2 + 100)])
-        put_args = [*self._put_args(prefix, size), str(urls)]  # put.lua takes the paths, not the prefix
-        put, put_cost = self._wrk("put.lua", connections, put_args, s3=True)
-        gets = self.s3.url_file(f"get-{prefix[:-1]}", "GET", self.s3.keys(prefix))
-        get, get_cost = self._wrk("get.lua", connections, [str(gets)], s3=True)
-        row = {"s3_put": _figures(put, put.requests, put.seconds, size, put_cost),
-               "s3_get": _figures(get, get.requests, get.seconds, size, get_cost)}
-        return row | {f"{op}_vs_plain": round(row[f"s3_{op}"]["per_s"] / plain[op]["per_s"], 3) for op in ("put", "get")}
+    def _put_round(self, prefix: str, size: int, connections: int) -> PutRound:
+        """One round of PUTs of new bodies: the plain server's under ``prefix``, then the S3 server's (as many
+        presigned URLs as the plain PUTs made, and half as many again: a run that gets further overwrites keys from
+        the first), then the raw driver's (as many bodies as the plain PUTs), each on quiet nodes."""
+        put, put_cost = self._wrk("put.lua", connections, self._put_args(prefix, size))
+        keys = [head.id for head in self.store.list(prefix + "/")]
+        if len(keys) < put.requests:
+            raise CasstorError(f"wrk completed {put.requests} PUTs but only {len(keys)} keys are committed")
+        figures = {"put": _figures(put, put.requests, put.seconds, size, put_cost)}
+        costs = [put_cost]
+        s3_keys: list[str] = []
+        if self.s3 is not None:
+            s3_prefix = prefix[len(self.prefix) + 1:] + "/"
+            urls = self.s3.url_file(f"put-{s3_prefix[:-1].replace('/', '-')}", "PUT",
+                                    [f"{s3_prefix}{n}" for n in range(put.requests * 3 // 2 + 100)])
+            s3_put, s3_cost = self._wrk("put.lua", connections, [*self._put_args(s3_prefix, size), str(urls)],
+                                        s3=True)  # put.lua takes the URLs' paths, not the prefix
+            figures["s3_put"] = _figures(s3_put, s3_put.requests, s3_put.seconds, size, s3_cost)
+            costs.append(s3_cost)
+            s3_keys = self.s3.keys(s3_prefix)
+        raw_hashes: list[bytes] = []
+        if self.scratch is not None:
+            figures["raw_put"], raw_cost, raw_hashes = self._raw_put(size, connections, put.requests)
+            costs.append(raw_cost)
+        node_s = sum(cost.node_s or 0.0 for cost in costs)
+        share = sum(cost.compiler_s or 0.0 for cost in costs) / node_s if node_s else 0.0
+        return PutRound(figures, keys, s3_keys, raw_hashes, share)
 
-    def _raw(self, size: int, connections: int, puts: int, gets: int) -> dict:
-        """As many bodies of ``size`` as wrk PUT (the same bytes), then as many reads as it GOT (capped), through the
-        driver alone, ``connections`` in flight."""
+    def _raw_put(self, size: int, connections: int, puts: int) -> tuple[dict, Cost, list[bytes]]:
+        """As many bodies of ``size`` as wrk PUT (the same bytes) through the driver alone, ``connections`` in flight:
+        the figures, the cost and the keys written."""
         bodies = [os.urandom(size) for _ in range(max(1, min(puts, RAW_MAX_BYTES // size)))]
         blocks = [(hashlib.blake2b(os.urandom(16), digest_size=32).digest(), bodies[n % len(bodies)])
                   for n in range(max(1, puts))]
         wait_for_quiet_nodes(self.session)
-        with self.nodes.measure() as put_cost:
-            put_s = self.scratch.write(blocks, connections, retry_busy=True)
-        wanted = [random.choice(blocks)[0] for _ in range(max(1, min(gets, RAW_MAX_READS)))]
+        with self.nodes.measure() as cost:
+            seconds = self.scratch.write(blocks, connections, retry_busy=True)
+        return _figures(None, len(blocks), seconds, size, cost), cost, [digest for digest, _ in blocks]
+
+    def _raw_get(self, hashes: list[bytes], connections: int, gets: int, size: int) -> dict:
+        """As many reads of random keys of ``hashes`` as the GETs made (capped), ``connections`` in flight."""
+        wanted = [random.choice(hashes) for _ in range(max(1, min(gets, RAW_MAX_READS)))]
         wait_for_quiet_nodes(self.session)
-        with self.nodes.measure() as get_cost:
-            get_s = self.scratch.read(wanted, connections, retry_busy=True)
-        return {"raw_put": _figures(None, len(blocks), put_s, size, put_cost),
-                "raw_get": _figures(None, len(wanted), get_s, size, get_cost)}
+        with self.nodes.measure() as cost:
+            seconds = self.scratch.read(wanted, connections, retry_busy=True)
+        return _figures(None, len(wanted), seconds, size, cost)
 
     def dedup_check(self) -> dict:
         """PUT one 1 MB body under two keys: what the second one uploaded."""
@@ -300,7 +366,8 @@ def run_sweep(config: SweepConfig, log: Callable[[str], None] = print) -> dict:
                             for connections in config.connections for size in config.sizes]
                     dedup = sweep.dedup_check()
                     quiet = partial(wait_for_quiet_nodes, session)
-                    multipart = s3.multipart_vs_tree(config.multipart_bytes, node_pids, quiet) \
+                    multipart = s3.multipart_vs_tree(config.multipart_bytes, node_pids, quiet,
+                                                     most_settling=config.settle, log=log) \
                         if s3 is not None and config.multipart_bytes else None
                     checksums = s3.checksum_uploads(config.checksum_bytes, node_pids, quiet) \
                         if s3 is not None and config.checksum_bytes else None
@@ -326,6 +393,20 @@ def _stop(server: ServerProcess) -> None:
     code, server_log = server.stop()
     if code != 0:
         raise CasstorError(f"casstor serve exited with {code}: {server_log[-500:]}")
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.0f} %"
+
+
+def _settling(shares: list[float], unit: str) -> str:
+    """``3 settling rounds (33 %, 15 %, 4 %)``: how many ran, and the node's compiler's share of its CPU in each."""
+    return f"{len(shares)} settling {unit}(s)" + (f" ({', '.join(map(_percent, shares))})" if shares else "")
+
+
+def _share(figures: dict) -> float:
+    """The share of the node's CPU its compiler threads took in a run (0 when the node is not local)."""
+    return (figures["compiler_s"] or 0.0) / figures["node_s"] if figures["node_s"] else 0.0
 
 
 def _cpu(figures: dict, keys: tuple[str, ...]) -> str:
@@ -354,6 +435,11 @@ def format_row(row: dict) -> str:
                          f"  CPU ms/MB server/wrk/node "
                          f"{_cpu(s3, ('server_ms_per_mb', 'client_ms_per_mb', 'node_ms_per_mb'))}"
                          f" | S3/plain {row[f'{op}_vs_plain']:.3f}")
+    rates = "; ".join(f"{name} " + "/".join(f"{rate:.0f}" for rate in row[op]["rounds_per_s"])
+                      for op, name in zip(PUT_RUNS, ("plain", "S3", "raw")) if op in row)
+    lines.append(f"  {size_label(row['size']):>7} c={row['connections']:<3} PUT req/s by round: {rates}; the node's "
+                 f"compiler's share of its CPU in each round {', '.join(map(_percent, row['compiler_shares']))}, "
+                 f"after {_settling(row['settling_compiler_shares'], 'round')}")
     return "\n".join(lines)
 
 
@@ -361,7 +447,9 @@ def format_report(results: dict) -> str:
     config = results["config"]
     dedup = results["dedup"]
     inline = results.get("inline_max", 0)
-    head = (f"casstor serve under {results['client']}, {config['seconds']:g} s a run, {config['workers']} worker(s), "
+    head = (f"casstor serve under {results['client']}, {config['seconds']:g} s a run, the PUTs' figures the median of "
+            f"{config['rounds']} alternated rounds (plain, S3, raw) after at most {config['settle']} settling rounds, "
+            f"{config['workers']} worker(s), "
             f"access log {'on' if config['access_log'] else 'off'}, "
             f"{f'files up to {inline} bytes inline' if inline else 'no inline files'}; raw = the Python driver on "
             f"a one-row-per-key table at the same concurrency (1 MB = 10^6 bytes)")
@@ -376,7 +464,9 @@ def format_report(results: dict) -> str:
                   f"of as many bytes: {tree['mb_per_s']:.1f} MB/s, client/node "
                   f"{_cpu(tree, ('client_ms_per_mb', 'node_ms_per_mb'))}; multipart/tree {multipart['ratio']:.3f} "
                   f"(medians of {multipart['rounds']} alternated pairs on quiet nodes; each pair "
-                  f"{', '.join(f'{r:.3f}' for r in multipart['ratios'])})")
+                  f"{', '.join(f'{r:.3f}' for r in multipart['ratios'])}; after "
+                  f"{_settling(multipart['settling_compiler_shares'], 'pair')}; the node's compiler's share of its "
+                  f"CPU in the medians: multipart {_percent(_share(up))}, tree store {_percent(_share(tree))})")
     checksums = results.get("checksums")
     if checksums:
         check += (f"\nS3 multipart uploads of {size_label(checksums['bytes'])} by checksum (medians of "
@@ -410,6 +500,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, nargs="+", help="wrk connections (default 20)")
     parser.add_argument("--seconds", type=float, help="seconds per wrk run (default 30)")
     parser.add_argument("--warmup", type=float, help="seconds of unmeasured PUTs first (default 20; 0: none)")
+    parser.add_argument("--settle", type=int, choices=range(MAX_ROUNDS + 1), metavar=f"0-{MAX_ROUNDS}",
+                        help=f"rounds of PUTs after the warm-up, at most, until the node's compiler took under "
+                        f"{100 * SETTLED_SHARE:.0f} %% of its CPU in one (default {defaults.settle})")
+    parser.add_argument("--rounds", type=int, choices=range(1, MAX_ROUNDS + 1), metavar=f"1-{MAX_ROUNDS}",
+                        help=f"measured rounds of PUTs; each figure the median round's (default {defaults.rounds})")
     parser.add_argument("--workers", type=int, default=1, help="the server's --workers (default 1)")
     parser.add_argument("--access-log", action="store_true", help="run the server with --access-log")
     parser.add_argument("--cache-mb", type=int, help="the server's --cache-mb (default: its own default)")
@@ -430,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chosen = {key: tuple(value) if isinstance(value, list) else value
               for key, value in [("sizes", args.sizes), ("connections", args.connections), ("seconds", args.seconds),
-                                 ("warmup_seconds", args.warmup)]
+                                 ("warmup_seconds", args.warmup), ("settle", args.settle), ("rounds", args.rounds)]
               if value is not None}
     if (args.multipart_mb or args.checksum_mb or args.complete_parts or args.delete_keys or args.list_uploads) \
             and not args.s3:

@@ -18,8 +18,10 @@ against ``casstor store DIR PREFIX`` of a directory holding another file of
 random bytes of the same size (distinct, so neither deduplicates the other),
 each timed with the CPU of its client, of the server and of the node. They
 alternate, ``MULTIPART_ROUNDS`` pairs (fresh random bytes each), each on
-quiet nodes (``quiet``: no compaction running); the figures are the medians
-and the ratio is that of the median rates. The node's CPU is counted from the
+quiet nodes (``quiet``: no compaction running), after settling pairs until the
+node's JIT compiler took under :data:`bench.cpu.SETTLED_SHARE` of its CPU in
+one (at most ``most_settling``; the bench's ``--settle``); the figures are the
+medians and the ratio is that of the median rates. The node's CPU is counted from the
 launcher's pid files under ``CASSTOR_HOME`` (a node the bench did not start
 too), else it is unknown.
 
@@ -67,12 +69,13 @@ import subprocess
 import sys
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import count
 from pathlib import Path
 
 from bench.common import MB
-from bench.cpu import CpuMeter, process_tree
+from bench.cpu import Cost, CpuMeter, process_tree, settle
 from casstor_ops.errors import CasstorError
 from casstor_ops.serve.process import ServerProcess
 
@@ -128,17 +131,24 @@ class S3Face:
         return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
     def multipart_vs_tree(self, size: int, node_pids: list[int], quiet: Callable[[], None],
-                          rounds: int = MULTIPART_ROUNDS) -> dict:
+                          rounds: int = MULTIPART_ROUNDS, most_settling: int = 0,
+                          log: Callable[[str], None] = print) -> dict:
         """Multipart uploads of ``size`` random bytes alternated with tree stores of as many other random bytes:
-        ``rounds`` pairs, each run on quiet nodes; the medians (see the module docstring)."""
-        pairs = [self._multipart_and_tree(size, node_pids, quiet, round_) for round_ in range(rounds)]
+        settling pairs (at most ``most_settling``) until the node's compiler is quiet, then ``rounds`` pairs, each
+        run on quiet nodes; the medians (see the module docstring)."""
+        settling = count(1)
+        shares = settle(lambda: _compiler_share(self._multipart_and_tree(size, node_pids, quiet,
+                                                                          f"settle-{next(settling)}")),
+                        most_settling, log)
+        pairs = [self._multipart_and_tree(size, node_pids, quiet, str(round_)) for round_ in range(rounds)]
         multipart, tree_store = (_median([pair[i] for pair in pairs]) for i in (0, 1))
-        return {"bytes": size, "part_bytes": MULTIPART_PART, "rounds": rounds, "multipart": multipart,
-                "tree_store": tree_store, "ratio": round(multipart["mb_per_s"] / tree_store["mb_per_s"], 3),
+        return {"bytes": size, "part_bytes": MULTIPART_PART, "rounds": rounds, "settling_compiler_shares": shares,
+                "multipart": multipart, "tree_store": tree_store,
+                "ratio": round(multipart["mb_per_s"] / tree_store["mb_per_s"], 3),
                 "ratios": [round(up["mb_per_s"] / tree["mb_per_s"], 3) for up, tree in pairs]}
 
     def _multipart_and_tree(self, size: int, node_pids: list[int], quiet: Callable[[], None],
-                            round_: int) -> tuple[dict, dict]:
+                            round_: str) -> tuple[dict, dict]:
         upload, tree = self.workdir / "multipart.bin", self.workdir / f"tree-{round_}" / "large.bin"
         tree.parent.mkdir()
         for path in (upload, tree):
@@ -277,6 +287,13 @@ def _median(figures: list[dict]) -> dict:
             for k in figures[0]}
 
 
-def _rate(size: int, seconds: float, cost) -> dict:
+def _rate(size: int, seconds: float, cost: Cost) -> dict:
     return {"seconds": round(seconds, 2), "mb_per_s": round(size / MB / seconds, 2),
-            **{k: None if v is None else round(v, 2) for k, v in cost.per_mb(size).items()}}
+            **{k: None if v is None else round(v, 2) for k, v in cost.per_mb(size).items()},
+            "node_s": cost.node_s, "compiler_s": cost.compiler_s}
+
+
+def _compiler_share(runs: Sequence[dict]) -> float:
+    """The share of the node's CPU its compiler threads took over ``runs`` (their :func:`_rate` figures)."""
+    node_s = sum(run["node_s"] or 0.0 for run in runs)
+    return sum(run["compiler_s"] or 0.0 for run in runs) / node_s if node_s else 0.0

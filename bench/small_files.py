@@ -28,7 +28,7 @@ C2 compiler took 51 % and 47 % of it in the third and fourth small-tree
 stores after a start, 8 % in the seventh), and a user's node is a
 long-running server. Then casstor's steps alone run again (*settling
 rounds*, ``--settle``, default :data:`SETTLE_ROUNDS`) until the node's
-compiler threads took under :data:`SETTLED_SHARE` of its CPU in one round;
+compiler threads took under :data:`bench.cpu.SETTLED_SHARE` of its CPU in one round;
 how many ran, and the share in each, are in the results. The share of the
 node's CPU its JIT compiler threads took in casstor's measured steps is
 printed with the figures, so a figure of a node still compiling shows as
@@ -77,6 +77,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from casstor_ops.cli.args import OneLineParser, bounded, positive_int
@@ -88,7 +89,7 @@ from bench.borg import BorgRepo
 from bench.common import (MB, bench_session, ClientRequests, live_bytes, own_node, publish, random_files,
                           same_tree, wait_for_quiet_nodes)
 from bench.compression import CASSTOR, compile_casstor, empty_store, run_commands
-from bench.cpu import CpuMeter
+from bench.cpu import SETTLED_SHARE, CpuMeter, settle as settle_node
 from bench.restic import ResticRepo
 from bench.source_corpus import release_tars
 
@@ -110,7 +111,6 @@ WARMUP_ROUNDS = 4
 # ten first stores of the small tree, the store 5.9 -> 5.3 s. The peers need no such rounds (nothing of theirs
 # compiles), so these run casstor alone: ~12 s a round for the small tree, ~5 s for the tars.
 SETTLE_ROUNDS = 8
-SETTLED_SHARE = 0.10
 # The random corpus: as bench.compression's (4 files of 16 MiB), so its figures against restic compare with
 # that bench's; the three tools' steps on it took ~6 s a round (2026-12-04).
 RANDOM_MB = 64
@@ -264,16 +264,10 @@ def _ratios(figures: dict) -> dict:
     return ratios
 
 
-def _settle(rounds: _Rounds, tree: Path, most: int, log: Callable[[str], None]) -> list[float]:
-    """casstor's steps again, at most ``most`` times, until its node's compiler took under :data:`SETTLED_SHARE`
-    of the node's CPU in one round; the share in each round."""
-    shares: list[float] = []
-    while len(shares) < most and (not shares or shares[-1] >= SETTLED_SHARE):
-        log(f"  settling round {len(shares) + 1} (casstor alone, at most {most})")
-        rounds.one("casstor", tree)
-        shares.append(rounds.compiler_share("casstor"))
-        log(f"    the node's compiler took {100 * shares[-1]:.0f} % of its CPU")
-    return shares
+def _settling_round(rounds: _Rounds, tree: Path) -> float:
+    """casstor's steps alone once more; the share of its node's CPU the compiler took in them."""
+    rounds.one("casstor", tree)
+    return rounds.compiler_share("casstor")
 
 
 def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], None] = print,
@@ -294,7 +288,7 @@ def run_benchmark(corpora: dict[str, Path], rounds: int, log: Callable[[str], No
                 log(f"  warm-up round {n + 1} of {warmup}")
                 for tool in TOOLS:
                     warm.one(tool, tree)
-            shares = _settle(_Rounds(session, Path(tmp), log), tree, settle, log)
+            shares = settle_node(partial(_settling_round, _Rounds(session, Path(tmp), log), tree), settle, log)
             for n in range(rounds):
                 log(f"  round {n + 1} of {rounds}")
                 for tool in TOOLS:

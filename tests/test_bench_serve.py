@@ -21,6 +21,11 @@ def test_smoke_bench_measures_every_figure_and_cleans_up(cql, tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads(output.read_text())
     [row] = results["rows"]
+    # --smoke: no settling round, one measured round, whose rates are the figures.
+    assert row["settling_compiler_shares"] == [] and len(row["compiler_shares"]) == 1
+    for op in ("put", "raw_put"):
+        assert row[op]["rounds_per_s"] == [row[op]["per_s"]]
+    assert "PUT req/s by round" in proc.stdout
     for op in ("put", "get", "get_again", "raw_put", "raw_get"):
         assert row[op]["per_s"] > 0 and row[op]["mb_per_s"] > 0 and row[op]["node_ms_per_mb"] > 0, (op, row)
     for op in ("put", "get", "get_again"):
@@ -37,17 +42,22 @@ def test_smoke_bench_measures_every_figure_and_cleans_up(cql, tmp_path: Path) ->
 
 
 def test_smoke_bench_s3_path_measures_signed_puts_gets_and_a_multipart_upload(cql, tmp_path: Path) -> None:
-    """`--s3 --multipart-mb 16 --checksum-mb 8 --no-raw`: the S3 server's PUT and GET (presigned URLs) measured
-    beside the plain server's with their ratios, the multipart upload against a tree store of as many bytes, an
-    upload with each checksum boto3 offers against its CRC32, and the bucket and the tree's files removed at the
-    end."""
+    """`--s3 --multipart-mb 16 --checksum-mb 8 --no-raw --settle 1 --rounds 2`: the S3 server's PUT and GET
+    (presigned URLs) measured beside the plain server's with their ratios, in a settling round and two measured
+    rounds, the multipart upload against a tree store of as many bytes, an upload with each checksum boto3 offers
+    against its CRC32, and the bucket and the tree's files removed at the end."""
     output = tmp_path / "serve.json"
     proc = subprocess.run([sys.executable, "-m", "bench.serve", "--smoke", "--seconds", "1", "--sizes", "65536",
-                           "--no-raw", "--s3", "--multipart-mb", "16", "--checksum-mb", "8", "--output", str(output)],
+                           "--no-raw", "--s3", "--multipart-mb", "16", "--checksum-mb", "8", "--settle", "1",
+                           "--rounds", "2", "--output", str(output)],
                           capture_output=True, text=True, timeout=600, cwd=project_root())
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads(output.read_text())
     [row] = results["rows"]
+    assert len(row["settling_compiler_shares"]) == 1 and len(row["compiler_shares"]) == 2 and "raw_put" not in row
+    for op in ("put", "s3_put"):  # the figures are the lower median round's, both rounds' rates beside them
+        assert len(row[op]["rounds_per_s"]) == 2 and row[op]["per_s"] == min(row[op]["rounds_per_s"])
+    assert row["put_vs_plain"] == round(row["s3_put"]["per_s"] / row["put"]["per_s"], 3)
     for op in ("s3_put", "s3_get"):
         assert row[op]["per_s"] > 0 and 0 < row[op]["p50_ms"] <= row[op]["p99_ms"] and row[op]["server_ms_per_mb"] > 0
     assert row["put_vs_plain"] > 0 and row["get_vs_plain"] > 0 and "S3/plain" in proc.stdout

@@ -41,9 +41,12 @@ class StoreResult:
     version: uuid.UUID | None = field(default=None, repr=False)  # the committed version (an S3 versionId)
 
     def as_dict(self) -> dict[str, Any]:
-        result = asdict(self)
-        del result["hash"], result["version"]
-        return result
+        # Every field is a scalar: dataclasses.asdict's recursive copy took 15 us where this takes 1 us, and an
+        # HTTP PUT calls it once (4 % of the server's GIL time a 64 KiB PUT under wrk, py-spy, 2026-12-07).
+        return {name: getattr(self, name) for name in _STORE_RESULT_FIELDS}
+
+
+_STORE_RESULT_FIELDS = tuple(f.name for f in fields(StoreResult) if f.name not in ("hash", "version"))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""bench.cpu's meter on this very process, with a thread named as HotSpot names its JIT compiler threads."""
+"""bench.cpu's meter on this very process, with a thread named as HotSpot names its JIT compiler threads; the
+settling rounds that run until the node's compiler is quiet."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import threading
 import time
 
-from bench.cpu import CpuMeter
+from bench.cpu import SETTLED_SHARE, CpuMeter, settle
 
 _PR_SET_NAME = 15
 
@@ -35,3 +36,14 @@ def test_the_compiler_share_lies_between_none_and_all_of_the_node_cpu() -> None:
     finally:
         stop.set()
         spinner.join()
+
+
+def test_settling_stops_at_the_first_round_under_the_settled_share_or_at_the_most_allowed() -> None:
+    shares = iter([0.5, 0.3, SETTLED_SHARE, SETTLED_SHARE / 2, 0.0])
+    lines: list[str] = []
+    assert settle(lambda: next(shares), 8, lines.append) == [0.5, 0.3, SETTLED_SHARE, SETTLED_SHARE / 2]
+    assert next(shares) == 0.0  # no round after the settled one
+    assert "    the node's compiler took 50 % of its CPU" in lines
+    assert settle(lambda: 0.9, 3, lines.append) == [0.9, 0.9, 0.9]
+    ran: list[int] = []
+    assert settle(lambda: ran.append(1) or 0.9, 0, lines.append) == [] and not ran
