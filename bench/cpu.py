@@ -39,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -56,6 +56,11 @@ class Cost:
     node_s: float | None = None
     server_s: float | None = None
     compiler_s: float | None = None
+
+    @classmethod
+    def of(cls, figures: Mapping[str, float | None]) -> "Cost":
+        """The node's and its compiler's CPU seconds a bench kept in a run's figures (``node_s``, ``compiler_s``)."""
+        return cls(node_s=figures["node_s"], compiler_s=figures["compiler_s"])
 
     def per_mb(self, nbytes: int) -> dict[str, float | None]:
         """CPU milliseconds per MB (10^6 bytes) moved (``server_ms_per_mb`` only when a server was measured)."""
@@ -170,6 +175,24 @@ class CpuMeter:
             cost.compiler_s = min(cost.node_s, max(0.0, compiler))
         if server is not None:
             cost.server_s = self._server_s() - server
+
+
+def compiler_share(costs: Iterable[Cost]) -> float:
+    """The share of the nodes' CPU their JIT compiler threads took over ``costs`` together (0 when the nodes are not
+    local or took no CPU).
+
+    Example::
+
+        >>> compiler_share([Cost(node_s=3.0, compiler_s=1.0), Cost(node_s=1.0, compiler_s=0.0)])
+        0.25
+        >>> compiler_share([Cost()]), compiler_share([Cost.of({"node_s": 2.0, "compiler_s": 0.5})])
+        (0.0, 0.25)
+    """
+    node_s = compiler_s = 0.0
+    for cost in costs:
+        node_s += cost.node_s or 0.0
+        compiler_s += cost.compiler_s or 0.0
+    return compiler_s / node_s if node_s else 0.0
 
 
 def settle(one_round: Callable[[], float], most: int, log: Callable[[str], None]) -> list[float]:

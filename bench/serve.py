@@ -87,7 +87,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from bench.common import MB, bench_session, publish, wait_for_quiet_nodes
-from bench.cpu import SETTLED_SHARE, Cost, CpuMeter, process_tree, settle
+from bench.cpu import SETTLED_SHARE, Cost, CpuMeter, compiler_share, process_tree, settle
 from bench.raw_driver import ScratchTable
 from bench.serve_report import OPERATIONS, size_label
 from bench.serve_s3 import S3Face
@@ -125,9 +125,10 @@ class SweepConfig:
     # bench.cpu.SETTLED_SHARE of its CPU in one, at most `settle`: after the 20 s warm-up alone it still took 29-33 %
     # of the node's CPU over the next round (two runs, 2026-12-07), and 40-44 % in plain PUTs 15-45 s into a node's
     # load (a script of ours), so the one PUT run measured then paid for compiling that the raw reference, measured
-    # later, did not. Then `rounds` measured rounds; each figure is the median round's. With --multipart-mb, pairs of (multipart, tree store) settle so too: in the
-    # first pairs after the 64 KiB runs the compiler took 5.6-11.4 of the node's 17-27 ms a MB of the multipart
-    # upload (the parts' and seams' paths), 0.8-3.6 of the tree store's 9-13.
+    # later, did not. Then `rounds` measured rounds; each figure is the median round's. With --multipart-mb, pairs
+    # of (multipart, tree store) settle so too: in the first pairs after the 64 KiB runs the compiler took 5.6-11.4
+    # of the node's 17-27 ms a MB of the multipart upload (the parts' and seams' paths), 0.8-3.6 of the tree
+    # store's 9-13.
     settle: int = 6
     rounds: int = 3
     raw: bool = True
@@ -297,9 +298,7 @@ class Sweep:
         if self.scratch is not None:
             figures["raw_put"], raw_cost, raw_hashes = self._raw_put(size, connections, put.requests)
             costs.append(raw_cost)
-        node_s = sum(cost.node_s or 0.0 for cost in costs)
-        share = sum(cost.compiler_s or 0.0 for cost in costs) / node_s if node_s else 0.0
-        return PutRound(figures, keys, s3_keys, raw_hashes, share)
+        return PutRound(figures, keys, s3_keys, raw_hashes, compiler_share(costs))
 
     def _raw_put(self, size: int, connections: int, puts: int) -> tuple[dict, Cost, list[bytes]]:
         """As many bodies of ``size`` as wrk PUT (the same bytes) through the driver alone, ``connections`` in flight:
@@ -405,8 +404,8 @@ def _settling(shares: list[float], unit: str) -> str:
 
 
 def _share(figures: dict) -> float:
-    """The share of the node's CPU its compiler threads took in a run (0 when the node is not local)."""
-    return (figures["compiler_s"] or 0.0) / figures["node_s"] if figures["node_s"] else 0.0
+    """The share of the node's CPU its compiler threads took in a multipart or tree-store run (its figures)."""
+    return compiler_share([Cost.of(figures)])
 
 
 def _cpu(figures: dict, keys: tuple[str, ...]) -> str:

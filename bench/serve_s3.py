@@ -75,7 +75,7 @@ from itertools import count
 from pathlib import Path
 
 from bench.common import MB
-from bench.cpu import Cost, CpuMeter, process_tree, settle
+from bench.cpu import Cost, CpuMeter, compiler_share, process_tree, settle
 from casstor_ops.errors import CasstorError
 from casstor_ops.serve.process import ServerProcess
 
@@ -295,5 +295,4 @@ def _rate(size: int, seconds: float, cost: Cost) -> dict:
 
 def _compiler_share(runs: Sequence[dict]) -> float:
     """The share of the node's CPU its compiler threads took over ``runs`` (their :func:`_rate` figures)."""
-    node_s = sum(run["node_s"] or 0.0 for run in runs)
-    return sum(run["compiler_s"] or 0.0 for run in runs) / node_s if node_s else 0.0
+    return compiler_share(map(Cost.of, runs))

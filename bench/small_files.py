@@ -89,7 +89,7 @@ from bench.borg import BorgRepo
 from bench.common import (MB, bench_session, ClientRequests, live_bytes, own_node, publish, random_files,
                           same_tree, wait_for_quiet_nodes)
 from bench.compression import CASSTOR, compile_casstor, empty_store, run_commands
-from bench.cpu import SETTLED_SHARE, CpuMeter, settle as settle_node
+from bench.cpu import SETTLED_SHARE, Cost, CpuMeter, compiler_share, settle as settle_node
 from bench.restic import ResticRepo
 from bench.source_corpus import release_tars
 
@@ -219,9 +219,7 @@ class _Rounds:
 
     def compiler_share(self, tool: str) -> float:
         """The share of the node's CPU its compiler threads took in ``tool``'s steps of the last round."""
-        last = [self.samples[(tool, step)][-1] for step in STEPS]
-        node_s = sum(s["node_s"] for s in last)
-        return sum(s["compiler_s"] for s in last) / node_s if node_s else 0.0
+        return compiler_share(Cost.of(self.samples[(tool, step)][-1]) for step in STEPS)
 
     def one(self, tool: str, tree: Path) -> None:
         driver = DRIVERS[tool](self.session, tree, self.work)
@@ -244,8 +242,7 @@ def _medians(rounds: _Rounds, files: int, nbytes: int) -> dict:
             "seconds": seconds, "mbps": nbytes / MB / seconds, "files_per_s": files / seconds,
             "client_ms_per_file": 1000 * statistics.median(s["client_s"] for s in samples) / files,
             "node_ms_per_file": 1000 * statistics.median(s["node_s"] for s in samples) / files,
-            "compiler_share": statistics.median(s["compiler_s"] / s["node_s"] if s["node_s"] else 0.0
-                                                for s in samples),
+            "compiler_share": statistics.median(compiler_share([Cost.of(s)]) for s in samples),
             "requests_per_file": statistics.median(s["requests"] for s in samples) / files}
     for tool, sizes in rounds.disk.items():
         figures[tool]["disk_bytes"] = statistics.median(sizes)
