@@ -54,6 +54,7 @@ bench: setup
 	@$(PY) -m bench.chunk_sizes
 	@$(PY) -m bench.cluster_scaling
 	@$(PY) -m bench.row_costs
+	@$(PY) -m bench.pack_rows
 	@$(PY) -m bench.listing
 	@$(PY) -m bench.forget
 	@$(PY) -m bench.seams

@@ -9,6 +9,9 @@ consistency level) into a scratch table shaped like ``casstor_data.blocks``.
 The scratch keyspace copies the replication of ``casstor_data``, so the
 reference pays the same replica cost, and is dropped afterwards.
 
+:func:`scratch_keyspace` makes such a keyspace with other tables (the
+shapes of ``bench.pack_rows``).
+
 Example::
 
     >>> with ScratchTable(session) as scratch:                        # doctest: +SKIP
@@ -20,9 +23,10 @@ the scratch keyspace is dropped even then.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Sequence
 
 from cassandra import ConsistencyLevel
@@ -43,7 +47,8 @@ Block = tuple[bytes, bytes]  # (hash, content)
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-def _replication_cql(session: Session, keyspace: str) -> str:
+def replication_cql(session: Session, keyspace: str) -> str:
+    """``keyspace``'s replication as CQL, for a scratch keyspace that pays the same replica cost."""
     row = session.execute(
         session.prepare("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?"),
         (keyspace,)).one()
@@ -55,19 +60,46 @@ def _replication_cql(session: Session, keyspace: str) -> str:
     return "{" + ", ".join(f"'{k}': '{v}'" for k, v in items.items()) + "}"
 
 
+@contextlib.contextmanager
+def scratch_keyspace(session: Session, keyspace: str, tables: Sequence[str]) -> Iterator[None]:
+    """``keyspace`` made afresh with the replication of ``casstor_data`` and ``tables`` (their DDL), dropped on exit.
+
+    Example::
+
+        >>> with scratch_keyspace(session, "casstor_bench_x", ["CREATE TABLE casstor_bench_x.t (k int PRIMARY KEY)"]):
+        ...     session.execute("INSERT INTO casstor_bench_x.t (k) VALUES (1)")        # doctest: +SKIP
+
+    Failures: a DDL error is raised; the keyspace is dropped on the way out, and a failure to drop it is raised
+    unless another error is already on its way (the node is then likely unreachable: that error is the one to
+    report).
+    """
+    def run(statement: str) -> None:
+        session.execute(SimpleStatement(statement, consistency_level=ConsistencyLevel.ONE), timeout=120)
+
+    run(f"DROP KEYSPACE IF EXISTS {keyspace}")
+    run(f"CREATE KEYSPACE {keyspace} WITH replication = {replication_cql(session, DATA_KS)}")
+    try:
+        for ddl in tables:
+            run(ddl)
+        session.cluster.control_connection.wait_for_schema_agreement()
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            run(f"DROP KEYSPACE IF EXISTS {keyspace}")
+        raise
+    run(f"DROP KEYSPACE IF EXISTS {keyspace}")
+
+
 class ScratchTable:
     """A throw-away copy of the ``blocks`` table; a context manager that drops its keyspace on exit."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self._keyspace = scratch_keyspace(session, SCRATCH_KS, [
+            f"CREATE TABLE {SCRATCH_KS}.{SCRATCH_TABLE} (hash blob PRIMARY KEY, size int, content blob)"])
 
     def __enter__(self) -> "ScratchTable":
-        ddl = [f"DROP KEYSPACE IF EXISTS {SCRATCH_KS}",
-               f"CREATE KEYSPACE {SCRATCH_KS} WITH replication = {_replication_cql(self.session, DATA_KS)}",
-               f"CREATE TABLE {SCRATCH_KS}.{SCRATCH_TABLE} (hash blob PRIMARY KEY, size int, content blob)"]
-        for statement in ddl:
-            self.session.execute(SimpleStatement(statement, consistency_level=ConsistencyLevel.ONE))
-        self.session.cluster.control_connection.wait_for_schema_agreement()
+        self._keyspace.__enter__()
         self._insert = self.session.prepare(
             f"INSERT INTO {SCRATCH_KS}.{SCRATCH_TABLE} (hash, size, content) VALUES (?, ?, ?)")
         self._select = self.session.prepare(f"SELECT content FROM {SCRATCH_KS}.{SCRATCH_TABLE} WHERE hash = ?")
@@ -76,13 +108,7 @@ class ScratchTable:
         return self
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:
-        try:
-            self.session.execute(SimpleStatement(f"DROP KEYSPACE IF EXISTS {SCRATCH_KS}",
-                                                 consistency_level=ConsistencyLevel.ONE))
-        except Exception:
-            if exc_type is None:
-                raise
-            # else: the node is likely unreachable; the error that got us here is the one to report
+        self._keyspace.__exit__(exc_type, *exc)
 
     def write(self, blocks: Sequence[Block], concurrency: int, retry_busy: bool = False) -> float:
         """Write every block with ``concurrency`` requests in flight; returns the seconds taken.
