@@ -143,11 +143,15 @@ class FileInfo:
         return inline_head(self.blocks, self.size)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: hash as hex, version as text, time as ISO 8601 UTC, mode as octal text (``"0600"``)."""
+        """JSON-ready: hash as hex, version as text, time as ISO 8601 UTC in milliseconds (Cassandra's precision),
+        mode as octal text (``"0600"``)."""
         attributes = self.attributes
         return {"id": self.id, "version": str(self.version), "size": self.size, "hash": self.hash.hex(),
                 "blocks": self.blocks,
-                "committed_at": self.committed_at.isoformat() + "Z" if self.committed_at else None,
+                # Always with its fraction: isoformat() leaves it out on a whole second, and such a time then
+                # sorted as text before the earlier times of its second ("...:51Z" < "...:51.337Z" is false).
+                "committed_at": self.committed_at.isoformat(timespec="milliseconds") + "Z"
+                if self.committed_at else None,
                 "mode": f"{attributes.mode:04o}" if attributes else None,
                 "mtime_ns": attributes.mtime_ns if attributes else None}
 
