@@ -37,6 +37,7 @@ import contextlib
 import filecmp
 import json
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -197,6 +198,20 @@ def own_node(home: Path, port_base: int) -> None:
     os.environ.pop("CASSTOR_NODES", None)
     os.environ.update(CASSTOR_HOME=str(home), CASSTOR_CQL_PORT=str(port_base),
                       CASSTOR_STORAGE_PORT=str(port_base + 1), CASSTOR_JMX_PORT=str(port_base + 2))
+
+
+def median_figures(runs: list[dict]) -> dict:
+    """Each figure's median over ``runs`` (dicts of the same keys), to 2 decimals; a figure None in the first run
+    (a node CPU of nodes not local) stays None.
+
+    Example::
+
+        >>> median_figures([{"per_s": 3.0, "node_ms": None}, {"per_s": 1.0, "node_ms": None}, {"per_s": 2.5,
+        ...                 "node_ms": None}])
+        {'per_s': 2.5, 'node_ms': None}
+    """
+    return {key: None if runs[0][key] is None else round(statistics.median(run[key] for run in runs), 2)
+            for key in runs[0]}
 
 
 def publish(results: dict, report: str, path: Path) -> int:

@@ -49,16 +49,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from cassandra.cluster import Session
 from cassandra.util import uuid_from_time
 
-from bench.common import bench_session, run_and_publish, wait_for_quiet_nodes
+from bench.common import bench_session, median_figures, run_and_publish, wait_for_quiet_nodes
 from bench.cpu import CpuMeter
 from bench.raw_driver import scratch_keyspace
-from casstor_ops.cli.args import OneLineParser
+from casstor_ops.cli.args import OneLineParser, positive_int
 from casstor_ops.cluster.launcher import LocalCluster
 from casstor_ops.cluster.paths import project_root
 from casstor_ops.errors import CasstorError
@@ -226,14 +226,10 @@ def run_bench(config: PackConfig, log: Callable[[str], None]) -> dict:
                 log(f"  {shape:<6} {figures['per_s']:8.0f} bodies/s  " + _cpu(figures))
                 if measured:
                     runs[shape].append(figures)
-    medians = {shape: _median(runs[shape]) for shape in SHAPES}
+    medians = {shape: median_figures(runs[shape]) for shape in SHAPES}
     return {"config": asdict(config), "runs": runs, "medians": medians,
             "mutations_per_body": {shape: mutations_per_body(shape, config.group) for shape in SHAPES},
             "ratios": _ratios(runs)}
-
-
-def _median(runs: list[dict]) -> dict:
-    return {key: None if runs[0][key] is None else statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
 def _ratios(runs: dict[str, list[dict]]) -> dict[str, float]:
@@ -272,16 +268,14 @@ def format_report(results: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m bench.pack_rows", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="groups of 4, 20 groups, one round, no warm-up")
-    parser.add_argument("--group", type=int, help="bodies a group (default 10)")
-    parser.add_argument("--groups", type=int, help="groups a run (default 800)")
-    parser.add_argument("--rounds", type=int, help="measured rounds (default 3)")
+    parser.add_argument("--group", type=positive_int, help="bodies a group (default 10)")
+    parser.add_argument("--groups", type=positive_int, help="groups a run (default 800)")
+    parser.add_argument("--rounds", type=positive_int, help="measured rounds (default 3)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
-    config = PackConfig.quick() if args.quick else PackConfig()
-    chosen = {k: v for k, v in (("group", args.group), ("groups", args.groups), ("rounds", args.rounds)) if v}
-    if any(value < 1 for value in chosen.values()):
-        parser.error("--group, --groups, --rounds: at least 1")
-    config = PackConfig(**{**asdict(config), **chosen})
+    chosen = {k: v for k, v in (("group", args.group), ("groups", args.groups), ("rounds", args.rounds))
+              if v is not None}
+    config = replace(PackConfig.quick() if args.quick else PackConfig(), **chosen)
     return run_and_publish(lambda log: run_bench(config, log), format_report, args.output)
 
 

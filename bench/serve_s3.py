@@ -74,7 +74,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import count
 from pathlib import Path
 
-from bench.common import MB
+from bench.common import MB, median_figures
 from bench.cpu import Cost, CpuMeter, compiler_share, process_tree, settle
 from casstor_ops.errors import CasstorError
 from casstor_ops.serve.process import ServerProcess
@@ -141,7 +141,7 @@ class S3Face:
                                                                           f"settle-{next(settling)}")),
                         most_settling, log)
         pairs = [self._multipart_and_tree(size, node_pids, quiet, str(round_)) for round_ in range(rounds)]
-        multipart, tree_store = (_median([pair[i] for pair in pairs]) for i in (0, 1))
+        multipart, tree_store = (median_figures([pair[i] for pair in pairs]) for i in (0, 1))
         return {"bytes": size, "part_bytes": MULTIPART_PART, "rounds": rounds, "settling_compiler_shares": shares,
                 "multipart": multipart, "tree_store": tree_store,
                 "ratio": round(multipart["mb_per_s"] / tree_store["mb_per_s"], 3),
@@ -179,7 +179,7 @@ class S3Face:
                 runs[algorithm].append(self._upload(upload, f"checksums/{algorithm}-{round_}.bin", node_pids, quiet,
                                                     {"ChecksumAlgorithm": algorithm}))
         upload.unlink()
-        medians = {algorithm: _median(figures) for algorithm, figures in runs.items()}
+        medians = {algorithm: median_figures(figures) for algorithm, figures in runs.items()}
         default = medians[CHECKSUM_ALGORITHMS[0]]["mb_per_s"]
         return {"bytes": size, "part_bytes": MULTIPART_PART, "rounds": rounds, "uploads": medians,
                 "ratios": {algorithm: round(m["mb_per_s"] / default, 3) for algorithm, m in medians.items()}}
@@ -279,12 +279,6 @@ def _random_file(path: Path, size: int) -> None:
     with path.open("wb") as out:
         for start in range(0, size, WRITE_CHUNK):
             out.write(os.urandom(min(WRITE_CHUNK, size - start)))
-
-
-def _median(figures: list[dict]) -> dict:
-    """Each figure's median over the rounds (None stays None)."""
-    return {k: None if figures[0][k] is None else round(statistics.median(f[k] for f in figures), 2)
-            for k in figures[0]}
 
 
 def _rate(size: int, seconds: float, cost: Cost) -> dict:
