@@ -13,7 +13,7 @@ import stat
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 # A file changed this recently when it is opened may change again within the same tick of the file system's
@@ -114,6 +114,23 @@ class InlineContent:
     payload: bytes = field(repr=False)
 
 
+def utc_iso(at: datetime) -> str:
+    """``at`` as ISO 8601 UTC in milliseconds, a ``timestamp``'s precision, the form every time casstor prints in
+    JSON or S3's XML takes; a naive ``at`` is UTC, as the driver reads a ``timestamp``.
+
+    Always with its fraction: ``isoformat()`` leaves it out on a whole second, and such a time then sorted as text
+    after the later times of its own second (``"...:51Z" < "...:51.337Z"`` is false).
+
+    Example::
+
+        >>> utc_iso(datetime(2026, 12, 7, 21, 45, 51)), utc_iso(datetime(2026, 12, 7, 21, 45, 51, 337999, timezone.utc))
+        ('2026-12-07T21:45:51.000Z', '2026-12-07T21:45:51.337Z')
+    """
+    if at.tzinfo is not None:
+        at = at.astimezone(timezone.utc).replace(tzinfo=None)
+    return at.isoformat(timespec="milliseconds") + "Z"
+
+
 @dataclass(frozen=True)
 class FileInfo:
     """A file's committed head: the version readers see.
@@ -148,10 +165,7 @@ class FileInfo:
         attributes = self.attributes
         return {"id": self.id, "version": str(self.version), "size": self.size, "hash": self.hash.hex(),
                 "blocks": self.blocks,
-                # Always with its fraction: isoformat() leaves it out on a whole second, and such a time then
-                # sorted as text before the earlier times of its second ("...:51Z" < "...:51.337Z" is false).
-                "committed_at": self.committed_at.isoformat(timespec="milliseconds") + "Z"
-                if self.committed_at else None,
+                "committed_at": utc_iso(self.committed_at) if self.committed_at else None,
                 "mode": f"{attributes.mode:04o}" if attributes else None,
                 "mtime_ns": attributes.mtime_ns if attributes else None}
 

@@ -85,7 +85,7 @@ from casstor_ops.store.cql.statements import Query, Statements
 from casstor_ops.store.engine.catalog import head_of
 from casstor_ops.store.engine.multipart import commit_parts
 from casstor_ops.store.ids import check_id
-from casstor_ops.store.records import ObjectMeta
+from casstor_ops.store.records import ObjectMeta, utc_iso
 
 MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit of one PutObject
 MAX_PARTS = 10_000
@@ -104,9 +104,8 @@ OVERRIDABLE = KEPT_HEADERS + ("content-type",)
 
 
 def s3_time(when: datetime | None) -> str:
-    """A time as S3's XML writes it (``2024-05-01T12:00:00.000Z``)."""
-    when = when or datetime.now(timezone.utc)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+    """A time as S3's XML writes it (``2024-05-01T12:00:00.000Z``); None: now."""
+    return utc_iso(when or datetime.now(timezone.utc))
 
 
 def quoted(etag: str) -> str:

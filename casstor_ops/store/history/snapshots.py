@@ -37,6 +37,7 @@ from cassandra.cluster import Session
 from casstor_ops.errors import CasstorError, NotFoundError
 from casstor_ops.store.coordination.commit_bound import commit_bound_s
 from casstor_ops.store.cql.statements import Statements
+from casstor_ops.store.records import utc_iso
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,7 @@ class Snapshot:
         return int(round(self.at.timestamp() * 1000)) * 1000
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "prefix": self.prefix, "at": _iso(self.at)}
-
-
-def _iso(at: datetime) -> str:
-    return at.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return {"name": self.name, "prefix": self.prefix, "at": utc_iso(self.at)}
 
 
 def take(session: Session, st: Statements, prefix: str, name: str | None = None) -> Snapshot:
@@ -65,7 +62,7 @@ def take(session: Session, st: Statements, prefix: str, name: str | None = None)
     now = time.time()
     started = time.monotonic()
     at = datetime.fromtimestamp(int(now * 1000) / 1000, timezone.utc)
-    snapshot = Snapshot(name or _iso(at), prefix, at)
+    snapshot = Snapshot(name or utc_iso(at), prefix, at)
     if not snapshot.name:
         raise CasstorError("a snapshot needs a name (give --name, or none for the instant)")
     if not session.execute(st.insert_snapshot, (snapshot.name, prefix, at)).was_applied:
